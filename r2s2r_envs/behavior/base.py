@@ -1,0 +1,62 @@
+"""The demonstrator interface and the registry that maps names to demonstrators.
+
+A demonstrator turns observations into actions, like a policy, but also records what it is (``name``) and
+how it was configured (``settings``, JSON-serializable) so datasets can say who made them.  Environments name
+the demonstrator that comes with them (``env.unwrapped.demonstrator``); ``make_demonstrator(env)`` builds it.
+Other modules add their own with ``register_demonstrator`` (the lab registers its teleoperator), so this
+module never imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+
+
+@runtime_checkable
+class Demonstrator(Protocol):
+    """Something that produces demonstrations on a PickSort env."""
+
+    name: str
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """JSON-serializable configuration, recorded in dataset provenance."""
+        ...
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode (re-seeds any randomness of the demonstrator itself)."""
+        ...
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """Action in the env's action space for a state observation (``obs_mode`` "state" or "state+rgb")."""
+        ...
+
+
+DemonstratorFactory = Callable[..., Demonstrator]
+_REGISTRY: dict[str, DemonstratorFactory] = {}
+
+
+def register_demonstrator(name: str, factory: DemonstratorFactory) -> None:
+    """Register ``factory(env, **settings) -> Demonstrator`` under ``name``."""
+    _REGISTRY[name] = factory
+
+
+def demonstrator_names() -> list[str]:
+    """Names of all registered demonstrators."""
+    return sorted(_REGISTRY)
+
+
+def make_demonstrator(env: gym.Env, name: str | None = None, **settings: Any) -> Demonstrator:
+    """Build the demonstrator ``name`` (default: the one that comes with ``env``) for ``env``.
+
+    Raises:
+        KeyError: unknown name; the message lists the registered ones.
+    """
+    name = name or getattr(env.unwrapped, "demonstrator", None)
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown demonstrator {name!r}; registered: {demonstrator_names()}")
+    return _REGISTRY[name](env, **settings)

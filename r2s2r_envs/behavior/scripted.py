@@ -1,0 +1,268 @@
+"""Scripted planner: the demonstrator that comes with the simulated PickSort variants.
+
+It works from the state observation only (so it meets the lab's latency and sensor errors like any policy):
+it predicts where the next object will be from its measured position and velocity, moves the open hand above
+the intercept point, descends while matching the belt's motion, pinches, lifts, carries the object to the bin
+of its category and releases it.  Motions are straight lines in task space, executed through the env's
+task-space controller with a proportional law plus belt-velocity feed-forward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from r2s2r_envs.behavior.base import register_demonstrator
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import SceneLayout, scene_layout
+
+_N_FINGER = len(C.HAND_JOINTS)
+_JOINT_INDEX = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlannerConfig:
+    """Settings of the scripted planner (distances in m, times in s, angles in rad).
+
+    Attributes:
+        hover_height: TCP height above the object's centre while approaching.
+        grasp_offset: TCP height above the object's centre when the fingers close.
+        min_grasp_height: Lowest TCP height above the belt while grasping (keeps the fingertips off the belt).
+        lift_height: TCP height (world z) for carrying.
+        release_height: TCP height (world z) above the bin when releasing.
+        align_tolerance: Horizontal TCP error below which the hand descends onto the object.
+        descend_tolerance: TCP height error below which the fingers close.
+        close_time: Time the fingers are given to close before lifting.
+        release_time: Time the hand stays open above the bin.
+        lead_time: How far ahead the object's position is predicted when tracking it.
+        position_gain: Fraction of the TCP position error corrected per control step.
+        rotation_gain: Fraction of the TCP orientation error corrected per control step.
+        reach_limit_y: Objects further downstream than this are not attempted.
+        finger_open: Flexion of fingers and thumb when open.
+        squeeze: Thumb flexion commanded beyond the angle at which it touches the object, so the servo
+            squeezes; the three opposing fingers get the share that balances the thumb's force.
+        adduction: Index/ring abduction towards the middle finger for small objects.
+    """
+
+    hover_height: float = 0.07
+    grasp_offset: float = 0.02
+    min_grasp_height: float = 0.037
+    lift_height: float = 0.28
+    release_height: float = 0.22
+    align_tolerance: float = 0.012
+    descend_tolerance: float = 0.008
+    close_time: float = 0.35
+    release_time: float = 0.3
+    lead_time: float = 0.05
+    position_gain: float = 0.6
+    rotation_gain: float = 0.5
+    reach_limit_y: float = -0.36
+    finger_open: float = -0.3
+    squeeze: float = 0.45
+    adduction: float = 0.2
+
+
+class ScriptedPlanner:
+    """Planner-style demonstrator (see the module docstring).  Deterministic: ``reset(seed)`` has no effect
+    on its behaviour but is part of the interface."""
+
+    name = "scripted"
+
+    def __init__(self, env: gym.Env, **settings: Any) -> None:
+        base = env.unwrapped
+        self.config = PlannerConfig(**settings)
+        self.control = base.control
+        self.dt = 1.0 / self.control.control_hz
+        self.layout: SceneLayout = scene_layout()
+        self.num_objects: int = base.num_objects
+        self.reset()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.config)
+
+    def reset(self, seed: int | None = None) -> None:
+        self._phase = "approach"
+        self._target: int | None = None
+        self._timer = 0
+        self._done: set[int] = set()
+        self._yaw: float | None = None
+        self._anchor = np.zeros(3)
+        self._belt_vel = np.zeros(3)
+
+    # ------------------------------------------------------------------ policy
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        cfg = self.config
+        tcp = obs["eef_pos"].astype(float)
+        pos = obs["object_pos"].reshape(-1, 3).astype(float)
+        vel = obs["object_vel"].reshape(-1, 6)[:, :3].astype(float)
+        cats = obs["object_category"].reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
+
+        if self._target is None or self._phase == "approach" and not self._attemptable(self._target, pos):
+            self._target = self._choose_target(pos)
+            self._phase = "approach"
+            self._yaw = None
+        if self._target is None:
+            return self._command(tcp, self._idle_point(), obs, fingers=self._open_fingers(None), yaw=None)
+
+        i = self._target
+        cat = C.CATEGORIES[cats[i]]
+        p, v = pos[i], vel[i]
+        if self._yaw is None:
+            self._yaw = self._grasp_yaw(obs, i, cat)
+        grasp_z = max(p[2] + cfg.grasp_offset, self.layout.belt_top + cfg.min_grasp_height)
+        predicted = p + v * cfg.lead_time
+        open_f, closed_f = self._open_fingers(cat), self._closed_fingers(cat)
+
+        if self._phase == "approach":
+            goal = np.array([predicted[0], predicted[1], p[2] + cfg.hover_height])
+            if np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance * 2 and abs(goal[2] - tcp[2]) < 0.03:
+                self._phase = "descend"
+            return self._command(tcp, goal, obs, open_f, self._yaw, v)
+        if self._phase == "descend":
+            goal = np.array([predicted[0], predicted[1], grasp_z])
+            if np.linalg.norm(goal[:2] - tcp[:2]) > 3 * cfg.align_tolerance:
+                self._phase = "approach"
+            elif abs(tcp[2] - grasp_z) < cfg.descend_tolerance and np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance:
+                self._phase, self._timer = "close", 0
+                self._anchor, self._belt_vel = goal.copy(), v.copy()
+            return self._command(tcp, goal, obs, open_f, self._yaw, v)
+        if self._phase == "close":
+            # Dead-reckon along the belt instead of chasing the measured object: the closing fingers push it,
+            # and following that push would walk the hand (and the object) across the belt.
+            self._timer += 1
+            goal = self._anchor + self._belt_vel * self._timer * self.dt
+            if self._timer * self.dt >= cfg.close_time:
+                self._phase = "lift"
+            return self._command(tcp, goal, obs, closed_f, self._yaw, self._belt_vel)
+        if self._phase in ("lift", "transport"):
+            if np.linalg.norm(p - tcp) > 0.07:  # lost it: open and start over on whatever is reachable
+                self._phase, self._target = "approach", None
+                return self._command(tcp, tcp + [0, 0, 0.02], obs, open_f, None)
+            bin_c = self.layout.bin_centers[cat]
+            if self._phase == "lift":
+                goal = np.array([tcp[0], tcp[1], cfg.lift_height])
+                if tcp[2] > cfg.lift_height - 0.04:
+                    self._phase = "transport"
+            else:
+                goal = np.array([bin_c[0], bin_c[1], cfg.release_height])
+                if np.linalg.norm(goal - tcp) < 0.02:
+                    self._phase, self._timer = "release", 0
+            return self._command(tcp, goal, obs, closed_f, self._yaw)
+        # release
+        self._timer += 1
+        if self._timer * self.dt >= cfg.release_time:
+            self._done.add(i)
+            self._target, self._phase = None, "approach"
+        return self._command(tcp, tcp, obs, open_f, None)
+
+    # ------------------------------------------------------------------ targets
+    def _on_belt(self, p: np.ndarray) -> bool:
+        lay = self.layout
+        return abs(p[0] - lay.belt_center_x) < lay.belt_half_width and lay.belt_top < p[2] < lay.belt_top + 0.08
+
+    def _attemptable(self, i: int, pos: np.ndarray) -> bool:
+        return i not in self._done and self._on_belt(pos[i]) and pos[i, 1] > self.config.reach_limit_y
+
+    def _choose_target(self, pos: np.ndarray) -> int | None:
+        candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < 0.55]
+        if not candidates:
+            return None
+        return min(candidates, key=lambda i: pos[i, 1])
+
+    def _idle_point(self) -> np.ndarray:
+        return np.array([self.layout.belt_center_x - 0.05, 0.15, self.layout.belt_top + 0.2])
+
+    # ------------------------------------------------------------------ hand
+    def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
+        """Yaw of the hand's pinch axis (hand x) for object i: across a cube face, across a bar."""
+        current = _hand_yaw(obs["eef_quat"])
+        if cat == "cylinder":
+            return current
+        q = obs["object_quat"].reshape(-1, 4)[i]
+        obj_yaw = 2.0 * np.arctan2(q[3], q[0])
+        period = np.pi / 2 if cat == "cube" else np.pi
+        base = obj_yaw + (np.pi / 2 if cat == "bar" else 0.0)
+        # The equivalent yaw nearest the current one: least wrist rotation.
+        return base + period * np.round((current - base) / period)
+
+    def _fingers(self, flex: float, thumb_flex: float, adduct: float) -> np.ndarray:
+        q = np.zeros(_N_FINGER)
+        for f in ("if", "mf", "rf"):
+            q[_JOINT_INDEX[f"{f}_mcp"]] = flex
+        q[_JOINT_INDEX["if_rot"]] = -adduct
+        q[_JOINT_INDEX["rf_rot"]] = adduct
+        q[_JOINT_INDEX["th_mcp"]] = thumb_flex
+        return q
+
+    def _open_fingers(self, cat: str | None) -> np.ndarray:
+        adduct = self.config.adduction if cat in ("cube", "cylinder") else 0.0
+        return self._fingers(self.config.finger_open, self.config.finger_open, adduct)
+
+    def _closed_fingers(self, cat: str) -> np.ndarray:
+        """Pinch posture: each digit flexed to where it touches the object, plus a balanced squeeze."""
+        lay, cfg = self.layout, self.config
+        size = lay.object_half_sizes[cat]
+        half_width = size[1] if cat == "bar" else size[0]
+        gap = lambda base: max(base - lay.tip_radius - half_width, 0.0)  # noqa: E731
+        finger_contact = np.arcsin(min(gap(lay.finger_base_x) / lay.finger_length, 1.0))
+        thumb_contact = np.arcsin(min(gap(lay.thumb_base_x) / lay.thumb_length, 1.0))
+        # Torque balance: 3 fingers * kp * d_f / L_f = kp * d_t / L_t (forces at the tips cancel).
+        finger_squeeze = cfg.squeeze * lay.finger_length / (3.0 * lay.thumb_length)
+        adduct = cfg.adduction if cat in ("cube", "cylinder") else 0.0
+        return self._fingers(finger_contact + finger_squeeze, thumb_contact + cfg.squeeze, adduct)
+
+    # ------------------------------------------------------------------ action
+    def _command(
+        self,
+        tcp: np.ndarray,
+        goal: np.ndarray,
+        obs: dict[str, np.ndarray],
+        fingers: np.ndarray,
+        yaw: float | None,
+        feedforward: np.ndarray | None = None,
+    ) -> np.ndarray:
+        cfg, ctl = self.config, self.control
+        action = np.zeros(6 + _N_FINGER)
+        step = cfg.position_gain * (goal - tcp)
+        if feedforward is not None:
+            step = step + feedforward * self.dt
+        action[:3] = np.clip(step / ctl.max_linear_step, -1.0, 1.0)
+
+        cur = obs["eef_quat"].astype(float)
+        cur_yaw = _hand_yaw(cur)
+        desired = _down_quat(cur_yaw if yaw is None else yaw)
+        local = np.empty(3)
+        mujoco.mju_subQuat(local, desired, cur)
+        rot_mat = np.empty(9)
+        mujoco.mju_quat2Mat(rot_mat, cur)
+        world = rot_mat.reshape(3, 3) @ local
+        action[3:6] = np.clip(cfg.rotation_gain * world / ctl.max_angular_step, -1.0, 1.0)
+
+        lo, hi = self.layout.hand_joint_range[:, 0], self.layout.hand_joint_range[:, 1]
+        action[6:] = np.clip(2.0 * (np.clip(fingers, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+        return action.astype(np.float32)
+
+
+def _hand_yaw(quat: np.ndarray) -> float:
+    """Yaw of the hand's x axis in the world's horizontal plane."""
+    mat = np.empty(9)
+    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=float))
+    x_axis = mat.reshape(3, 3)[:, 0]
+    return float(np.arctan2(x_axis[1], x_axis[0]))
+
+
+def _down_quat(yaw: float) -> np.ndarray:
+    """Orientation with the hand's z axis pointing down and its x axis at ``yaw``."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    mat = np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, mat.reshape(-1))
+    return quat
+
+
+register_demonstrator(ScriptedPlanner.name, ScriptedPlanner)

@@ -1,0 +1,238 @@
+"""A physics-free stand-in for PickSort, for testing and benchmarking dataset code fast.
+
+``ToyPickSortEnv`` has PickSort's observation keys, action shape, ``info`` keys and the
+``get_state``/``set_state``/``provenance``/``domain`` interface the dataset code relies on, with trivial
+kinematics instead of MuJoCo: the end effector follows the arm joints, objects ride a belt, an episode
+succeeds when the end effector reaches the first object before it leaves the workspace. It is not
+registered; make it with :data:`TOY_SPEC` (``gymnasium.make(TOY_SPEC)``) and pair it with
+:func:`make_toy_demonstrator` (``demonstrator="r2s2r_envs.datasets.toy:make_toy_demonstrator"``).
+Episodes are fully determined by their seed, lengths vary and some fail, like real demos.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
+
+#: Spec to pass to :func:`gymnasium.make` (or as ``env_id`` to :func:`r2s2r_envs.datasets.generate.generate`).
+TOY_SPEC = EnvSpec(
+    id="ToyPickSort-v0",
+    entry_point="r2s2r_envs.datasets.toy:ToyPickSortEnv",
+    max_episode_steps=60,
+)
+
+_ARM, _HAND = 7, 16
+_DT = 0.05  # s per step
+_REACH_TOLERANCE = 0.08  # m
+_BELT_END = 1.0  # m, objects past this x are missed
+
+
+class ToyPickSortEnv(gym.Env):
+    """Trivial kinematic env with PickSort's interface (see module docstring).
+
+    Args:
+        obs_mode: ``"state"``, ``"rgb"`` or ``"state+rgb"``.
+        num_objects: objects on the belt.
+        image_size: side of the square images, pixels.
+        domain: ``"sim"`` or ``"real"`` (what ``env.unwrapped.domain`` reports).
+        belt_speed: m/s.
+        step_delay: seconds to sleep per step (simulates a slower env in tests of interruption).
+        render_mode: ``None`` or ``"rgb_array"``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": int(1 / _DT)}
+
+    def __init__(
+        self,
+        obs_mode: str = "state",
+        num_objects: int = 3,
+        image_size: int = 16,
+        domain: str = "sim",
+        belt_speed: float = 0.5,
+        step_delay: float = 0.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if obs_mode not in ("state", "rgb", "state+rgb"):
+            raise ValueError(f"unknown obs_mode {obs_mode!r}; choose 'state', 'rgb' or 'state+rgb'")
+        self.obs_mode = obs_mode
+        self.num_objects = int(num_objects)
+        self.image_size = int(image_size)
+        self.domain = domain
+        self.belt_speed = float(belt_speed)
+        self.step_delay = float(step_delay)
+        self.render_mode = render_mode
+        n = self.num_objects
+        state_space = {
+            "arm_qpos": (_ARM,), "arm_qvel": (_ARM,), "hand_qpos": (_HAND,), "hand_qvel": (_HAND,),
+            "eef_pos": (3,), "eef_quat": (4,), "object_pos": (3 * n,), "object_quat": (4 * n,),
+            "object_vel": (6 * n,), "object_category": (3 * n,),
+        }
+        obs_spaces: dict[str, spaces.Space] = {}
+        if "state" in obs_mode:
+            for key, shape in state_space.items():
+                obs_spaces[key] = spaces.Box(-np.inf, np.inf, shape, np.float32)
+        if "rgb" in obs_mode:
+            for key in ("scene_image", "wrist_image"):
+                obs_spaces[key] = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
+        self.observation_space = spaces.Dict(obs_spaces)
+        self.action_space = spaces.Box(-1.0, 1.0, (_ARM + _HAND,), np.float32)
+        self._arm = np.zeros(_ARM)
+        self._arm_vel = np.zeros(_ARM)
+        self._hand = np.zeros(_HAND)
+        self._hand_vel = np.zeros(_HAND)
+        self._obj = np.zeros((n, 3))
+        self._category = np.zeros(n, dtype=np.int64)
+        self._t = 0.0
+
+    # -- interface used by the dataset code --------------------------------------------------------
+
+    def get_state(self) -> np.ndarray:
+        """Full state, float64 1-D."""
+        return np.concatenate(
+            [self._arm, self._arm_vel, self._hand, self._hand_vel, self._obj.ravel(),
+             self._category.astype(np.float64), [self._t]]
+        )
+
+    def set_state(self, state: np.ndarray) -> None:
+        """Restores a state from :meth:`get_state`."""
+        state = np.asarray(state, dtype=np.float64)
+        n = self.num_objects
+        parts = np.split(state, np.cumsum([_ARM, _ARM, _HAND, _HAND, 3 * n, n]))
+        self._arm, self._arm_vel, self._hand, self._hand_vel = (p.copy() for p in parts[:4])
+        self._obj = parts[4].reshape(n, 3).copy()
+        self._category = parts[5].astype(np.int64)
+        self._t = float(parts[6][0])
+
+    def provenance(self) -> dict[str, Any]:
+        """JSON-able description of this world."""
+        return {"world": "toy", "belt_speed_m_per_s": self.belt_speed, "num_objects": self.num_objects}
+
+    # -- gymnasium API -----------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        rng = self.np_random
+        n = self.num_objects
+        self._arm = rng.uniform(-0.2, 0.2, _ARM)
+        self._arm_vel = np.zeros(_ARM)
+        self._hand = np.zeros(_HAND)
+        self._hand_vel = np.zeros(_HAND)
+        self._obj = np.column_stack([rng.uniform(-0.6, -0.2, n), rng.uniform(-0.4, 0.4, n), np.full(n, 0.05)])
+        self._category = rng.integers(0, 3, n)
+        self._t = 0.0
+        return self._obs(), self._info(False, None)
+
+    def step(self, action: np.ndarray):
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape}, got {action.shape}")
+        if self.step_delay:
+            time.sleep(self.step_delay)
+        action = np.clip(action, -1.0, 1.0)
+        new_arm = self._arm + 0.1 * action[:_ARM] + self.np_random.normal(0.0, 0.002, _ARM)
+        self._arm_vel = (new_arm - self._arm) / _DT
+        self._arm = new_arm
+        new_hand = self._hand + 0.1 * action[_ARM:]
+        self._hand_vel = (new_hand - self._hand) / _DT
+        self._hand = new_hand
+        self._obj[:, 0] += self.belt_speed * _DT
+        self._t += _DT
+        dist = float(np.linalg.norm(self._eef()[:2] - self._obj[0, :2]))
+        success = dist < _REACH_TOLERANCE
+        missed = bool(self._obj[0, 0] > _BELT_END)
+        terminated = success or missed
+        reward_reach = -dist
+        info = self._info(success, "missed" if missed and not success else None)
+        info["reward_reach"] = reward_reach
+        return self._obs(), reward_reach, terminated, False, info
+
+    def render(self) -> np.ndarray:
+        """A top-down picture: belt objects coloured by category, end effector white."""
+        return self._draw(self.image_size)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _eef(self) -> np.ndarray:
+        return np.array([np.tanh(self._arm[0]), np.tanh(self._arm[1]), 0.3 + 0.1 * np.tanh(self._arm[2])])
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs: dict[str, np.ndarray] = {}
+        n = self.num_objects
+        if "state" in self.obs_mode:
+            quat = np.tile([1.0, 0.0, 0.0, 0.0], n)
+            vel = np.zeros((n, 6))
+            vel[:, 0] = self.belt_speed
+            values = {
+                "arm_qpos": self._arm, "arm_qvel": self._arm_vel, "hand_qpos": self._hand,
+                "hand_qvel": self._hand_vel, "eef_pos": self._eef(), "eef_quat": np.array([1.0, 0, 0, 0]),
+                "object_pos": self._obj.ravel(), "object_quat": quat, "object_vel": vel.ravel(),
+                "object_category": np.eye(3)[self._category].ravel(),
+            }
+            obs.update({k: np.asarray(v, dtype=np.float32) for k, v in values.items()})
+        if "rgb" in self.obs_mode:
+            obs["scene_image"] = self._draw(self.image_size)
+            obs["wrist_image"] = self._draw(self.image_size)[::-1].copy()
+        return obs
+
+    def _info(self, success: bool, failure: str | None) -> dict[str, Any]:
+        return {
+            "is_success": bool(success),
+            "failure_cause": failure,
+            "object_outcomes": ["sorted" if success else ("missed" if failure else "pending")]
+            + ["pending"] * (self.num_objects - 1),
+            "time_to_sort": self._t if success else None,
+            "unstable": False,
+        }
+
+    def _draw(self, size: int) -> np.ndarray:
+        img = np.zeros((size, size, 3), dtype=np.uint8)
+        img[..., 2] = 40
+
+        def pixel(xy: np.ndarray) -> tuple[int, int]:
+            col = int(np.clip((xy[0] + 1.0) / 2.0 * (size - 1), 0, size - 1))
+            row = int(np.clip((xy[1] + 1.0) / 2.0 * (size - 1), 0, size - 1))
+            return row, col
+
+        colors = np.array([[255, 0, 0], [0, 255, 0], [255, 255, 0]], dtype=np.uint8)
+        for pos, cat in zip(self._obj, self._category):
+            img[pixel(pos)] = colors[cat]
+        img[pixel(self._eef())] = 255
+        return img
+
+
+class ToyDemonstrator:
+    """Scripted reacher for :class:`ToyPickSortEnv`: moves the end effector toward where the first object
+    will be, with a per-episode gain; low gains arrive late, so some episodes fail."""
+
+    name = "toy-reacher"
+
+    def __init__(self, env: gym.Env) -> None:
+        self._env = env.unwrapped
+        self.settings: dict[str, Any] = {"gain_range": [0.05, 1.0], "action_noise": 0.05, "lead_s": 0.4}
+        self._rng = np.random.default_rng()
+        self._gain = 1.0
+
+    def reset(self, seed: int | None = None) -> None:
+        """Starts an episode: draws the gain and noise stream from ``seed``."""
+        self._rng = np.random.default_rng(seed)
+        self._gain = float(self._rng.uniform(*self.settings["gain_range"]))
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """An action in ``[-1, 1]^22`` from the state observation keys."""
+        target = obs["object_pos"][:2].astype(np.float64) + np.array([self.settings["lead_s"] * 0.3, 0.0])
+        desired = np.arctanh(np.clip(target, -0.95, 0.95))
+        action = np.zeros(_ARM + _HAND)
+        action[:2] = self._gain * (desired - obs["arm_qpos"][:2])
+        action[7:] = 0.2 * np.sin(np.arange(_HAND))
+        action += self._rng.normal(0.0, self.settings["action_noise"], action.shape)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+def make_toy_demonstrator(env: gym.Env) -> ToyDemonstrator:
+    """Demonstrator factory for :class:`ToyPickSortEnv` (same signature as ``r2s2r_envs.behavior.make_demonstrator``)."""
+    return ToyDemonstrator(env)

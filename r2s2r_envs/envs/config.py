@@ -1,0 +1,139 @@
+"""Configuration of the PickSort task that is not physics: control, episode randomization, rewards.
+
+All configs are frozen keyword-only dataclasses; presets are factory functions.  Randomization ranges are data,
+sampled by one function (``sample_layout``), so what is documented is what is drawn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from r2s2r_envs.world.constants import CATEGORIES
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ControlConfig:
+    """How a normalized action in [-1, 1] becomes robot commands.
+
+    Attributes:
+        control_hz: Policy rate, Hz (teleoperation-like).
+        max_linear_step: TCP displacement for an action component of 1, m per control step.
+        max_angular_step: TCP rotation for an action component of 1, rad per control step.
+        max_target_lead: Largest distance the commanded TCP target may run ahead of the measured TCP, m
+            (prevents wind-up while the arm is blocked).
+        ik_damping: Damping of the damped-least-squares inverse kinematics, dimensionless.
+        nullspace_gain: Pull of the redundant arm DoF towards the home posture per control step, 1/step.
+        workspace_low: Lower corner of the box the TCP target is clipped to, m (world frame).
+        workspace_high: Upper corner of that box, m.
+        home_arm_qpos: Arm joint angles at reset, rad: TCP 0.33 m above the floor, pointing down.
+    """
+
+    control_hz: float = 20.0
+    max_linear_step: float = 0.02
+    max_angular_step: float = 0.15
+    max_target_lead: float = 0.06
+    ik_damping: float = 0.05
+    nullspace_gain: float = 0.05
+    workspace_low: tuple[float, float, float] = (0.05, -0.55, 0.11)
+    workspace_high: tuple[float, float, float] = (0.80, 0.55, 0.60)
+    home_arm_qpos: tuple[float, ...] = (0.0, -0.4, 0.0, -2.4, 0.0, 2.0, 0.785)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeRandomization:
+    """Ranges (low, high) of everything drawn at reset; uniform unless stated.
+
+    Attributes:
+        first_object_y: Where the first object starts along the belt, m (workspace entry is y = 0.3).
+        object_gap: Belt distance between successive objects, m (0.25-0.4 m is 3-5 s at the nominal speed).
+        lateral_offset: Object offset across the belt from its centre line, m.
+        yaw: Object yaw about the vertical, rad.
+        arm_qpos_noise: Half-width of the uniform noise added to the home arm posture, rad.
+        category_weights: Relative probability of each category (order ``CATEGORIES``).
+    """
+
+    first_object_y: tuple[float, float] = (0.35, 0.45)
+    object_gap: tuple[float, float] = (0.25, 0.40)
+    lateral_offset: tuple[float, float] = (-0.04, 0.04)
+    yaw: tuple[float, float] = (-0.6, 0.6)
+    arm_qpos_noise: float = 0.02
+    category_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectPlacement:
+    """One object's sampled start: category index, position on the belt (x, y) in m, yaw in rad."""
+
+    category: int
+    x: float
+    y: float
+    yaw: float
+
+
+def sample_layout(
+    rng: np.random.Generator, num_objects: int, belt_center_x: float, cfg: EpisodeRandomization
+) -> list[ObjectPlacement]:
+    """Draw the objects of one episode from ``cfg`` with ``rng``."""
+    weights = np.asarray(cfg.category_weights, dtype=float)
+    categories = rng.choice(len(CATEGORIES), size=num_objects, p=weights / weights.sum())
+    y = rng.uniform(*cfg.first_object_y)
+    placements = []
+    for i in range(num_objects):
+        if i > 0:
+            y += rng.uniform(*cfg.object_gap)
+        placements.append(
+            ObjectPlacement(
+                category=int(categories[i]),
+                x=belt_center_x + float(rng.uniform(*cfg.lateral_offset)),
+                y=float(y),
+                yaw=float(rng.uniform(*cfg.yaw)),
+            )
+        )
+    return placements
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RewardWeights:
+    """Weight of each named reward term; the reward is the weighted sum, reported per term in ``info``.
+
+    Terms: ``reach`` (1 - tanh(10 d), TCP to the object being worked on), ``grasp`` (1 while an object is held),
+    ``transport`` (1 - tanh(5 d), held object to its bin, horizontal), ``sort`` (count of objects that just landed
+    in their bin), ``failure`` (count of objects that just failed: missed, dropped, wrong bin, fell off).
+    """
+
+    reach: float = 0.1
+    grasp: float = 0.25
+    transport: float = 0.25
+    sort: float = 5.0
+    failure: float = -2.0
+
+    @classmethod
+    def term_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def dense_rewards() -> RewardWeights:
+    """Shaped reward for RL: progress terms plus sort/failure events."""
+    return RewardWeights()
+
+
+def sparse_rewards() -> RewardWeights:
+    """+1 per object sorted, nothing else."""
+    return RewardWeights(reach=0.0, grasp=0.0, transport=0.0, sort=1.0, failure=0.0)
+
+
+REWARD_MODES = {"dense": dense_rewards, "sparse": sparse_rewards}
+
+
+def replace_checked(obj: Any, overrides: Mapping[str, Any], what: str) -> Any:
+    """``dataclasses.replace`` that names the valid fields when a key is unknown."""
+    valid = [f.name for f in dataclasses.fields(obj)]
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        raise KeyError(f"unknown {what} key(s) {unknown}; valid keys: {valid}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    return dataclasses.replace(obj, **values)

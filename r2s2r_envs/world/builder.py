@@ -1,0 +1,198 @@
+"""Turn ``WorldParams`` into a compiled PickSort ``MjModel`` through ``mujoco.MjSpec``.
+
+The MJCF in ``assets/`` describes geometry; this module attaches the parts (arm at ``robot_mount``, hand at the
+arm's ``flange``, ``num_objects`` object slots) and writes every physical parameter from ``WorldParams`` into
+the spec before compiling.  Compiled models are cached per ``(params, num_objects)``; callers get a copy, so
+per-episode edits of ``MjModel`` fields (object category, belt speed) never leak between environments.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+from importlib import resources
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.params import WorldParams
+
+ASSET_PACKAGE = "r2s2r_envs.assets"
+SCENE_FILE = "pick_sort_scene.xml"
+ARM_FILE = "panda_arm.xml"
+HAND_FILE = "leap_hand.xml"
+OBJECT_FILE = "objects.xml"
+
+# Where unused object slots wait: below the floor, far from everything, frozen by the env.
+PARKING_Z = -1.0
+
+
+def _asset_dir() -> Path:
+    # Installed (wheel or editable): the package r2s2r_envs.assets.  Imported straight from a source checkout
+    # (the repo root on sys.path shadows the editable finder): the checkout's top-level assets/.
+    try:
+        return Path(str(resources.files(ASSET_PACKAGE)))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "assets"
+
+
+def asset_path(name: str) -> str:
+    """Absolute path of a shipped MJCF file (works from a source checkout and from an installed wheel)."""
+    directory = _asset_dir()
+    path = directory / name
+    if not path.is_file():
+        available = sorted(p.name for p in directory.glob("*.xml"))
+        raise FileNotFoundError(f"asset {name!r} not found in {directory}; available: {available}")
+    return str(path)
+
+
+def object_half_sizes(params: WorldParams) -> dict[str, np.ndarray]:
+    """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; cylinder: r, half-h)."""
+    spec = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))
+    return {c: np.array(spec.geom(c).size, dtype=float) * params.object_size_scale for c in C.CATEGORIES}
+
+
+def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray:
+    """Principal moments of inertia (kg*m^2) of a solid primitive of the given category and geom size."""
+    if category == "cylinder":
+        r, h = size[0], 2.0 * size[1]
+        ixx = mass * (3.0 * r * r + h * h) / 12.0
+        return np.array([ixx, ixx, 0.5 * mass * r * r])
+    a, b, c = 2.0 * size[:3]
+    return mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+
+
+def build_spec(params: WorldParams, num_objects: int) -> mujoco.MjSpec:
+    """Assemble the PickSort scene for ``params`` as an (uncompiled) ``MjSpec``."""
+    if not isinstance(num_objects, int) or num_objects < 1:
+        raise ValueError(f"num_objects must be a positive integer, got {num_objects!r}")
+    scene = mujoco.MjSpec.from_file(asset_path(SCENE_FILE))
+    arm = mujoco.MjSpec.from_file(asset_path(ARM_FILE))
+    hand = mujoco.MjSpec.from_file(asset_path(HAND_FILE))
+
+    scene.attach(arm, prefix=C.ARM_PREFIX, frame=scene.frame("robot_mount"))
+    scene.attach(hand, prefix=C.HAND_PREFIX, site=scene.site(C.FLANGE_SITE))
+
+    sizes = object_half_sizes(params)
+    for i in range(num_objects):
+        obj = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))
+        for c in C.CATEGORIES:
+            obj.geom(c).size = sizes[c]
+            obj.geom(c).friction = [params.object_friction, *obj.geom(c).friction[1:]]
+        frame = scene.worldbody.add_frame(pos=[0.0, 0.0, PARKING_Z - 0.2 * i])
+        scene.attach(obj, prefix=C.object_prefix(i), frame=frame)
+
+    scene.geom(C.BELT_GEOM).surfacevel = np.array([0.0, -params.belt_speed, 0.0, 0.0, 0.0, 0.0])
+
+    delay_samples = int(math.ceil(params.control_latency / scene.option.timestep - 1e-9))
+    for k, name in enumerate(C.ARM_JOINTS):
+        joint = scene.joint(name)
+        joint.damping = [params.arm_damping[k], 0.0, 0.0]
+        joint.armature = params.arm_armature[k]
+        joint.frictionloss = params.arm_frictionloss[k]
+        act = scene.actuator(name)
+        _set_position_gains(act, params.arm_kp[k], params.arm_kv[k], params.arm_force_limit[k])
+        _set_delay(act, params.control_latency, delay_samples)
+    for name in C.HAND_ACTUATORS:
+        act = scene.actuator(name)
+        _set_position_gains(act, params.finger_kp, params.finger_kv, params.finger_force_limit)
+        _set_delay(act, params.control_latency, delay_samples)
+    return scene
+
+
+def _set_position_gains(act: mujoco.MjsActuator, kp: float, kv: float, force_limit: float) -> None:
+    # A position servo: force = kp * (ctrl - q) - kv * qdot, clamped to +-force_limit.
+    act.gainprm[0] = kp
+    act.biasprm[0:3] = [0.0, -kp, -kv]
+    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.forcerange = [-force_limit, force_limit]
+
+
+def _set_delay(act: mujoco.MjsActuator, latency: float, samples: int) -> None:
+    # MuJoCo's actuator delay buffers ctrl; the command reaches the servo `latency` seconds after it was sent.
+    if samples > 0:
+        act.nsample = samples + 1
+        act.delay = latency
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(params: WorldParams, num_objects: int) -> mujoco.MjModel:
+    return build_spec(params, num_objects).compile()
+
+
+def build_model(params: WorldParams, num_objects: int = 3) -> mujoco.MjModel:
+    """Compiled PickSort model for ``params`` with ``num_objects`` object slots (a private copy)."""
+    return copy.copy(_compiled(params, num_objects))
+
+
+@dataclasses.dataclass(frozen=True)
+class SceneLayout:
+    """Task geometry a demonstrator may know, read from the nominal model (the cell's drawing, not physics).
+
+    Attributes:
+        bin_centers: Centre of each bin's opening per category, m (world frame).
+        bin_half_size: Inner half-extent of a bin (x, y), m.
+        belt_top: Height of the belt surface, m.
+        belt_center_x: x of the belt's centre line, m.
+        belt_half_width: Half-width of the belt, m.
+        hand_joint_range: (16, 2) finger joint limits, rad (order ``constants.HAND_JOINTS``).
+        object_half_sizes: Nominal geom size per category (see ``object_half_sizes``).
+        finger_base_x: Distance of the finger (index/middle/ring) flexion axes from the palm centre line, m.
+        thumb_base_x: Same for the thumb's flexion axis, m.
+        finger_length: Flexion axis to fingertip centre, fingers, m.
+        thumb_length: Flexion axis to fingertip centre, thumb, m.
+        tip_radius: Distance from a finger's axis to the face of its fingertip pad, m.
+    """
+
+    bin_centers: dict[str, np.ndarray]
+    bin_half_size: np.ndarray
+    belt_top: float
+    belt_center_x: float
+    belt_half_width: float
+    hand_joint_range: np.ndarray
+    object_half_sizes: dict[str, np.ndarray]
+    finger_base_x: float
+    thumb_base_x: float
+    finger_length: float
+    thumb_length: float
+    tip_radius: float
+
+
+@functools.lru_cache(maxsize=1)
+def scene_layout() -> SceneLayout:
+    """The nominal scene's layout (cached)."""
+    params = WorldParams()
+    m = _compiled(params, 1)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    bins = {}
+    for c in C.CATEGORIES:
+        s = m.site(C.BIN_SITES[c])
+        bins[c] = d.site_xpos[s.id].copy()
+        bins[c][2] += s.size[2]
+    belt = m.site(C.BELT_SITE)
+    # Hand geometry in the palm frame at zero joint angles (fingers straight along the approach axis).
+    palm = m.body(f"{C.HAND_PREFIX}palm").id
+    to_palm = lambda p: d.xmat[palm].reshape(3, 3).T @ (p - d.xpos[palm])  # noqa: E731
+    mcp = to_palm(d.xanchor[m.joint(f"{C.HAND_PREFIX}mf_mcp").id])
+    th_mcp = to_palm(d.xanchor[m.joint(f"{C.HAND_PREFIX}th_mcp").id])
+    tip = to_palm(d.site_xpos[m.site(f"{C.HAND_PREFIX}mf_tip").id])
+    th_tip = to_palm(d.site_xpos[m.site(f"{C.HAND_PREFIX}th_tip").id])
+    return SceneLayout(
+        bin_centers=bins,
+        bin_half_size=m.site(C.BIN_SITES[C.CATEGORIES[0]]).size[:2].copy(),
+        belt_top=float(belt.pos[2]),
+        belt_center_x=float(belt.pos[0]),
+        belt_half_width=float(belt.size[0]),
+        hand_joint_range=m.jnt_range[[m.joint(n).id for n in C.HAND_JOINTS]].copy(),
+        object_half_sizes=object_half_sizes(params),
+        finger_base_x=float(tip[0]),
+        thumb_base_x=float(-th_tip[0]),
+        finger_length=float(tip[2] - mcp[2]),
+        thumb_length=float(th_tip[2] - th_mcp[2]),
+        tip_radius=float(abs(m.geom(f"{C.HAND_PREFIX}mf_tip").pos[0]) + m.geom(f"{C.HAND_PREFIX}mf_tip").size[0]),
+    )
