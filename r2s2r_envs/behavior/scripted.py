@@ -36,13 +36,16 @@ class PlannerConfig:
         release_height: TCP height (world z) above the bin when releasing.
         align_tolerance: Horizontal TCP error below which the hand descends onto the object.
         descend_tolerance: TCP height error below which the fingers close.
-        close_time: Time the fingers are given to close before lifting.
+        close_time: Time the fingers take to close before lifting: the first half brings every digit to
+            the object at once (so none shoves it before the others arrive), the second half squeezes.
         release_time: Time the hand stays open above the bin.
         lead_time: How far ahead the object's position is predicted when tracking it.
         position_gain: Fraction of the TCP position error corrected per control step.
+        carry_speed: Speed limit while holding an object, as a fraction of the controller's maximum
+            (jerky carrying shakes objects out of a pinch).
         rotation_gain: Fraction of the TCP orientation error corrected per control step.
         reach_limit_y: Objects further downstream than this are not attempted.
-        finger_open: Flexion of fingers and thumb when open.
+        preshape_margin: Flexion short of contact while approaching (the hand opens just enough).
         squeeze: Thumb flexion commanded beyond the angle at which it touches the object, so the servo
             squeezes; the three opposing fingers get the share that balances the thumb's force.
         adduction: Index/ring abduction towards the middle finger for small objects.
@@ -55,14 +58,15 @@ class PlannerConfig:
     release_height: float = 0.22
     align_tolerance: float = 0.012
     descend_tolerance: float = 0.008
-    close_time: float = 0.35
+    close_time: float = 0.4
     release_time: float = 0.3
     lead_time: float = 0.05
     position_gain: float = 0.6
+    carry_speed: float = 0.4
     rotation_gain: float = 0.5
     reach_limit_y: float = -0.36
-    finger_open: float = -0.3
-    squeeze: float = 0.45
+    preshape_margin: float = 0.22
+    squeeze: float = 0.2
     adduction: float = 0.2
 
 
@@ -107,7 +111,7 @@ class ScriptedPlanner:
             self._phase = "approach"
             self._yaw = None
         if self._target is None:
-            return self._command(tcp, self._idle_point(), obs, fingers=self._open_fingers(None), yaw=None)
+            return self._command(tcp, self._idle_point(), obs, fingers=self._postures(None)[0], yaw=None)
 
         i = self._target
         cat = C.CATEGORIES[cats[i]]
@@ -116,7 +120,7 @@ class ScriptedPlanner:
             self._yaw = self._grasp_yaw(obs, i, cat)
         grasp_z = max(p[2] + cfg.grasp_offset, self.layout.belt_top + cfg.min_grasp_height)
         predicted = p + v * cfg.lead_time
-        open_f, closed_f = self._open_fingers(cat), self._closed_fingers(cat)
+        open_f, touch_f, closed_f = self._postures(cat)
 
         if self._phase == "approach":
             goal = np.array([predicted[0], predicted[1], p[2] + cfg.hover_height])
@@ -136,9 +140,14 @@ class ScriptedPlanner:
             # and following that push would walk the hand (and the object) across the belt.
             self._timer += 1
             goal = self._anchor + self._belt_vel * self._timer * self.dt
-            if self._timer * self.dt >= cfg.close_time:
+            progress = self._timer * self.dt / cfg.close_time
+            if progress >= 1.0:
                 self._phase = "lift"
-            return self._command(tcp, goal, obs, closed_f, self._yaw, self._belt_vel)
+            if progress < 0.5:
+                fingers = open_f + (touch_f - open_f) * (2.0 * progress)
+            else:
+                fingers = touch_f + (closed_f - touch_f) * min(2.0 * progress - 1.0, 1.0)
+            return self._command(tcp, goal, obs, fingers, self._yaw, self._belt_vel)
         if self._phase in ("lift", "transport"):
             if np.linalg.norm(p - tcp) > 0.07:  # lost it: open and start over on whatever is reachable
                 self._phase, self._target = "approach", None
@@ -152,7 +161,7 @@ class ScriptedPlanner:
                 goal = np.array([bin_c[0], bin_c[1], cfg.release_height])
                 if np.linalg.norm(goal - tcp) < 0.02:
                     self._phase, self._timer = "release", 0
-            return self._command(tcp, goal, obs, closed_f, self._yaw)
+            return self._command(tcp, goal, obs, closed_f, self._yaw, speed=cfg.carry_speed)
         # release
         self._timer += 1
         if self._timer * self.dt >= cfg.release_time:
@@ -179,16 +188,21 @@ class ScriptedPlanner:
 
     # ------------------------------------------------------------------ hand
     def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
-        """Yaw of the hand's pinch axis (hand x) for object i: across a cube face, across a bar."""
+        """Yaw of the hand's pinch axis (hand x) for object i.
+
+        The pinch goes across a bar; for a cube or ball, among the equivalent yaws, the one closest to the
+        belt direction, so the belt's drag on the object pushes it into a pad rather than along the finger row.
+        """
         current = _hand_yaw(obs["eef_quat"])
-        if cat == "cylinder":
-            return current
+        along_belt = np.pi / 2 + np.pi * np.round((current - np.pi / 2) / np.pi)  # +-pi/2 nearest the hand
+        if cat == "ball":
+            return float(along_belt)
         q = obs["object_quat"].reshape(-1, 4)[i]
         obj_yaw = 2.0 * np.arctan2(q[3], q[0])
         period = np.pi / 2 if cat == "cube" else np.pi
         base = obj_yaw + (np.pi / 2 if cat == "bar" else 0.0)
-        # The equivalent yaw nearest the current one: least wrist rotation.
-        return base + period * np.round((current - base) / period)
+        reference = along_belt if cat == "cube" else current
+        return float(base + period * np.round((reference - base) / period))
 
     def _fingers(self, flex: float, thumb_flex: float, adduct: float) -> np.ndarray:
         q = np.zeros(_N_FINGER)
@@ -199,22 +213,30 @@ class ScriptedPlanner:
         q[_JOINT_INDEX["th_mcp"]] = thumb_flex
         return q
 
-    def _open_fingers(self, cat: str | None) -> np.ndarray:
-        adduct = self.config.adduction if cat in ("cube", "cylinder") else 0.0
-        return self._fingers(self.config.finger_open, self.config.finger_open, adduct)
+    def _postures(self, cat: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Finger postures for an object category: (open, touching, squeezing).
 
-    def _closed_fingers(self, cat: str) -> np.ndarray:
-        """Pinch posture: each digit flexed to where it touches the object, plus a balanced squeeze."""
+        Flexion at which a digit's pad touches the object follows from the hand geometry and the object's
+        nominal half-width; the squeeze is split so the three fingers' force balances the thumb's.
+        """
         lay, cfg = self.layout, self.config
+        if cat is None:
+            flat = self._fingers(-cfg.preshape_margin, -cfg.preshape_margin, 0.0)
+            return flat, flat, flat
         size = lay.object_half_sizes[cat]
         half_width = size[1] if cat == "bar" else size[0]
-        gap = lambda base: max(base - lay.tip_radius - half_width, 0.0)  # noqa: E731
-        finger_contact = np.arcsin(min(gap(lay.finger_base_x) / lay.finger_length, 1.0))
-        thumb_contact = np.arcsin(min(gap(lay.thumb_base_x) / lay.thumb_length, 1.0))
-        # Torque balance: 3 fingers * kp * d_f / L_f = kp * d_t / L_t (forces at the tips cancel).
-        finger_squeeze = cfg.squeeze * lay.finger_length / (3.0 * lay.thumb_length)
-        adduct = cfg.adduction if cat in ("cube", "cylinder") else 0.0
-        return self._fingers(finger_contact + finger_squeeze, thumb_contact + cfg.squeeze, adduct)
+        gap = lambda base: base - lay.tip_radius - half_width  # noqa: E731
+        finger_contact = float(np.arcsin(np.clip(gap(lay.finger_base_x) / lay.finger_length, -1.0, 1.0)))
+        thumb_contact = float(np.arcsin(np.clip(gap(lay.thumb_base_x) / lay.thumb_length, -1.0, 1.0)))
+        # Torque balance at the pads: 3 * kp * d_f / L_f = kp * d_t / L_t.
+        finger_squeeze = cfg.squeeze * lay.thumb_length / (3.0 * lay.finger_length)
+        adduct = cfg.adduction if cat in ("cube", "ball") else 0.0
+        m = cfg.preshape_margin
+        return (
+            self._fingers(finger_contact - m, thumb_contact - m, adduct),
+            self._fingers(finger_contact, thumb_contact, adduct),
+            self._fingers(finger_contact + finger_squeeze, thumb_contact + cfg.squeeze, adduct),
+        )
 
     # ------------------------------------------------------------------ action
     def _command(
@@ -225,10 +247,15 @@ class ScriptedPlanner:
         fingers: np.ndarray,
         yaw: float | None,
         feedforward: np.ndarray | None = None,
+        speed: float = 1.0,
     ) -> np.ndarray:
         cfg, ctl = self.config, self.control
         action = np.zeros(6 + _N_FINGER)
         step = cfg.position_gain * (goal - tcp)
+        limit = speed * ctl.max_linear_step
+        norm = np.linalg.norm(step)
+        if norm > limit:
+            step = step * (limit / norm)  # keep the direction: a straight line, not a per-axis clip
         if feedforward is not None:
             step = step + feedforward * self.dt
         action[:3] = np.clip(step / ctl.max_linear_step, -1.0, 1.0)

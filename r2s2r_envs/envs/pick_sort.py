@@ -46,7 +46,7 @@ ENV_ARGUMENTS = [
 class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     """## Description
 
-    A dynamic, dexterous pick-and-sort task.  Objects of three categories (red cube, green cylinder, blue bar)
+    A dynamic, dexterous pick-and-sort task.  Objects of three categories (red cube, green ball, blue bar)
     ride a conveyor belt through the workspace of a 7-DoF arm (Franka Panda kinematics) carrying a 4-finger,
     16-joint hand (LEAP-hand-like).  The robot must pick each object while it moves and drop it into the bin of
     its category.  Timing matters: a late reach misses the object, a weak grasp drops it.
@@ -79,7 +79,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     | ``object_pos``    | (3N,)        | object centres, m                                         | state |
     | ``object_quat``   | (4N,)        | object orientations (w, x, y, z)                          | state |
     | ``object_vel``    | (6N,)        | object linear (m/s) and angular (rad/s) velocity          | state |
-    | ``object_category`` | (3N,)      | one-hot category per object (cube, cylinder, bar)         | state |
+    | ``object_category`` | (3N,)      | one-hot category per object (cube, ball, bar)             | state |
     | ``scene_image``   | (H, W, 3) uint8 | fixed scene camera                                     | rgb   |
     | ``wrist_image``   | (H, W, 3) uint8 | wrist camera                                           | rgb   |
 
@@ -418,7 +418,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def _object_half_height(self, category: int) -> float:
         size = self._object_sizes[C.CATEGORIES[category]]
-        return float(size[1] if C.CATEGORIES[category] == "cylinder" else size[2])
+        return float(size[0] if C.CATEGORIES[category] == "ball" else size[2])
 
     def _set_category(self, i: int, category: int) -> None:
         m = self.model

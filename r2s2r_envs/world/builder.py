@@ -51,17 +51,15 @@ def asset_path(name: str) -> str:
 
 
 def object_half_sizes(params: WorldParams) -> dict[str, np.ndarray]:
-    """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; cylinder: r, half-h)."""
+    """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; sphere: radius)."""
     spec = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))
     return {c: np.array(spec.geom(c).size, dtype=float) * params.object_size_scale for c in C.CATEGORIES}
 
 
 def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray:
     """Principal moments of inertia (kg*m^2) of a solid primitive of the given category and geom size."""
-    if category == "cylinder":
-        r, h = size[0], 2.0 * size[1]
-        ixx = mass * (3.0 * r * r + h * h) / 12.0
-        return np.array([ixx, ixx, 0.5 * mass * r * r])
+    if category == "ball":
+        return np.full(3, 0.4 * mass * size[0] ** 2)
     a, b, c = 2.0 * size[:3]
     return mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
 
@@ -143,8 +141,8 @@ class SceneLayout:
         object_half_sizes: Nominal geom size per category (see ``object_half_sizes``).
         finger_base_x: Distance of the finger (index/middle/ring) flexion axes from the palm centre line, m.
         thumb_base_x: Same for the thumb's flexion axis, m.
-        finger_length: Flexion axis to fingertip centre, fingers, m.
-        thumb_length: Flexion axis to fingertip centre, thumb, m.
+        finger_length: Flexion axis to the centre of the fingertip pad, fingers, m.
+        thumb_length: Flexion axis to the centre of the fingertip pad, thumb, m.
         tip_radius: Distance from a finger's axis to the face of its fingertip pad, m.
     """
 
@@ -180,8 +178,8 @@ def scene_layout() -> SceneLayout:
     to_palm = lambda p: d.xmat[palm].reshape(3, 3).T @ (p - d.xpos[palm])  # noqa: E731
     mcp = to_palm(d.xanchor[m.joint(f"{C.HAND_PREFIX}mf_mcp").id])
     th_mcp = to_palm(d.xanchor[m.joint(f"{C.HAND_PREFIX}th_mcp").id])
-    tip = to_palm(d.site_xpos[m.site(f"{C.HAND_PREFIX}mf_tip").id])
-    th_tip = to_palm(d.site_xpos[m.site(f"{C.HAND_PREFIX}th_tip").id])
+    tip = to_palm(d.geom_xpos[m.geom(f"{C.HAND_PREFIX}mf_tip").id])
+    th_tip = to_palm(d.geom_xpos[m.geom(f"{C.HAND_PREFIX}th_tip").id])
     return SceneLayout(
         bin_centers=bins,
         bin_half_size=m.site(C.BIN_SITES[C.CATEGORIES[0]]).size[:2].copy(),
@@ -190,8 +188,8 @@ def scene_layout() -> SceneLayout:
         belt_half_width=float(belt.size[0]),
         hand_joint_range=m.jnt_range[[m.joint(n).id for n in C.HAND_JOINTS]].copy(),
         object_half_sizes=object_half_sizes(params),
-        finger_base_x=float(tip[0]),
-        thumb_base_x=float(-th_tip[0]),
+        finger_base_x=float(mcp[0]),
+        thumb_base_x=float(-th_mcp[0]),
         finger_length=float(tip[2] - mcp[2]),
         thumb_length=float(th_tip[2] - th_mcp[2]),
         tip_radius=float(abs(m.geom(f"{C.HAND_PREFIX}mf_tip").pos[0]) + m.geom(f"{C.HAND_PREFIX}mf_tip").size[0]),

@@ -36,7 +36,7 @@ BELT_SITE = "belt_surface"
 FLOOR_GEOM = "floor"
 
 # Object categories, in the order of the one-hot observation and of WorldParams.object_mass.
-CATEGORIES: tuple[str, ...] = ("cube", "cylinder", "bar")
+CATEGORIES: tuple[str, ...] = ("cube", "ball", "bar")
 BIN_SITES: dict[str, str] = {c: f"bin_{c}" for c in CATEGORIES}
 OBJECT_JOINT = "object"
 

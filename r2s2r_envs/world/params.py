@@ -25,7 +25,7 @@ class WorldParams:
     Attributes:
         belt_speed: Conveyor surface speed, m/s, objects travel towards -y.
             Ref: spec-sheet value chosen for the task (a dynamic pick needs ~2-4 s in reach).
-        object_mass: Mass per category (order ``CATEGORIES``: cube, cylinder, bar), kg.
+        object_mass: Mass per category (order ``CATEGORIES``: cube, ball, bar), kg.
             Ref: solid ABS/wood parts of the nominal sizes in ``assets/objects.xml``.
         object_friction: Sliding friction coefficient of the objects against everything, dimensionless.
             Ref: MuJoCo's default 1.0 reduced to a typical plastic-on-rubber 0.8.
@@ -46,7 +46,7 @@ class WorldParams:
     """
 
     belt_speed: float = 0.08
-    object_mass: tuple[float, float, float] = (0.10, 0.15, 0.20)
+    object_mass: tuple[float, float, float] = (0.10, 0.12, 0.20)
     object_friction: float = 0.8
     object_size_scale: float = 1.0
     arm_damping: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5)
@@ -55,7 +55,7 @@ class WorldParams:
     arm_kp: tuple[float, ...] = (4500.0, 4500.0, 3500.0, 3500.0, 2000.0, 2000.0, 2000.0)
     arm_kv: tuple[float, ...] = (450.0, 450.0, 350.0, 350.0, 200.0, 200.0, 200.0)
     arm_force_limit: tuple[float, ...] = (87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0)
-    finger_kp: float = 2.0
+    finger_kp: float = 4.0
     finger_kv: float = 0.05
     finger_force_limit: float = 0.95
     control_latency: float = 0.0
