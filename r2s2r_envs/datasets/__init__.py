@@ -1,7 +1,11 @@
 """Datasets: robomimic-compatible HDF5 with provenance, generation, loaders and co-training mixtures.
 
-The core (schema, writer, reader, numpy loaders, mixtures) imports without torch; the torch ``Dataset``
-wrappers live in :mod:`r2s2r_envs.datasets.torch_data` (install the ``torch`` extra).
+* :mod:`~r2s2r_envs.datasets.schema`: the file layout, schema version, content hash and errors.
+* :class:`DatasetWriter` / :func:`open_dataset`: crash-safe writing and validated reading.
+* :func:`~r2s2r_envs.datasets.generate.generate`: run an env's demonstrator (parallel, resumable) into a file.
+* :class:`TrajectoryDataset`: in-memory numpy loader (frame stacks, action chunks, padding, normalization).
+* :class:`CoTrainingMixture` and :func:`suggest_real_fraction`: real/sim batches by ``real_fraction``.
+* :mod:`~r2s2r_envs.datasets.torch_data`: torch ``Dataset`` wrappers (the only module that imports torch).
 """
 
 from __future__ import annotations
@@ -17,3 +21,43 @@ def _package_version() -> str:
         return version("r2s2r_envs")
     except PackageNotFoundError:
         return "unknown"
+
+
+from r2s2r_envs.datasets.loaders import TrajectoryDataset  # noqa: E402
+from r2s2r_envs.datasets.mixture import CoTrainingMixture, RealFractionSuggestion, suggest_real_fraction  # noqa: E402
+from r2s2r_envs.datasets.reader import DatasetFile, Demo, open_dataset  # noqa: E402
+from r2s2r_envs.datasets.schema import (  # noqa: E402
+    SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
+    CorruptDatasetError,
+    DatasetError,
+    EmptyDatasetError,
+    HashMismatchError,
+    NotADatasetError,
+    UnsupportedSchemaError,
+)
+from r2s2r_envs.datasets.stats import Normalizer, RunningStats  # noqa: E402
+from r2s2r_envs.datasets.writer import DatasetWriter, Episode  # noqa: E402
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SUPPORTED_SCHEMA_VERSIONS",
+    "CoTrainingMixture",
+    "CorruptDatasetError",
+    "DatasetError",
+    "DatasetFile",
+    "DatasetWriter",
+    "Demo",
+    "EmptyDatasetError",
+    "Episode",
+    "HashMismatchError",
+    "Normalizer",
+    "NotADatasetError",
+    "RealFractionSuggestion",
+    "RunningStats",
+    "TrajectoryDataset",
+    "UnsupportedSchemaError",
+    "open_dataset",
+    "suggest_real_fraction",
+]

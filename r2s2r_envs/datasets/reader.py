@@ -416,6 +416,11 @@ def open_dataset(
         )
     try:
         f = h5py.File(path, "r")
+    except BlockingIOError as exc:
+        raise DatasetError(
+            f"{path} is locked: another process has it open for writing (a generation still running?); "
+            "wait for it to finish or stop it (an interrupted run keeps every completed demo)"
+        ) from exc
     except OSError as exc:
         raise CorruptDatasetError(
             f"{path} cannot be opened: it is truncated or damaged (HDF5 says: {exc}). If a generation run was "

@@ -11,13 +11,17 @@ Episodes are fully determined by their seed, lengths vary and some fail, like re
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
+
+if TYPE_CHECKING:
+    from r2s2r_envs.datasets.writer import Episode
 
 #: Spec to pass to :func:`gymnasium.make` (or as ``env_id`` to :func:`r2s2r_envs.datasets.generate.generate`).
 TOY_SPEC = EnvSpec(
@@ -27,6 +31,7 @@ TOY_SPEC = EnvSpec(
 )
 
 _ARM, _HAND = 7, 16
+_TWIST = 6  # PickSort actions: end-effector twist (6) + hand joints (16)
 _DT = 0.05  # s per step
 _REACH_TOLERANCE = 0.08  # m
 _BELT_END = 1.0  # m, objects past this x are missed
@@ -80,7 +85,7 @@ class ToyPickSortEnv(gym.Env):
             for key in ("scene_image", "wrist_image"):
                 obs_spaces[key] = spaces.Box(0, 255, (image_size, image_size, 3), np.uint8)
         self.observation_space = spaces.Dict(obs_spaces)
-        self.action_space = spaces.Box(-1.0, 1.0, (_ARM + _HAND,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (_TWIST + _HAND,), np.float32)
         self._arm = np.zeros(_ARM)
         self._arm_vel = np.zeros(_ARM)
         self._hand = np.zeros(_HAND)
@@ -134,10 +139,11 @@ class ToyPickSortEnv(gym.Env):
         if self.step_delay:
             time.sleep(self.step_delay)
         action = np.clip(action, -1.0, 1.0)
-        new_arm = self._arm + 0.1 * action[:_ARM] + self.np_random.normal(0.0, 0.002, _ARM)
+        new_arm = self._arm + self.np_random.normal(0.0, 0.002, _ARM)
+        new_arm[:_TWIST] += 0.1 * action[:_TWIST]
         self._arm_vel = (new_arm - self._arm) / _DT
         self._arm = new_arm
-        new_hand = self._hand + 0.1 * action[_ARM:]
+        new_hand = self._hand + 0.1 * action[_TWIST:]
         self._hand_vel = (new_hand - self._hand) / _DT
         self._hand = new_hand
         self._obj[:, 0] += self.belt_speed * _DT
@@ -226,9 +232,9 @@ class ToyDemonstrator:
         """An action in ``[-1, 1]^22`` from the state observation keys."""
         target = obs["object_pos"][:2].astype(np.float64) + np.array([self.settings["lead_s"] * 0.3, 0.0])
         desired = np.arctanh(np.clip(target, -0.95, 0.95))
-        action = np.zeros(_ARM + _HAND)
+        action = np.zeros(_TWIST + _HAND)
         action[:2] = self._gain * (desired - obs["arm_qpos"][:2])
-        action[7:] = 0.2 * np.sin(np.arange(_HAND))
+        action[_TWIST:] = 0.2 * np.sin(np.arange(_HAND))
         action += self._rng.normal(0.0, self.settings["action_noise"], action.shape)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
@@ -236,3 +242,93 @@ class ToyDemonstrator:
 def make_toy_demonstrator(env: gym.Env) -> ToyDemonstrator:
     """Demonstrator factory for :class:`ToyPickSortEnv` (same signature as ``r2s2r_envs.behavior.make_demonstrator``)."""
     return ToyDemonstrator(env)
+
+
+def synthetic_episode(
+    length: int,
+    *,
+    tag: int = 0,
+    num_objects: int = 3,
+    image_size: int | None = None,
+    rng: np.random.Generator | None = None,
+    success: bool = True,
+) -> Episode:
+    """An episode of random arrays with PickSort's keys, for tests and loader benchmarks (no env needed).
+
+    Recognizable values: for observation step ``t`` (0..length), ``arm_qpos[t, 0] == t`` and
+    ``arm_qpos[t, 1] == tag``; for action step ``t``, ``actions[t, 0] == t`` and ``actions[t, 1] == tag``.
+    Everything else is random.
+
+    Args:
+        length: number of transitions ``T``.
+        tag: value written into the second dimension (e.g. a demo index).
+        num_objects: objects (sets the object key sizes).
+        image_size: add ``scene_image`` and ``wrist_image`` of this size (``None``: state keys only).
+        rng: random generator (default: seeded by ``tag``).
+        success: the episode's recorded outcome.
+    """
+    from r2s2r_envs.datasets.writer import Episode
+
+    rng = np.random.default_rng(tag) if rng is None else rng
+    n = num_objects
+    sizes = {"arm_qpos": _ARM, "arm_qvel": _ARM, "hand_qpos": _HAND, "hand_qvel": _HAND, "eef_pos": 3,
+             "eef_quat": 4, "object_pos": 3 * n, "object_quat": 4 * n, "object_vel": 6 * n, "object_category": 3 * n}
+    obs = {k: rng.normal(size=(length + 1, d)).astype(np.float32) for k, d in sizes.items()}
+    obs["arm_qpos"][:, 0] = np.arange(length + 1)
+    obs["arm_qpos"][:, 1] = tag
+    if image_size is not None:
+        for key in ("scene_image", "wrist_image"):
+            obs[key] = rng.integers(0, 256, size=(length + 1, image_size, image_size, 3), dtype=np.uint8)
+    actions = rng.uniform(-1, 1, size=(length, _TWIST + _HAND)).astype(np.float32)
+    actions[:, 0] = np.arange(length)
+    actions[:, 1] = tag
+    return Episode(
+        observations=obs,
+        actions=actions,
+        rewards=rng.normal(size=length).astype(np.float32),
+        states=rng.normal(size=(length, 2 * (_ARM + _HAND) + 13 * n)),
+        terminated=True,
+        seed=int(tag),
+        demonstrator_seed=int(tag) + 1,
+        attempt=int(tag),
+        success=success,
+        success_any_step=success,
+        failure_cause=None if success else "missed",
+        time_to_sort=float(length) * _DT if success else None,
+        object_outcomes=["sorted" if success else "missed"] * n,
+    )
+
+
+def write_synthetic_dataset(
+    path: str | os.PathLike[str],
+    lengths: Sequence[int],
+    *,
+    domain: str = "sim",
+    num_objects: int = 3,
+    image_size: int | None = None,
+    seed: int = 0,
+    valid_fraction: float = 0.1,
+) -> str:
+    """Writes a dataset of :func:`synthetic_episode` demos (demo ``k`` has ``tag=k``); returns its content hash.
+
+    Args:
+        path: the output file (overwritten).
+        lengths: transitions of each demo.
+        domain: ``"sim"`` or ``"real"``, recorded in the provenance.
+        num_objects: objects per episode.
+        image_size: also store images of this size.
+        seed: seeds the random arrays.
+        valid_fraction: share of demos under ``mask/valid``.
+    """
+    from r2s2r_envs.datasets.writer import DatasetWriter
+
+    provenance = {"env_id": "ToyPickSort-v0", "domain": domain, "world": {"world": "synthetic"},
+                  "demonstrator": {"name": "synthetic", "settings": {}}, "seed": seed}
+    env_args = {"env_name": "ToyPickSort-v0", "type": 2, "env_kwargs": {}}
+    rng = np.random.default_rng(seed)
+    with DatasetWriter.create(path, provenance=provenance, env_args=env_args, episodes_requested=len(lengths),
+                              valid_fraction=valid_fraction, overwrite=True) as writer:
+        for k, length in enumerate(lengths):
+            writer.append(synthetic_episode(length, tag=k, num_objects=num_objects, image_size=image_size, rng=rng,
+                                            success=k % 4 != 3))
+        return writer.content_hash

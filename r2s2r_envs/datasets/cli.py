@@ -1,0 +1,234 @@
+"""``r2s2r`` subcommands of the datasets module: ``generate``, ``replay`` and ``datasets {make,list,info,verify}``.
+
+``r2s2r_envs.cli`` calls :func:`add_subcommands` on its subparsers; every handler takes the parsed
+arguments and returns an exit code (0 ok, 1 error, 130 interrupted).
+
+Examples:
+    r2s2r generate PickSort-Ungrounded-v0 --episodes 100 --out ungrounded.hdf5 --workers 2 --successes-only
+    r2s2r replay ungrounded.hdf5 --demo 3 --video demo3.mp4 --check
+    r2s2r datasets make --all
+    r2s2r datasets info ungrounded.hdf5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.datasets.schema import DatasetError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Adds ``generate``, ``replay`` and ``datasets`` to the ``r2s2r`` command.
+
+    Args:
+        subparsers: the object returned by ``parser.add_subparsers()``.
+    """
+    from r2s2r_envs.datasets.generate import DEFAULT_DEMONSTRATOR, OBS_MODES
+
+    gen = subparsers.add_parser(
+        "generate",
+        help="generate a demonstration dataset with the env's demonstrator",
+        description="Run the env's demonstrator and write a robomimic-compatible HDF5 dataset with provenance. "
+        "Re-running the same command resumes an interrupted run.",
+    )
+    gen.add_argument("env_id", metavar="ENV_ID", help="registered env id, e.g. PickSort-Ungrounded-v0")
+    gen.add_argument("--episodes", type=int, required=True, help="number of demos the file should hold")
+    gen.add_argument("--out", type=Path, required=True, help="output HDF5 file")
+    gen.add_argument("--workers", type=int, default=1, help="parallel worker processes (same file for any number)")
+    gen.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    gen.add_argument("--successes-only", action="store_true", help="keep only successful episodes")
+    gen.add_argument("--obs-mode", choices=OBS_MODES, default="state", help="observations stored (default state)")
+    gen.add_argument("--obs-keys", type=_comma_list, default=None, help="comma-separated subset of observation keys")
+    gen.add_argument("--env-kwargs", type=_json_object, default={}, help='JSON object of env arguments, e.g. \'{"num_objects": 1}\'')
+    gen.add_argument("--max-episode-steps", type=int, default=None, help="override the env's time limit")
+    gen.add_argument("--max-attempts", type=int, default=None, help="give up after this many attempts (default 20 x episodes)")
+    gen.add_argument("--demonstrator", default=DEFAULT_DEMONSTRATOR, help="module:function making the demonstrator")
+    gen.add_argument("--valid-fraction", type=float, default=0.1, help="share of demos in mask/valid (default 0.1)")
+    gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
+    gen.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gen.set_defaults(func=cmd_generate)
+
+    rep = subparsers.add_parser("replay", help="re-render a stored demo to a video, or check that it re-simulates")
+    rep.add_argument("file", type=Path, metavar="FILE", help="dataset file")
+    rep.add_argument("--demo", type=int, required=True, help="demo id (k of data/demo_k)")
+    rep.add_argument("--video", type=Path, default=None, help="write a video (.mp4 or .gif)")
+    rep.add_argument("--fps", type=float, default=None, help="video frame rate (default: the env's)")
+    rep.add_argument("--check", action="store_true", help="replay the actions from the seed and compare the states")
+    rep.set_defaults(func=cmd_replay)
+
+    ds = subparsers.add_parser("datasets", help="canonical datasets and dataset files")
+    ds_sub = ds.add_subparsers(dest="datasets_command", metavar="{make,list,info,verify}")
+    ds_sub.required = True
+    make = ds_sub.add_parser("make", help="build missing canonical datasets into the cache and verify hashes")
+    make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
+    make.add_argument("--all", action="store_true", help="make every dataset of the spec")
+    make.add_argument("--spec", type=Path, default=None, help="spec file (default benchmarks/datasets.json)")
+    make.add_argument("--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets")
+    make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
+    make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec")
+    make.add_argument("--no-progress", action="store_true", help="no progress bars")
+    make.set_defaults(func=cmd_datasets_make)
+    lst = ds_sub.add_parser("list", help="list the canonical datasets and whether they are cached")
+    lst.add_argument("--spec", type=Path, default=None)
+    lst.add_argument("--cache-dir", type=Path, default=None)
+    lst.set_defaults(func=cmd_datasets_list)
+    info = ds_sub.add_parser("info", help="print a dataset file's summary and provenance")
+    info.add_argument("file", type=Path, metavar="FILE")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(func=cmd_datasets_info)
+    ver = ds_sub.add_parser("verify", help="check files' schema and content hashes")
+    ver.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    ver.set_defaults(func=cmd_datasets_verify)
+
+
+# -- handlers --------------------------------------------------------------------------------------
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r generate``."""
+    import r2s2r_envs  # noqa: F401 - registers the envs
+    from r2s2r_envs.datasets.generate import GenerationError, generate
+
+    try:
+        result = generate(
+            args.env_id, args.episodes, args.out, workers=args.workers, seed=args.seed,
+            successes_only=args.successes_only, obs_mode=args.obs_mode, obs_keys=args.obs_keys,
+            env_kwargs=args.env_kwargs, demonstrator=args.demonstrator, max_episode_steps=args.max_episode_steps,
+            max_attempts=args.max_attempts, valid_fraction=args.valid_fraction, overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+    except (DatasetError, GenerationError, ValueError, FileExistsError) as exc:
+        return _fail(exc)
+    if result.interrupted:
+        print(f"interrupted: {result.path} holds {result.num_demos} complete demos; run the same command again to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    verb = "resumed" if result.resumed else "wrote"
+    print(f"{verb} {result.path}: {result.num_demos} demos ({result.new_demos} new) from {result.attempts} attempts, "
+          f"{result.demos_per_minute:.1f} demos/min, sha256 {result.content_hash}")
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r replay``."""
+    import r2s2r_envs  # noqa: F401 - registers the envs
+    from r2s2r_envs.datasets.replay import replay_demo
+
+    if args.video is None and not args.check:
+        return _fail(ValueError("nothing to do: pass --video PATH and/or --check"))
+    try:
+        result = replay_demo(args.file, args.demo, video=args.video, fps=args.fps, check=args.check)
+    except (DatasetError, KeyError, FileNotFoundError) as exc:
+        return _fail(exc)
+    if result.video is not None:
+        print(f"wrote {result.video} ({result.num_steps} frames)")
+    if args.check:
+        if result.first_divergent_step is None:
+            print(f"demo {result.demo_id} re-simulates exactly ({result.num_steps} steps, max state error {result.max_state_error:.3g})")
+        else:
+            print(f"demo {result.demo_id} diverges from step {result.first_divergent_step} "
+                  f"(max state error {result.max_state_error:.3g})")
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_datasets_make(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets make``."""
+    from r2s2r_envs.datasets.canonical import default_spec_path, make_datasets
+
+    if not args.all and not args.names:
+        return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"))
+    try:
+        spec = args.spec or default_spec_path()
+        reports = make_datasets(spec, names=None if args.all else args.names, cache_dir=args.cache_dir,
+                                workers=args.workers, update_spec=args.update_spec, progress=not args.no_progress)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        return _fail(exc)
+    for r in reports:
+        digest = r.sha256[:16] if r.sha256 else "-"
+        print(f"{r.name:24s} {r.status:14s} {digest:16s} {r.message}")
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_ERROR
+
+
+def cmd_datasets_list(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets list``."""
+    from r2s2r_envs.datasets.canonical import default_cache_dir, default_spec_path, load_spec, spec_entries_for_display
+
+    try:
+        entries = load_spec(args.spec or default_spec_path())
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail(exc)
+    for row in spec_entries_for_display(entries, args.cache_dir or default_cache_dir()):
+        cached = "cached" if row["cached"] else "missing"
+        print(f"{row['name']:24s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {row['sha256'] or '(no hash)'}")
+    return EXIT_OK
+
+
+def cmd_datasets_info(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets info``."""
+    from r2s2r_envs.datasets.reader import open_dataset
+
+    try:
+        with open_dataset(args.file, verify="quick", allow_empty=True) as f:
+            summary: dict[str, Any] = {
+                "path": str(f.path), "schema_version": f.schema_version, "env_id": f.env_id, "domain": f.domain,
+                "demos": f.num_demos, "samples": f.num_samples, "attempts": f.attempts, "successes": f.successes,
+                "complete": f.complete, "content_sha256": f.content_hash, "obs_keys": f.obs_keys,
+                "filter_keys": {k: len(v) for k, v in f.masks().items()}, "provenance": f.provenance,
+            }
+    except (DatasetError, FileNotFoundError) as exc:
+        return _fail(exc)
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        for key, value in summary.items():
+            if key != "provenance":
+                print(f"{key:15s} {value}")
+        print("provenance     ", json.dumps(summary["provenance"], sort_keys=True))
+    return EXIT_OK
+
+
+def cmd_datasets_verify(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets verify``."""
+    from r2s2r_envs.datasets.reader import open_dataset
+
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            with open_dataset(path, verify="full") as f:
+                print(f"ok      {path}  {f.num_demos} demos  sha256 {f.content_hash}")
+        except (DatasetError, FileNotFoundError) as exc:
+            print(f"FAILED  {path}: {exc}", file=sys.stderr)
+            status = EXIT_ERROR
+    return status
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _fail(exc: BaseException) -> int:
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"num_objects\": 1}}', got {text!r}")
+    return value
