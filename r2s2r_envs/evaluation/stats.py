@@ -1,0 +1,72 @@
+"""Small statistics shared by the CLI, the benchmarks and (later) the evaluation protocol.
+
+Success rates are reported with a Wilson score interval (DESIGN.md section 6): unlike the normal approximation
+it stays inside [0, 1] and is sensible at 0 or N successes out of N, which is common with scripted demonstrators.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
+from typing import Any
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion.
+
+    Args:
+        successes: Number of successful trials, ``0 <= successes <= trials``.
+        trials: Number of trials.  With no trials the interval is the uninformative ``(0.0, 1.0)``.
+        confidence: Two-sided confidence level in (0, 1).
+
+    Returns:
+        ``(low, high)``, both in [0, 1].
+
+    Raises:
+        ValueError: counts out of range or a confidence outside (0, 1).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if trials < 0 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials, got successes={successes!r}, trials={trials!r}")
+    if trials == 0:
+        return (0.0, 1.0)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / trials
+    z2n = z * z / trials
+    center = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * math.sqrt(p * (1.0 - p) / trials + z2n / (4.0 * trials)) / (1.0 + z2n)
+    # Clamp rounding noise at the ends (p = 0 or 1 gives a bound of exactly 0 or 1 analytically).
+    return (max(0.0, center - half), min(1.0, center + half))
+
+
+def summarize_episodes(
+    episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Aggregate per-episode results into the figures the CLI and benchmarks report.
+
+    Args:
+        episodes: One mapping per episode with ``is_success`` (bool), ``sort_accuracy`` (float in [0, 1]),
+            ``failure_cause`` (str or None) and ``time_to_sort`` (seconds or None), i.e. the env's final ``info``.
+        failure_causes: Causes to report even when they never occurred (so the keys are stable across runs).
+
+    Returns:
+        ``success_rate``, ``success_rate_ci95`` ([low, high], Wilson), ``sort_accuracy`` (mean),
+        ``mean_time_to_sort`` (mean over successful episodes, None if there were none) and ``failure_causes``
+        (episodes per first failure cause).
+    """
+    n = len(episodes)
+    successes = sum(bool(e["is_success"]) for e in episodes)
+    times = [float(e["time_to_sort"]) for e in episodes if e["is_success"] and e.get("time_to_sort") is not None]
+    causes: Counter[str] = Counter({c: 0 for c in failure_causes})
+    causes.update(str(e["failure_cause"]) for e in episodes if e.get("failure_cause") is not None)
+    low, high = wilson_interval(successes, n)
+    return {
+        "success_rate": successes / n if n else 0.0,
+        "success_rate_ci95": [low, high],
+        "sort_accuracy": sum(float(e["sort_accuracy"]) for e in episodes) / n if n else 0.0,
+        "mean_time_to_sort": sum(times) / len(times) if times else None,
+        "failure_causes": dict(causes),
+    }

@@ -1,0 +1,55 @@
+"""Shared fixtures.  Tests are hermetic (no network) and parametrized over every registered PickSort id."""
+
+from __future__ import annotations
+
+import os
+
+# MuJoCo chooses its OpenGL backend at import time; headless offscreen rendering needs EGL.  Set it before
+# anything imports mujoco (an explicit choice in the environment wins).
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from pathlib import Path  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import r2s2r_envs  # noqa: E402  (registers the envs)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ENV_IDS: tuple[str, ...] = tuple(r2s2r_envs.ENV_IDS)
+
+
+@pytest.fixture(params=ENV_IDS)
+def env_id(request: pytest.FixtureRequest) -> str:
+    """Every registered PickSort id."""
+    return request.param
+
+
+@pytest.fixture
+def make_env():
+    """``make_env(id, **kwargs)``: ``gym.make`` that closes what it made at the end of the test."""
+    made: list[gym.Env] = []
+
+    def _make(env_id: str, **kwargs) -> gym.Env:
+        env = gym.make(env_id, **kwargs)
+        made.append(env)
+        return env
+
+    yield _make
+    for env in made:
+        env.close()
+
+
+def random_actions(env: gym.Env, n: int, seed: int) -> list[np.ndarray]:
+    """A fixed stream of ``n`` in-range actions."""
+    rng = np.random.default_rng(seed)
+    shape = env.action_space.shape
+    return [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(n)]
+
+
+def assert_obs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
+    """Bit-identical observation dicts."""
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=f"observation key {k!r} differs")

@@ -1,0 +1,169 @@
+"""The ``r2s2r`` command and the statistics it reports."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ENV_IDS, REPO_ROOT
+from r2s2r_envs import cli
+from r2s2r_envs.evaluation.stats import summarize_episodes, wilson_interval
+
+
+# ---------------------------------------------------------------------- Wilson interval
+@pytest.mark.parametrize(
+    "k, n, expected",
+    [
+        # Reference values: Wilson score interval, z = 1.959964 (e.g. statsmodels proportion_confint(method="wilson")).
+        (0, 10, (0.0, 0.2775328)),
+        (5, 10, (0.2365931, 0.7634069)),
+        (10, 10, (0.7224672, 1.0)),
+        (90, 100, (0.8256343, 0.9447708)),
+    ],
+)
+def test_wilson_interval_reference_values(k, n, expected):
+    low, high = wilson_interval(k, n)
+    assert low == pytest.approx(expected[0], abs=1e-6)
+    assert high == pytest.approx(expected[1], abs=1e-6)
+
+
+def test_wilson_interval_properties():
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    low99, high99 = wilson_interval(7, 20, confidence=0.99)
+    low95, high95 = wilson_interval(7, 20)
+    assert low99 < low95 < 7 / 20 < high95 < high99
+    for bad in [(-1, 5), (6, 5), (1, -1)]:
+        with pytest.raises(ValueError):
+            wilson_interval(*bad)
+    with pytest.raises(ValueError, match="confidence"):
+        wilson_interval(1, 2, confidence=1.0)
+
+
+def test_summarize_episodes():
+    episodes = [
+        {"is_success": True, "sort_accuracy": 1.0, "failure_cause": None, "time_to_sort": 10.0},
+        {"is_success": True, "sort_accuracy": 1.0, "failure_cause": None, "time_to_sort": 12.0},
+        {"is_success": False, "sort_accuracy": 1 / 3, "failure_cause": "dropped", "time_to_sort": None},
+        {"is_success": False, "sort_accuracy": 0.0, "failure_cause": "missed", "time_to_sort": None},
+    ]
+    s = summarize_episodes(episodes, failure_causes=("missed", "dropped", "timeout"))
+    assert s["success_rate"] == 0.5
+    assert s["success_rate_ci95"] == pytest.approx(list(wilson_interval(2, 4)))
+    assert s["sort_accuracy"] == pytest.approx((2 + 1 / 3) / 4)
+    assert s["mean_time_to_sort"] == pytest.approx(11.0)
+    assert s["failure_causes"] == {"missed": 1, "dropped": 1, "timeout": 0}
+
+
+# ---------------------------------------------------------------------- commands
+def test_envs_lists_registered_ids(capsys):
+    assert cli.main(["envs"]) == 0
+    out = capsys.readouterr().out
+    for env_id in ENV_IDS:
+        assert env_id in out
+    assert cli.main(["envs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["id"] for r in rows} >= set(ENV_IDS)
+
+
+def test_demo_unknown_env_is_a_clear_error(capsys):
+    assert cli.main(["demo", "--env", "PickSort-Nope-v0", "--episodes", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "PickSort-Nope-v0" in captured.err
+    for env_id in ENV_IDS:
+        assert env_id in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_demo_bad_env_argument_is_a_clear_error(capsys):
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "99"]) == 2
+    assert "num_objects" in capsys.readouterr().err
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit) as err:
+        cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "0"])
+    assert err.value.code == 2
+    assert cli.main([]) == 2  # no subcommand: help on stderr
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_demo_json(capsys, env_id):
+    assert cli.main(["demo", "--env", env_id, "--episodes", "2", "--seed", "7", "--num-objects", "1",
+                     "--json", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out)  # exactly one JSON object on stdout
+    assert summary["env_id"] == env_id
+    assert summary["episodes"] == 2
+    assert summary["seeds"] == [7, 8]
+    assert summary["num_objects"] == 1
+    assert 0.0 <= summary["success_rate"] <= 1.0
+    low, high = summary["success_rate_ci95"]
+    assert 0.0 <= low <= summary["success_rate"] <= high <= 1.0
+    assert 0.0 <= summary["sort_accuracy"] <= 1.0
+    assert set(summary["failure_causes"]) == {"missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable"}
+    assert "mean_time_to_sort" in summary
+    assert [r["seed"] for r in summary["results"]] == [7, 8]
+    n_failed = sum(not r["is_success"] for r in summary["results"])
+    assert sum(summary["failure_causes"].values()) == n_failed
+    if summary["mean_time_to_sort"] is not None:
+        assert math.isfinite(summary["mean_time_to_sort"])
+
+
+def test_demo_is_reproducible():
+    a = cli.run_demo(ENV_IDS[0], 2, seed=3, num_objects=1, progress=False)
+    b = cli.run_demo(ENV_IDS[0], 2, seed=3, num_objects=1, progress=False)
+    assert a == b
+
+
+def test_demo_text_output(capsys):
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    for label in ("success rate", "Wilson", "sort accuracy", "time to sort", "failure causes"):
+        assert label in out
+
+
+def test_demo_progress_bar_goes_to_stderr(capsys):
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--json"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert "1/1" in captured.err
+
+
+@pytest.mark.slow
+def test_demo_video(tmp_path, capsys):
+    imageio = pytest.importorskip("imageio.v2")
+    path = tmp_path / "demo.mp4"
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--video", str(path),
+                     "--json", "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert path.is_file() and path.stat().st_size > 10_000
+    reader = imageio.get_reader(str(path))
+    try:
+        n_frames = sum(1 for _ in reader)
+    finally:
+        reader.close()
+    assert n_frames == summary["results"][0]["steps"] + 1  # the first episode only, reset frame included
+
+
+def test_module_entry_point_no_traceback():
+    # `python -m r2s2r_envs.cli` behaves like the installed `r2s2r` script.
+    result = subprocess.run(
+        [sys.executable, "-m", "r2s2r_envs.cli", "demo", "--env", "Nope-v0", "--episodes", "1"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "registered PickSort ids" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_dataset_subcommands_present_when_available():
+    try:
+        import r2s2r_envs.datasets.cli  # noqa: F401
+    except ModuleNotFoundError:
+        pytest.skip("r2s2r_envs.datasets.cli not present yet")
+    help_text = cli.build_parser().format_help()
+    for command in ("generate", "replay", "datasets"):
+        assert command in help_text
