@@ -1,0 +1,168 @@
+"""The lab (``PickSort-Real-v0``): config loading, overrides, errors, hidden parameters, and the gap to nominal."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from conftest import random_actions
+from r2s2r_envs.lab import LabConfig, UnmodeledEffects, available_labs, load_lab
+from r2s2r_envs.world.params import WorldParams, nominal
+
+REAL = "PickSort-Real-v0"
+
+
+def _walk_keys(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _walk_keys(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _walk_keys(v)
+
+
+def test_default_lab_is_shipped_and_loads():
+    assert "default" in available_labs()
+    lab = load_lab()
+    assert isinstance(lab, LabConfig) and lab.name == "default"
+    assert load_lab("default") == lab
+
+
+def test_lab_differs_from_nominal():
+    lab = load_lab()
+    differing = [f for f in WorldParams.field_names() if getattr(lab.world, f) != getattr(nominal(), f)]
+    assert len(differing) >= 4, f"the lab differs from the nominal model in only {differing}"
+    assert lab.world.control_latency > 0.0  # an effect the spec sheet leaves out
+    assert lab.effects != UnmodeledEffects(), "the lab has no unmodeled effects"
+
+
+def test_lab_dynamics_differ_from_nominal(make_env):
+    sim, real = make_env("PickSort-Ungrounded-v0"), make_env(REAL)
+    actions = random_actions(sim, 20, seed=0)
+    sim.reset(seed=0)
+    real.reset(seed=0)
+    for a in actions:
+        obs_sim, *_ = sim.step(a)
+        obs_real, *_ = real.step(a)
+    assert np.abs(obs_sim["eef_pos"] - obs_real["eef_pos"]).max() > 1e-3
+
+
+def test_dict_overrides_apply_over_default():
+    base = load_lab()
+    lab = load_lab({"world": {"belt_speed": 0.05}, "effects": {"joint_pos_noise": 0.01}})
+    assert lab.world.belt_speed == 0.05
+    assert lab.effects.joint_pos_noise == 0.01
+    # Everything else comes from the default lab, not from the nominal model.
+    assert lab.world == dataclasses.replace(base.world, belt_speed=0.05)
+    assert lab.effects == dataclasses.replace(base.effects, joint_pos_noise=0.01)
+    assert lab.name != base.name
+
+
+def test_make_with_lab_dict(make_env):
+    env = make_env(REAL, lab={"name": "slow_belt", "world": {"belt_speed": 0.04}})
+    assert env.unwrapped.world_params.belt_speed == 0.04
+    assert env.unwrapped.lab_name == "slow_belt"
+    env.reset(seed=0)
+    env.step(np.zeros(22, dtype=np.float32))
+
+
+def test_lab_from_file(tmp_path, make_env):
+    raw = load_lab().to_dict()
+    raw["name"] = "course_lab"
+    raw["world"]["control_latency"] = 0.1
+    raw["effects"]["belt_speed_jitter"] = 0.0
+    path = tmp_path / "course_lab.json"
+    path.write_text(json.dumps(raw))
+    lab = load_lab(path)
+    assert lab.name == "course_lab" and lab.world.control_latency == 0.1
+    assert load_lab(str(path)) == lab
+    env = make_env(REAL, lab=str(path))  # a string path: JSON-serializable, so it can go in an EnvSpec
+    assert env.unwrapped.lab_name == "course_lab"
+    assert env.unwrapped.world_params.control_latency == 0.1
+
+
+def test_config_round_trip():
+    lab = load_lab()
+    assert load_lab(json.loads(json.dumps(lab.to_dict()))) == lab
+
+
+@pytest.mark.parametrize(
+    "bad, unknown, valid",
+    [
+        ({"physics": {}}, "physics", ["name", "world", "effects"]),
+        ({"effects": {"latency": 0.1}}, "latency", [f.name for f in dataclasses.fields(UnmodeledEffects)]),
+        ({"world": {"gravity": 9.81}}, "gravity", list(WorldParams.field_names())),
+    ],
+)
+def test_unknown_lab_keys_list_valid_ones(bad, unknown, valid):
+    with pytest.raises(KeyError) as err:
+        load_lab(bad)
+    message = str(err.value)
+    assert unknown in message
+    for name in valid:
+        assert name in message, f"{name!r} missing from {message}"
+
+
+def test_file_missing_keys_and_bad_json(tmp_path):
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"name": "x", "world": {}}))
+    with pytest.raises(KeyError, match="effects"):
+        load_lab(partial)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_lab(broken)
+
+
+def test_unknown_lab_name_lists_shipped_labs():
+    with pytest.raises(FileNotFoundError, match="default"):
+        load_lab("no_such_lab")
+
+
+def test_effect_validation():
+    with pytest.raises(ValueError, match="arm_command_gain"):
+        load_lab({"effects": {"arm_command_gain": [1.0, 1.0]}})
+    with pytest.raises(ValueError, match="joint_pos_noise"):
+        load_lab({"effects": {"joint_pos_noise": -0.1}})
+
+
+def test_real_env_rejects_world_argument():
+    with pytest.raises(TypeError, match="lab"):
+        gym.make(REAL, world={"belt_speed": 0.1})
+
+
+def test_provenance_hides_lab_parameters(make_env):
+    env = make_env(REAL)
+    prov = env.unwrapped.provenance()
+    json.dumps(prov)
+    assert prov["domain"] == "real" and prov["lab"] == "default"
+    assert "world_params" not in prov
+    keys = set(_walk_keys(prov))
+    hidden = set(WorldParams.field_names()) | {f.name for f in dataclasses.fields(UnmodeledEffects)}
+    assert not keys & hidden, f"provenance leaks lab parameters: {sorted(keys & hidden)}"
+    # The sim's provenance does carry its physics (that is what a dataset records).
+    sim_prov = make_env("PickSort-Ungrounded-v0").unwrapped.provenance()
+    assert sim_prov["world_params"] == nominal().to_dict()
+
+
+def test_observation_noise_is_seeded(make_env):
+    a, b = make_env(REAL), make_env(REAL)
+    obs_a, _ = a.reset(seed=3)
+    obs_b, _ = b.reset(seed=3)
+    np.testing.assert_array_equal(obs_a["arm_qpos"], obs_b["arm_qpos"])
+    # Noise is present: the measured joint angles are not the true ones.
+    true_q = a.unwrapped.data.qpos[a.unwrapped._arm_qadr]
+    assert not np.allclose(obs_a["arm_qpos"], true_q, atol=1e-6)
+
+
+def test_noise_free_lab_measures_truth(make_env):
+    quiet = {f.name: 0.0 for f in dataclasses.fields(UnmodeledEffects) if f.name.endswith("_noise")}
+    env = make_env(REAL, lab={"effects": {**quiet, "object_pos_bias": [0.0, 0.0, 0.0]}})
+    obs, _ = env.reset(seed=0)
+    base = env.unwrapped
+    np.testing.assert_allclose(obs["arm_qpos"], base.data.qpos[base._arm_qadr], atol=1e-6)

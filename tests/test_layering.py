@@ -1,0 +1,126 @@
+"""The lab is a black box: code that grounds, demonstrates, stores or evaluates must not import it.
+
+DESIGN.md section 2: grounding code may step ``PickSort-Real-v0`` and read its datasets, never read the lab's
+parameters; the package layout makes that visible and this test enforces it.  Imports are found by parsing
+the source with ``ast`` (absolute, relative and ``importlib.import_module("...")`` forms), so a violation
+anywhere in those packages fails here even if the module is never imported at test time.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "r2s2r_envs"
+FORBIDDEN = "r2s2r_envs.lab"
+# Packages that must not see the lab.  world/ and envs/ sit below it in the layering (DESIGN.md section 4).
+CHECKED_PACKAGES = ("grounding", "behavior", "datasets", "evaluation", "world", "envs")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Fully qualified names of everything ``source`` (the text of ``module``) imports."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("import_module", "__import__") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.add(arg.value)
+    return found
+
+
+def forbidden_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    return sorted(m for m in imported_modules(source, module, is_package)
+                  if m == FORBIDDEN or m.startswith(FORBIDDEN + "."))
+
+
+def _checked_files() -> list[Path]:
+    files = []
+    for pkg in CHECKED_PACKAGES:
+        files.extend(sorted((PACKAGE_DIR / pkg).rglob("*.py")))
+    return files
+
+
+def test_checked_packages_exist():
+    for pkg in CHECKED_PACKAGES:
+        assert (PACKAGE_DIR / pkg / "__init__.py").is_file(), f"r2s2r_envs/{pkg} is missing"
+    assert (PACKAGE_DIR / "lab" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("path", _checked_files(), ids=lambda p: str(p.relative_to(PACKAGE_DIR)))
+def test_no_lab_import(path):
+    module = _module_name(path)
+    bad = forbidden_imports(path.read_text(), module, is_package=path.name == "__init__.py")
+    assert not bad, f"{module} imports {bad}: the lab is a black box to this package (DESIGN.md section 2)"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import r2s2r_envs.lab",
+        "import r2s2r_envs.lab.config as c",
+        "from r2s2r_envs.lab import load_lab",
+        "from r2s2r_envs.lab.lab_env import LabEnv",
+        "from r2s2r_envs import lab",
+        "from .. import lab",
+        "from ..lab.config import LabConfig",
+        "def f():\n    from r2s2r_envs.lab import config",
+        "import importlib\nimportlib.import_module('r2s2r_envs.lab.config')",
+    ],
+)
+def test_checker_catches_violations(source):
+    assert forbidden_imports(source, "r2s2r_envs.grounding.world_id") != []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import r2s2r_envs.envs",
+        "from r2s2r_envs.world.params import WorldParams",
+        "from .. import envs",
+        "import labrador",
+        "ENTRY = 'r2s2r_envs.lab.lab_env:LabEnv'",  # a registry string is not an import
+    ],
+)
+def test_checker_allows_the_rest(source):
+    assert forbidden_imports(source, "r2s2r_envs.grounding.world_id") == []
+
+
+def test_importing_the_packages_does_not_load_the_lab():
+    # Transitive check: importing everything that must not see the lab leaves it unloaded.
+    modules = ["r2s2r_envs"] + [f"r2s2r_envs.{p}" for p in CHECKED_PACKAGES]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        f"loaded = sorted(m for m in sys.modules if m == {FORBIDDEN!r} or m.startswith({FORBIDDEN!r} + '.'))\n"
+        "print(loaded)\n"
+        "sys.exit(1 if loaded else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"importing {modules} loaded the lab: {result.stdout} {result.stderr}"

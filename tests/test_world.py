@@ -1,0 +1,203 @@
+"""WorldParams validation and the MjSpec builder writing every parameter into the compiled model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import asset_path, build_model
+from r2s2r_envs.world.params import WorldParams, nominal
+
+SEQUENCE_FIELDS = {
+    "object_mass": len(C.CATEGORIES),
+    "arm_damping": 7,
+    "arm_armature": 7,
+    "arm_frictionloss": 7,
+    "arm_kp": 7,
+    "arm_kv": 7,
+    "arm_force_limit": 7,
+}
+
+
+# ---------------------------------------------------------------------- WorldParams
+def test_nominal_is_valid_and_frozen():
+    params = nominal()
+    assert params == WorldParams()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.belt_speed = 1.0  # type: ignore[misc]
+    hash(params)  # hashable: the builder caches compiled models by params
+
+
+def test_keyword_only():
+    with pytest.raises(TypeError):
+        WorldParams(0.1)  # type: ignore[misc]
+
+
+def test_every_field_is_documented_with_a_unit():
+    doc = WorldParams.__doc__ or ""
+    for name in WorldParams.field_names():
+        assert f"{name}:" in doc, f"WorldParams.{name} is not documented"
+
+
+@pytest.mark.parametrize("field,length", sorted(SEQUENCE_FIELDS.items()))
+def test_wrong_length_names_the_field(field, length):
+    with pytest.raises(ValueError, match=rf"{field}.*{length}"):
+        WorldParams(**{field: (1.0,) * (length + 1)})
+
+
+@pytest.mark.parametrize("field", WorldParams.field_names())
+def test_negative_values_rejected(field):
+    default = getattr(WorldParams(), field)
+    bad = tuple(-abs(v) - 1.0 for v in default) if isinstance(default, tuple) else -1.0
+    with pytest.raises(ValueError, match=field):
+        WorldParams(**{field: bad})
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_non_finite_rejected(value):
+    with pytest.raises(ValueError, match="belt_speed"):
+        WorldParams(belt_speed=value)
+
+
+def test_zero_allowed_only_where_physical():
+    WorldParams(control_latency=0.0, belt_speed=0.0)  # no latency, belt stopped: fine
+    with pytest.raises(ValueError, match="finger_kp"):
+        WorldParams(finger_kp=0.0)  # a servo without stiffness is not a servo
+
+
+def test_from_dict_unknown_keys_lists_valid_fields():
+    with pytest.raises(KeyError) as err:
+        WorldParams.from_dict({"belt_sped": 0.1})
+    message = str(err.value)
+    assert "belt_sped" in message
+    for name in WorldParams.field_names():
+        assert name in message
+
+
+def test_dict_round_trip_through_json():
+    params = WorldParams(belt_speed=0.1, object_mass=(0.2, 0.3, 0.4), control_latency=0.04)
+    data = json.loads(json.dumps(params.to_dict()))
+    assert WorldParams.from_dict(data) == params
+    assert WorldParams.from_dict({"belt_speed": 0.11}).arm_kp == nominal().arm_kp  # partial: on top of nominal
+
+
+def test_lists_become_tuples():
+    params = WorldParams(arm_kp=[100.0] * 7)  # type: ignore[arg-type]
+    assert params.arm_kp == (100.0,) * 7
+    hash(params)
+
+
+# ---------------------------------------------------------------------- builder
+def _actuator_ids(model: mujoco.MjModel, names: tuple[str, ...]) -> np.ndarray:
+    return np.array([model.actuator(n).id for n in names])
+
+
+def test_assets_are_found():
+    for name in ("pick_sort_scene.xml", "panda_arm.xml", "leap_hand.xml", "objects.xml"):
+        assert asset_path(name).endswith(name)
+    with pytest.raises(FileNotFoundError, match="available"):
+        asset_path("nope.xml")
+
+
+def test_model_has_named_parts():
+    model = build_model(nominal(), num_objects=2)
+    assert model.nu == len(C.ARM_ACTUATORS) + len(C.HAND_ACTUATORS) == 23
+    for name in C.ARM_JOINTS + C.HAND_JOINTS:
+        model.joint(name)
+    for cam in C.CAMERAS:
+        model.camera(cam)
+    model.body(f"{C.object_prefix(1)}{C.OBJECT_JOINT}")
+    with pytest.raises(KeyError):
+        model.body(f"{C.object_prefix(2)}{C.OBJECT_JOINT}")
+
+
+def test_builder_applies_belt_speed():
+    model = build_model(WorldParams(belt_speed=0.123), num_objects=1)
+    np.testing.assert_allclose(model.geom_surfacevel[model.geom(C.BELT_GEOM).id, :3], [0.0, -0.123, 0.0])
+
+
+def test_builder_applies_actuator_gains():
+    params = WorldParams(finger_kp=3.3, finger_kv=0.07, finger_force_limit=0.5,
+                         arm_kp=tuple(1000.0 + k for k in range(7)), arm_force_limit=(50.0,) * 4 + (9.0,) * 3)
+    model = build_model(params, num_objects=1)
+    hand = _actuator_ids(model, C.HAND_ACTUATORS)
+    np.testing.assert_allclose(model.actuator_gainprm[hand, 0], 3.3)
+    np.testing.assert_allclose(model.actuator_biasprm[hand, 1], -3.3)
+    np.testing.assert_allclose(model.actuator_biasprm[hand, 2], -0.07)
+    np.testing.assert_allclose(model.actuator_forcerange[hand], [[-0.5, 0.5]] * len(hand))
+    arm = _actuator_ids(model, C.ARM_ACTUATORS)
+    np.testing.assert_allclose(model.actuator_gainprm[arm, 0], params.arm_kp)
+    np.testing.assert_allclose(model.actuator_forcerange[arm, 1], params.arm_force_limit)
+
+
+def test_builder_applies_joint_dynamics():
+    params = WorldParams(arm_damping=(3.0,) * 7, arm_armature=(0.2,) * 7, arm_frictionloss=(0.4,) * 7)
+    model = build_model(params, num_objects=1)
+    dofs = [model.joint(n).dofadr[0] for n in C.ARM_JOINTS]
+    np.testing.assert_allclose(model.dof_damping[dofs], 3.0)
+    np.testing.assert_allclose(model.dof_armature[dofs], 0.2)
+    np.testing.assert_allclose(model.dof_frictionloss[dofs], 0.4)
+
+
+def test_builder_applies_latency():
+    assert np.all(build_model(nominal(), 1).actuator_delay == 0.0)
+    model = build_model(WorldParams(control_latency=0.04), num_objects=1)
+    acts = _actuator_ids(model, C.ARM_ACTUATORS + C.HAND_ACTUATORS)
+    np.testing.assert_allclose(model.actuator_delay[acts], 0.04)
+    assert np.all(model.actuator_history[acts, 0] >= round(0.04 / model.opt.timestep))
+
+
+def test_latency_delays_the_response():
+    # The same command reaches the joints later in a world with latency.
+    def arm_motion(latency: float) -> float:
+        env = gym.make("PickSort-Ungrounded-v0", world={"control_latency": latency})
+        env.reset(seed=0)
+        q0 = env.unwrapped.data.qpos[env.unwrapped._arm_qadr].copy()
+        action = np.zeros(22, dtype=np.float32)
+        action[2] = 1.0
+        env.step(action)
+        moved = float(np.abs(env.unwrapped.data.qpos[env.unwrapped._arm_qadr] - q0).max())
+        env.close()
+        return moved
+
+    assert arm_motion(0.045) < 0.5 * arm_motion(0.0)
+
+
+def test_builder_applies_object_params():
+    params = WorldParams(object_friction=0.5, object_size_scale=1.2)
+    model = build_model(params, num_objects=2)
+    nominal_model = build_model(nominal(), num_objects=2)
+    for i in range(2):
+        for c in C.CATEGORIES:
+            gid = model.geom(f"{C.object_prefix(i)}{c}").id
+            assert model.geom_friction[gid, 0] == pytest.approx(0.5)
+            np.testing.assert_allclose(model.geom_size[gid], 1.2 * nominal_model.geom_size[gid])
+
+
+def test_env_writes_object_mass_per_category():
+    masses = (0.11, 0.22, 0.33)
+    env = gym.make("PickSort-Ungrounded-v0", world={"object_mass": masses}, num_objects=4)
+    try:
+        obs, _ = env.reset(seed=0)
+        base = env.unwrapped
+        categories = obs["object_category"].reshape(4, len(C.CATEGORIES)).argmax(axis=1)
+        for i, cat in enumerate(categories):
+            body = base.model.body(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").id
+            assert base.model.body_mass[body] == pytest.approx(masses[cat])
+    finally:
+        env.close()
+
+
+def test_compiled_models_are_private_copies():
+    a = build_model(nominal(), num_objects=1)
+    b = build_model(nominal(), num_objects=1)
+    belt = a.geom(C.BELT_GEOM).id
+    a.geom_surfacevel[belt, 1] = -5.0
+    assert b.geom_surfacevel[belt, 1] == pytest.approx(-nominal().belt_speed)
