@@ -1,0 +1,70 @@
+# Set-up and the main jobs.  On a fresh machine (Python 3.11, Debian) `make demo` and `make test` do everything:
+# EGL libraries for offscreen rendering (apt, when root), the .venv, torch (CPU) first, robomimic without its
+# heavy pins, then this package in editable mode with its torch and test extras.  Installs come from PyPI and
+# Debian only.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.r2s2r-installed
+# pip takes a CPU build of torch where one is at hand; a bare `torch` requirement would pull a multi-GB CUDA build.
+TORCH_VERSION ?= 2.13.0
+ROBOMIMIC_VERSION ?= 0.3.0
+EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri
+
+# Headless offscreen rendering: MuJoCo picks its GL backend at import time.
+export MUJOCO_GL ?= egl
+
+.PHONY: help setup egl demo test test-fast bench clean
+
+help:
+	@echo "make demo      set up, then run the scripted planner for 3 episodes (r2s2r demo)"
+	@echo "make test      set up, then run the whole test suite (python -m pytest -q, slow tests included)"
+	@echo "make test-fast tests without the slow marker"
+	@echo "make bench     env speed and 100-seed planner success (benchmarks/)"
+	@echo "make setup     only the set-up; make clean removes .venv and build outputs"
+
+setup: $(STAMP)
+
+egl:
+	@if ldconfig -p | grep -q 'libEGL.so.1' && ldconfig -p | grep -q 'libEGL_mesa.so.0'; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing EGL libraries for offscreen rendering: $(EGL_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EGL_PACKAGES); \
+	else \
+		echo "error: offscreen rendering needs EGL. Install (as root): apt-get install -y $(EGL_PACKAGES)" >&2; \
+		exit 1; \
+	fi
+
+# robomimic 0.3.0 pins old versions of many packages: install it without dependencies, after the few it
+# needs at import time.
+$(STAMP): pyproject.toml | egl
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), f"Python >= 3.10 needed, found {sys.version}"'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q torch==$(TORCH_VERSION)
+	$(PIP) install -q six tqdm termcolor psutil matplotlib
+	$(PIP) install -q --no-deps robomimic==$(ROBOMIMIC_VERSION)
+	$(PIP) install -q -e '.[torch,test]'
+	touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/r2s2r demo --env PickSort-Ungrounded-v0 --episodes 3
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(PY) benchmarks/env_speed.py --out runs/env_speed.json
+	$(PY) benchmarks/planner_success.py --seeds 100 --workers 2 --out runs/planner_success.json
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache
