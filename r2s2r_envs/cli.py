@@ -55,7 +55,7 @@ class UnknownEnvError(UsageError):
 
 def check_env_id(env_id: str) -> None:
     """Raise ``UnknownEnvError`` naming the registered PickSort ids if ``env_id`` is not one of them."""
-    if env_id not in gym.registry:
+    if env_id not in registered_env_ids():  # a non-PickSort Gymnasium id has no demonstrator either
         raise UnknownEnvError(f"unknown env id {env_id!r}; registered PickSort ids: {registered_env_ids()}")
 
 

@@ -78,6 +78,11 @@ def test_demo_unknown_env_is_a_clear_error(capsys):
     assert "Traceback" not in captured.err and captured.out == ""
 
 
+def test_demo_non_picksort_id_is_rejected(capsys):
+    assert cli.main(["demo", "--env", "CartPole-v1", "--episodes", "1"]) == 2
+    assert "registered PickSort ids" in capsys.readouterr().err
+
+
 def test_demo_bad_env_argument_is_a_clear_error(capsys):
     assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "99"]) == 2
     assert "num_objects" in capsys.readouterr().err
