@@ -173,7 +173,22 @@ if __name__ == "__main__":
 """
 
 
+def _children(pid: int) -> list[int]:
+    """Child process ids of ``pid`` that are worker processes (from /proc; Linux)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"spawn_main" in cmdline:
+            out.append(int(stat.parent.name))
+    return out
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find worker processes")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_leaves_valid_file_and_rerun_resumes(tmp_path: Path, workers: int) -> None:
     script = tmp_path / "child.py"
@@ -190,8 +205,15 @@ def test_kill_9_leaves_valid_file_and_rerun_resumes(tmp_path: Path, workers: int
                     break
         except (OSError, KeyError):
             continue
+    workers_pids = _children(proc.pid)
+    assert len(workers_pids) >= (workers if workers > 1 else 0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    # Orphaned workers notice their parent is gone and exit instead of lingering.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers_pids):
+        time.sleep(0.1)
+    assert not [pid for pid in workers_pids if Path(f"/proc/{pid}").exists()]
     with open_dataset(out) as f:
         assert 3 <= f.num_demos < 30
         assert not f.complete

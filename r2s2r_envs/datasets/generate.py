@@ -515,14 +515,18 @@ def _run(
         attempt = int(episode.attempt if episode.attempt is not None else writer.attempts)
         flag.critical = True
         try:
-            if config.successes_only and not episode.success:
-                writer.set_attempts(attempt + 1)
-            else:
+            stored = not (config.successes_only and not episode.success)
+            if stored:
                 writer.append(episode, attempts=attempt + 1)
-                bar.update(1)
+            else:
+                writer.set_attempts(attempt + 1)
         finally:
             flag.critical = False
         _update_bar(bar, writer)
+        if stored:
+            bar.update(1)
+        else:
+            bar.refresh()
 
     def done() -> bool:
         return writer.num_demos >= episodes or writer.attempts >= max_attempts
@@ -621,6 +625,7 @@ def _worker_main(config: GenerationConfig, obs_keys: list[str], tasks: Any, resu
     """Worker process: builds the env and demonstrator once, then runs the attempts it is given."""
     # The parent handles Ctrl-C; a worker interrupted mid-episode would only lose work.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
     env = None
     try:
         env = make_env(config)
@@ -629,8 +634,6 @@ def _worker_main(config: GenerationConfig, obs_keys: list[str], tasks: Any, resu
             try:
                 attempt = tasks.get(timeout=1.0)
             except queue.Empty:
-                if os.getppid() != parent_pid:  # parent is gone (killed): do not linger
-                    return
                 continue
             if attempt is None:
                 return
@@ -647,6 +650,18 @@ def _worker_main(config: GenerationConfig, obs_keys: list[str], tasks: Any, resu
     finally:
         if env is not None:
             env.close()
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    """Ends the worker at once if its parent dies (e.g. kill -9).
+
+    A plain return would hang: the queue's feeder thread blocks writing a result nobody reads, and normal
+    interpreter exit waits for it.
+    """
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent_pid:
+            os._exit(1)
 
 
 def verify_file(path: str | os.PathLike[str]) -> str:

@@ -272,7 +272,8 @@ class DatasetFile:
         for demo_id in self.demo_ids:
             grp = self._f["data"][self._groups[demo_id]]
             try:
-                items = [(p, grp[p][()]) for p in _array_paths(grp)]
+                items: list[tuple[str, np.ndarray]] = []
+                grp.visititems(lambda name, obj: items.append((name, obj[()])) if isinstance(obj, h5py.Dataset) else None)
             except (OSError, RuntimeError, ValueError) as exc:
                 raise CorruptDatasetError(f"{self.path}: demo {demo_id} cannot be read: {exc}") from exc
             if schema.array_items_hash(items) != self._hashes[demo_id]:

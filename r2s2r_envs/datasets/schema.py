@@ -130,7 +130,7 @@ def array_items_hash(items: Iterable[tuple[str, np.ndarray]]) -> str:
         little = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
         shape = ",".join(str(s) for s in little.shape)
         h.update(f"{name}|{little.dtype.str}|{shape}\n".encode())
-        h.update(little.tobytes())
+        h.update(little.data if little.ndim else little.tobytes())
     return h.hexdigest()
 
 
