@@ -35,6 +35,7 @@ class PlannerConfig:
         lift_height: TCP height (world z) for carrying.
         release_height: TCP height (world z) above the bin when releasing.
         align_tolerance: Horizontal TCP error below which the hand descends onto the object.
+        abort_tolerance: Horizontal TCP error above which a descent is abandoned (back to approach).
         descend_tolerance: TCP height error below which the fingers close.
         close_time: Time the fingers take to close before lifting: the first half brings every digit to
             the object at once (so none shoves it before the others arrive), the second half squeezes.
@@ -49,6 +50,8 @@ class PlannerConfig:
         squeeze: Thumb flexion commanded beyond the angle at which it touches the object, so the servo
             squeezes; the three opposing fingers get the share that balances the thumb's force.
         adduction: Index/ring abduction towards the middle finger for small objects.
+        bar_spread: Index/ring abduction away from the middle finger for bars (a wider support along the
+            bar resists it pivoting out of the pinch).
     """
 
     hover_height: float = 0.07
@@ -56,18 +59,20 @@ class PlannerConfig:
     min_grasp_height: float = 0.037
     lift_height: float = 0.28
     release_height: float = 0.22
-    align_tolerance: float = 0.012
+    align_tolerance: float = 0.008
+    abort_tolerance: float = 0.02
     descend_tolerance: float = 0.008
     close_time: float = 0.4
     release_time: float = 0.3
     lead_time: float = 0.05
     position_gain: float = 0.6
-    carry_speed: float = 0.4
+    carry_speed: float = 0.55
     rotation_gain: float = 0.5
     reach_limit_y: float = -0.36
     preshape_margin: float = 0.22
     squeeze: float = 0.2
     adduction: float = 0.2
+    bar_spread: float = 0.2
 
 
 class ScriptedPlanner:
@@ -129,7 +134,7 @@ class ScriptedPlanner:
             return self._command(tcp, goal, obs, open_f, self._yaw, v)
         if self._phase == "descend":
             goal = np.array([predicted[0], predicted[1], grasp_z])
-            if np.linalg.norm(goal[:2] - tcp[:2]) > 3 * cfg.align_tolerance:
+            if np.linalg.norm(goal[:2] - tcp[:2]) > cfg.abort_tolerance:
                 self._phase = "approach"
             elif abs(tcp[2] - grasp_z) < cfg.descend_tolerance and np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance:
                 self._phase, self._timer = "close", 0
@@ -230,7 +235,7 @@ class ScriptedPlanner:
         thumb_contact = float(np.arcsin(np.clip(gap(lay.thumb_base_x) / lay.thumb_length, -1.0, 1.0)))
         # Torque balance at the pads: 3 * kp * d_f / L_f = kp * d_t / L_t.
         finger_squeeze = cfg.squeeze * lay.thumb_length / (3.0 * lay.finger_length)
-        adduct = cfg.adduction if cat in ("cube", "ball") else 0.0
+        adduct = cfg.adduction if cat in ("cube", "ball") else -cfg.bar_spread
         m = cfg.preshape_margin
         return (
             self._fingers(finger_contact - m, thumb_contact - m, adduct),

@@ -283,6 +283,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             d.qpos[adr + 3 : adr + 7] = [np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2)]
             d.qvel[self._obj_dadr[i] : self._obj_dadr[i] + 3] = [0.0, -self._belt_speed(), 0.0]
         self._on_reset()
+        # Actuators with a command filter start settled at the reset command.
+        filtered = np.flatnonzero(m.actuator_actadr >= 0)
+        d.act[m.actuator_actadr[filtered]] = d.ctrl[filtered]
         # Fill the actuator delay buffers with the reset command, so a delayed line starts at rest.
         for act in np.flatnonzero(m.actuator_history[:, 0] > 0):
             values = np.full((int(m.actuator_history[act, 0]), 1), d.ctrl[act])

@@ -132,7 +132,8 @@ class SceneLayout:
     """Task geometry a demonstrator may know, read from the nominal model (the cell's drawing, not physics).
 
     Attributes:
-        bin_centers: Centre of each bin's opening per category, m (world frame).
+        bin_centers: Centre of each bin's region per category (the box in which an object counts as in
+            the bin), m (world frame).
         bin_half_size: Inner half-extent of a bin (x, y), m.
         belt_top: Height of the belt surface, m.
         belt_center_x: x of the belt's centre line, m.
@@ -171,7 +172,6 @@ def scene_layout() -> SceneLayout:
     for c in C.CATEGORIES:
         s = m.site(C.BIN_SITES[c])
         bins[c] = d.site_xpos[s.id].copy()
-        bins[c][2] += s.size[2]
     belt = m.site(C.BELT_SITE)
     # Hand geometry in the palm frame at zero joint angles (fingers straight along the approach axis).
     palm = m.body(f"{C.HAND_PREFIX}palm").id
