@@ -234,6 +234,9 @@ def test_mixture_domain_labels_match_the_data_origin(files: dict[str, Path]) -> 
     for value, domain in zip(batch["obs"]["arm_qpos"][:, 0, 2].tolist(), batch["domain"].tolist()):
         assert value in (real_values if domain == 1 else sim_values)
     assert 0.3 < batch["domain"].mean() < 0.7
+    mix = CoTrainingMixture([sim, real], 0.5)
+    assert mix.content_hashes == {str(sim.path): sim.content_hash, str(real.path): real.content_hash}
+    assert sim.content_hash != real.content_hash
 
 
 def test_stratified_composition_has_minimal_variance() -> None:

@@ -414,6 +414,8 @@ def _open_writer(
         "type": schema.ROBOMIMIC_GYM_ENV_TYPE,
         "env_kwargs": {**dict(config.env_kwargs), "obs_mode": config.env_obs_mode},
     }
+    if config.max_episode_steps is not None:  # gym.make(env_name, **env_kwargs) then has the same time limit
+        env_args["env_kwargs"]["max_episode_steps"] = config.max_episode_steps
     stale = out.with_name(out.name + ".creating")
     if stale.exists():
         stale.unlink()
@@ -609,14 +611,13 @@ def _run_parallel(
                 record(pending.pop(next_attempt))
                 next_attempt += 1
     finally:
-        for _ in procs:
-            tasks.put(None)
-        deadline = time.monotonic() + (0.0 if (flag.stop or not done()) else 5.0)
+        # Every result needed is written; attempts still in flight are surplus (successes_only) or abandoned
+        # (stop, error). Workers hold nothing worth a clean exit, and waiting could block on a full result pipe.
         for p in procs:
-            p.join(timeout=max(0.0, deadline - time.monotonic()))
             if p.is_alive():
                 p.terminate()
-                p.join(timeout=5.0)
+        for p in procs:
+            p.join(timeout=10.0)
         tasks.cancel_join_thread()
         results.cancel_join_thread()
 

@@ -160,6 +160,11 @@ class CoTrainingMixture:
         )
 
     @property
+    def content_hashes(self) -> dict[str, str]:
+        """Content hash of every dataset in the mixture, by file path (what a results row should cite)."""
+        return {str(d.path): d.content_hash for d in self.datasets}
+
+    @property
     def num_real_samples(self) -> int:
         """Sample positions over the real datasets."""
         return int(sum(len(self.datasets[i]) for i in self._real))
