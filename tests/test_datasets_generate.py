@@ -147,6 +147,24 @@ def test_resume_into_damaged_file_says_how_to_recover(tmp_path: Path) -> None:
         _gen(out, 2)
 
 
+def test_file_held_by_another_writer_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "busy.hdf5"
+    _gen(out, 2, seed=1)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, h5py, time; f = h5py.File(sys.argv[1], 'r+'); print('open', flush=True); "
+         "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        before = out.read_bytes()
+        for overwrite in (False, True):
+            with pytest.raises(GenerationError, match="being written by another process"):
+                _gen(out, 3, seed=1, overwrite=overwrite)
+        assert out.read_bytes() == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_unknown_demonstrator_and_env(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="module:function"):
         _gen(tmp_path / "x.hdf5", 1, demonstrator="no_colon")

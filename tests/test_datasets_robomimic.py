@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# Imported unconditionally: CI installs robomimic 0.3.0 (Makefile), and this test must not skip silently there.
+import robomimic.utils.dataset as robomimic_dataset
+import robomimic.utils.obs_utils as ObsUtils
+
 from r2s2r_envs.datasets import TrajectoryDataset
 from r2s2r_envs.datasets.toy import write_synthetic_dataset
-
-pytest.importorskip("torch")
-robomimic_dataset = pytest.importorskip("robomimic.utils.dataset")
-ObsUtils = pytest.importorskip("robomimic.utils.obs_utils")
 
 LOW_DIM = ["arm_qpos", "eef_pos", "object_pos"]
 LENGTHS = [7, 4, 9, 5, 6, 8, 3, 7, 5, 6, 4]

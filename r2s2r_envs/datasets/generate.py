@@ -330,6 +330,11 @@ def generate(
     Returns:
         What was done; ``complete`` is false if interrupted or ``max_attempts`` was reached.
 
+    Note:
+        Workers are spawned processes (MuJoCo's GL state does not survive ``fork``), which import the
+        calling script's main module: call ``generate(..., workers=2)`` from a script under
+        ``if __name__ == "__main__":``.
+
     Raises:
         GenerationError: settings differ from the existing file's, a worker failed, or the env is unusable.
         DatasetError: ``out`` exists but is not a usable dataset (pass ``overwrite=True`` to replace it).
@@ -416,6 +421,8 @@ def _open_writer(
     }
     if config.max_episode_steps is not None:  # gym.make(env_name, **env_kwargs) then has the same time limit
         env_args["env_kwargs"]["max_episode_steps"] = config.max_episode_steps
+    if out.exists():
+        _check_not_locked(out)
     stale = out.with_name(out.name + ".creating")
     if stale.exists():
         stale.unlink()
@@ -441,6 +448,21 @@ def _open_writer(
     if writer.num_demos < episodes:
         writer.set_episodes_requested(episodes)
     return writer, True
+
+
+def _check_not_locked(path: Path) -> None:
+    """Refuses a file another process is writing: resuming would fail and overwriting would lose its data."""
+    import h5py
+
+    try:
+        h5py.File(path, "r").close()
+    except BlockingIOError:
+        raise GenerationError(
+            f"{path} is being written by another process (HDF5 lock held); wait for that generation to finish "
+            "or stop it, then run again to resume"
+        ) from None
+    except OSError:
+        pass  # damaged or not HDF5: reported by the resume path (or replaced with overwrite)
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any], ignore: Sequence[str]) -> list[str]:
