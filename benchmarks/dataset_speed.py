@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"generation  speedup 2 vs 1 workers: {g['speedup_2_vs_1']:.2f}x (goal >= 1.8x); "
                   f"identical content: {g['identical_content']}")
     lo = report["loader"]
-    print(f"loader      {lo['transitions']} transitions, {lo['arrays_mb']:.1f} MB arrays, loaded in {lo['load_seconds']:.2f} s")
+    print(f"loader      {lo['transitions']} transitions, {lo['arrays_mb']:.1f} MB arrays, "
+          f"loaded in {lo['load_seconds']:.2f} s")
     print(f"loader      peak traced memory while loading {lo['peak_traced_mb']:.1f} MB = "
           f"{lo['peak_over_arrays']:.2f}x the arrays (goal <= ~2x)")
     print(f"loader      numpy get_batch: {lo['numpy_samples_per_second']:,.0f} samples/s (batch {args.batch_size}, "

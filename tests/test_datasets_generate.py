@@ -16,7 +16,6 @@ from typing import Iterator
 
 import gymnasium as gym
 import h5py
-import numpy as np
 import pytest
 
 from r2s2r_envs.datasets import open_dataset
@@ -54,7 +53,8 @@ def test_generated_file_records_provenance_and_seeds(tmp_path: Path) -> None:
         assert prov["env_spec"]["entry_point"] == TOY_SPEC.entry_point
         assert prov["domain"] == "sim"
         assert prov["world"]["world"] == "toy"
-        assert prov["demonstrator"] == {"name": "toy-reacher", "settings": {"gain_range": [0.05, 1.0], "action_noise": 0.05, "lead_s": 0.4}}
+        settings = {"gain_range": [0.05, 1.0], "action_noise": 0.05, "lead_s": 0.4}
+        assert prov["demonstrator"] == {"name": "toy-reacher", "settings": settings}
         assert set(prov["versions"]) >= {"r2s2r_envs", "mujoco", "gymnasium", "numpy", "h5py", "python"}
         assert prov["seed"] == 7 and prov["schema_version"] == 1
         assert f.env_args["env_name"] == "ToyPickSort-v0" and f.env_args["type"] == 2
@@ -277,7 +277,9 @@ def _cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_cli_generate_info_verify_replay(tmp_path: Path, registered_toy: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_generate_info_verify_replay(
+    tmp_path: Path, registered_toy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "cli.hdf5"
     code = _cli(["generate", registered_toy, "--episodes", "3", "--out", str(out), "--seed", "1",
                  "--demonstrator", TOY_DEMO, "--env-kwargs", '{"num_objects": 2}', "--no-progress"])

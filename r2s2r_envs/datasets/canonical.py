@@ -97,7 +97,10 @@ class MakeReport:
 
 def default_spec_path() -> Path:
     """``benchmarks/datasets.json`` from the working directory, else from the source checkout."""
-    candidates = [Path.cwd() / "benchmarks" / "datasets.json", Path(__file__).resolve().parents[2] / "benchmarks" / "datasets.json"]
+    candidates = [
+        Path.cwd() / "benchmarks" / "datasets.json",
+        Path(__file__).resolve().parents[2] / "benchmarks" / "datasets.json",
+    ]
     for path in candidates:
         if path.exists():
             return path
@@ -133,7 +136,9 @@ def load_spec(path: str | os.PathLike[str]) -> list[CanonicalDataset]:
             entry = dataclasses.replace(entry, file=f"{entry.name}.hdf5")
         expected = entry.generate_command()
         if entry.command and entry.command != expected:
-            raise ValueError(f"{path}: dataset {entry.name!r}: command {entry.command!r} does not match its fields ({expected!r})")
+            raise ValueError(
+                f"{path}: dataset {entry.name!r}: command {entry.command!r} does not match its fields ({expected!r})"
+            )
         entries.append(entry)
     names = [e.name for e in entries]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -218,7 +223,9 @@ def make_datasets(
                         "package/MuJoCo version or machine, or a changed env); delete the file to rebuild",
             ))
         else:
-            reports.append(MakeReport(name=entry.name, path=path, status=status, sha256=digest, message="hash verified"))
+            reports.append(
+                MakeReport(name=entry.name, path=path, status=status, sha256=digest, message="hash verified")
+            )
     if update_spec and pinned:
         _write_hashes(Path(spec_path), pinned)
     return reports

@@ -47,9 +47,13 @@ def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentPar
     gen.add_argument("--successes-only", action="store_true", help="keep only successful episodes")
     gen.add_argument("--obs-mode", choices=OBS_MODES, default="state", help="observations stored (default state)")
     gen.add_argument("--obs-keys", type=_comma_list, default=None, help="comma-separated subset of observation keys")
-    gen.add_argument("--env-kwargs", type=_json_object, default={}, help='JSON object of env arguments, e.g. \'{"num_objects": 1}\'')
+    gen.add_argument(
+        "--env-kwargs", type=_json_object, default={}, help='JSON object of env arguments, e.g. \'{"num_objects": 1}\''
+    )
     gen.add_argument("--max-episode-steps", type=int, default=None, help="override the env's time limit")
-    gen.add_argument("--max-attempts", type=int, default=None, help="give up after this many attempts (default 20 x episodes)")
+    gen.add_argument(
+        "--max-attempts", type=int, default=None, help="give up after this many attempts (default 20 x episodes)"
+    )
     gen.add_argument("--demonstrator", default=DEFAULT_DEMONSTRATOR, help="module:function making the demonstrator")
     gen.add_argument("--valid-fraction", type=float, default=0.1, help="share of demos in mask/valid (default 0.1)")
     gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
@@ -71,7 +75,9 @@ def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentPar
     make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
     make.add_argument("--all", action="store_true", help="make every dataset of the spec")
     make.add_argument("--spec", type=Path, default=None, help="spec file (default benchmarks/datasets.json)")
-    make.add_argument("--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets")
+    make.add_argument(
+        "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
+    )
     make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
     make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec")
     make.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -108,8 +114,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     except (DatasetError, GenerationError, ValueError, FileExistsError) as exc:
         return _fail(exc)
     if result.interrupted:
-        print(f"interrupted: {result.path} holds {result.num_demos} complete demos; run the same command again to resume",
-              file=sys.stderr)
+        print(
+            f"interrupted: {result.path} holds {result.num_demos} complete demos; run the same command again to resume",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     verb = "resumed" if result.resumed else "wrote"
     print(f"{verb} {result.path}: {result.num_demos} demos ({result.new_demos} new) from {result.attempts} attempts, "
@@ -132,7 +140,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"wrote {result.video} ({result.num_steps} frames)")
     if args.check:
         if result.first_divergent_step is None:
-            print(f"demo {result.demo_id} re-simulates exactly ({result.num_steps} steps, max state error {result.max_state_error:.3g})")
+            print(
+                f"demo {result.demo_id} re-simulates exactly "
+                f"({result.num_steps} steps, max state error {result.max_state_error:.3g})"
+            )
         else:
             print(f"demo {result.demo_id} diverges from step {result.first_divergent_step} "
                   f"(max state error {result.max_state_error:.3g})")

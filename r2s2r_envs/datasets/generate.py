@@ -103,7 +103,8 @@ class GenerationConfig:
             "demonstrator": self.demonstrator,
             "max_episode_steps": self.max_episode_steps,
             "valid_fraction": float(self.valid_fraction),
-            "seeding": "attempt i: (env_seed, demonstrator_seed) = SeedSequence(seed, spawn_key=(i,)).generate_state(2, uint32)",
+            "seeding": "attempt i: (env_seed, demonstrator_seed) = "
+            "SeedSequence(seed, spawn_key=(i,)).generate_state(2, uint32)",
         }
 
 
@@ -238,7 +239,9 @@ def rollout(
     )
 
 
-def build_provenance(env: gym.Env, demonstrator: Any, config: GenerationConfig, obs_keys: Sequence[str]) -> dict[str, Any]:
+def build_provenance(
+    env: gym.Env, demonstrator: Any, config: GenerationConfig, obs_keys: Sequence[str]
+) -> dict[str, Any]:
     """The provenance record of a dataset made by ``demonstrator`` in ``env``.
 
     For the lab (domain ``"real"``) the world record is whatever the env's ``provenance()`` discloses (its
@@ -405,7 +408,9 @@ def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
         return sorted(available)
     unknown = [k for k in config.obs_keys if k not in available]
     if unknown:
-        raise ValueError(f"obs_keys {unknown} are not observations of obs_mode {config.obs_mode!r}; it has {sorted(available)}")
+        raise ValueError(
+            f"obs_keys {unknown} are not observations of obs_mode {config.obs_mode!r}; it has {sorted(available)}"
+        )
     return sorted(config.obs_keys)
 
 

@@ -248,9 +248,12 @@ def _check_compatible(datasets: Sequence[TrajectoryDataset]) -> None:
         for attr in ("frame_stack", "action_chunk", "obs_keys"):
             if getattr(d, attr) != getattr(ref, attr):
                 raise ValueError(
-                    f"datasets disagree on {attr}: {ref.path} has {getattr(ref, attr)!r}, {d.path} has {getattr(d, attr)!r}"
+                    f"datasets disagree on {attr}: {ref.path} has {getattr(ref, attr)!r}, "
+                    f"{d.path} has {getattr(d, attr)!r}"
                 )
         spec = d.sample_spec()
         for name, (shape, _dtype) in ref_spec.items():
             if spec[name][0] != shape:
-                raise ValueError(f"datasets disagree on the shape of {name}: {ref.path} {shape}, {d.path} {spec[name][0]}")
+                raise ValueError(
+                    f"datasets disagree on the shape of {name}: {ref.path} {shape}, {d.path} {spec[name][0]}"
+                )

@@ -273,7 +273,12 @@ class DatasetFile:
             grp = self._f["data"][self._groups[demo_id]]
             try:
                 items: list[tuple[str, np.ndarray]] = []
-                grp.visititems(lambda name, obj: items.append((name, obj[()])) if isinstance(obj, h5py.Dataset) else None)
+
+                def collect(name: str, obj: Any) -> None:
+                    if isinstance(obj, h5py.Dataset):
+                        items.append((name, obj[()]))
+
+                grp.visititems(collect)
             except (OSError, RuntimeError, ValueError) as exc:
                 raise CorruptDatasetError(f"{self.path}: demo {demo_id} cannot be read: {exc}") from exc
             if schema.array_items_hash(items) != self._hashes[demo_id]:
@@ -336,7 +341,8 @@ class DatasetFile:
             demo_id = int(grp.attrs["demo_id"])
             if name != schema.demo_group_name(demo_id):
                 raise CorruptDatasetError(
-                    f"{self.path}: group data/{name} has demo_id {demo_id}; expected data/{schema.demo_group_name(demo_id)}"
+                    f"{self.path}: group data/{name} has demo_id {demo_id}; "
+                    f"expected data/{schema.demo_group_name(demo_id)}"
                 )
             n = int(grp.attrs["num_samples"])
             for key in schema.ARRAY_KEYS:

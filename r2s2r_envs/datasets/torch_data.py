@@ -77,7 +77,9 @@ class TorchCoTrainingDataset(IterableDataset):
         seed: base seed; worker ``w`` of epoch ``e`` draws from ``SeedSequence(seed, spawn_key=(e, w))``.
     """
 
-    def __init__(self, mixture: CoTrainingMixture, batch_size: int, num_batches: int | None = None, seed: int = 0) -> None:
+    def __init__(
+        self, mixture: CoTrainingMixture, batch_size: int, num_batches: int | None = None, seed: int = 0
+    ) -> None:
         self.mixture = mixture
         self.batch_size = int(batch_size)
         self.num_batches = num_batches

@@ -240,7 +240,7 @@ class ToyDemonstrator:
 
 
 def make_toy_demonstrator(env: gym.Env) -> ToyDemonstrator:
-    """Demonstrator factory for :class:`ToyPickSortEnv` (same signature as ``r2s2r_envs.behavior.make_demonstrator``)."""
+    """Demonstrator factory for :class:`ToyPickSortEnv` (signature of ``r2s2r_envs.behavior.make_demonstrator``)."""
     return ToyDemonstrator(env)
 
 
