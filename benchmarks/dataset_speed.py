@@ -10,7 +10,7 @@ Measures, and prints as a table and JSON:
 * full content-hash verification speed.
 
 Example:
-    python benchmarks/dataset_speed.py --env PickSort-Ungrounded-v0 --episodes 40 --out-dir runs/dataset_speed
+    python benchmarks/dataset_speed.py --env PickSort-Ungrounded-v0 --episodes 60 --out-dir runs/dataset_speed
     python benchmarks/dataset_speed.py --env toy --episodes 200      # the physics-free toy env, no MuJoCo
 """
 
@@ -110,7 +110,7 @@ def bench_loader(path: Path, batch_size: int, frame_stack: int, action_chunk: in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="PickSort-Ungrounded-v0", help="env id for generation, or 'toy'")
-    parser.add_argument("--episodes", type=int, default=20, help="episodes per generation run")
+    parser.add_argument("--episodes", type=int, default=60, help="episodes per generation run (start-up amortized)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--env-kwargs", type=json.loads, default={}, help="JSON env arguments")
     parser.add_argument("--max-episode-steps", type=int, default=None)
