@@ -65,6 +65,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/env_speed.py --out runs/env_speed.json
 	$(PY) benchmarks/planner_success.py --seeds 100 --workers 2 --out runs/planner_success.json
+	$(PY) benchmarks/dataset_speed.py --out-dir runs/dataset_speed
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -261,6 +261,24 @@ def test_diverging_simulation_truncates(env_id, make_env):
     env.step(np.zeros(22, dtype=np.float32))
 
 
+def test_time_limit_times_out_pending_objects(env_id, make_env):
+    env = make_env(env_id, episode_steps=5)
+    env.reset(seed=0)
+    for step in range(1, 6):
+        obs, reward, terminated, truncated, info = env.step(np.zeros(22, dtype=np.float32))
+        if step < 5:
+            assert not truncated and info["failure_cause"] is None
+    assert truncated and not terminated
+    assert info["object_outcomes"] == ["timeout"] * 3
+    assert info["failure_cause"] == "timeout"
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_bad_episode_steps(env_id, bad):
+    with pytest.raises(ValueError, match="episode_steps"):
+        gym.make(env_id, episode_steps=bad)
+
+
 # ---------------------------------------------------------------------- images and rendering
 def test_rgb_observations(env_id, make_env):
     env = make_env(env_id, obs_mode="rgb")

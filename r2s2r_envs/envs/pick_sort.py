@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,7 +40,7 @@ _OBJECT_KEYS = ("object_pos", "object_quat", "object_vel", "object_category")
 IMAGE_KEYS = ("scene_image", "wrist_image")
 ENV_ARGUMENTS = [
     "world", "obs_mode", "num_objects", "image_size", "render_mode", "render_size", "reward_mode",
-    "randomization", "demonstrator",
+    "randomization", "demonstrator", "episode_steps",
 ]
 
 
@@ -102,7 +103,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     ## Episode End
 
     Terminated when every object has an outcome (``sorted`` or a failure).  Truncated at the time limit
-    (``max_episode_steps``, 500 steps = 25 s by default) or when the simulation diverges (``info["unstable"]``).
+    (``episode_steps``, 500 steps = 25 s by default; objects still pending then get the outcome ``timeout``) or
+    when the simulation diverges (``info["unstable"]``).  The registered ids also carry
+    ``max_episode_steps=500``; ``gym.make(..., max_episode_steps=N)`` only adds Gymnasium's outer ``TimeLimit``,
+    which cuts the episode without outcomes: change the task's limit with ``episode_steps=N`` instead.
     ``info`` always carries ``is_success``, ``object_outcomes`` (one of ``OUTCOMES`` per object),
     ``failure_cause`` (the first failure: missed, dropped, wrong_bin, fell_off_belt, timeout, unstable; else
     None), ``time_to_sort`` (seconds until the last object was sorted, on success), ``sort_accuracy`` (share of
@@ -113,7 +117,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     ``world`` (mapping of ``WorldParams`` fields, default nominal), ``obs_mode``, ``num_objects`` (default 3),
     ``image_size`` (default 128), ``render_mode`` (``"rgb_array"``), ``render_size`` ((height, width), default
     (480, 640)), ``reward_mode`` (``"dense"``/``"sparse"``), ``randomization`` (mapping of
-    ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator that comes with the env).
+    ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator that comes with the env),
+    ``episode_steps`` (the task's time limit in control steps, default 500).
 
     ## Version History
 
@@ -136,6 +141,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         reward_mode: str = "dense",
         randomization: Mapping[str, Any] | None = None,
         demonstrator: str = "scripted",
+        episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -149,6 +155,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {self.metadata['render_modes']} or None")
         if not isinstance(num_objects, int) or isinstance(num_objects, bool) or not 1 <= num_objects <= 8:
             raise ValueError(f"num_objects must be an integer in [1, 8], got {num_objects!r}")
+        if not isinstance(episode_steps, int) or isinstance(episode_steps, bool) or episode_steps < 1:
+            raise ValueError(f"episode_steps must be a positive integer, got {episode_steps!r}")
+        self.episode_steps = episode_steps
         if not isinstance(image_size, int) or not 16 <= image_size <= 1024:
             raise ValueError(f"image_size must be an integer in [16, 1024], got {image_size!r}")
         if isinstance(world, WorldParams):
@@ -167,6 +176,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         )
         self.demonstrator = demonstrator
         self.control = ControlConfig()
+        self._home_q = np.asarray(self.control.home_arm_qpos, dtype=float)
+        self._ik_reg = self.control.ik_damping**2 * np.eye(6)
 
         self.model = build_model(self.world_params, num_objects)
         self.data = mujoco.MjData(self.model)
@@ -219,6 +230,17 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._obj_rgba = m.geom_rgba[self._obj_geoms].copy()
         self._bin_sites = np.array([m.site(C.BIN_SITES[c]).id for c in C.CATEGORIES])
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        # Index arrays and scratch buffers resolved once, so a step does no per-object Python slicing.
+        self._obj_pos_idx = (self._obj_qadr[:, None] + np.arange(3)).ravel()
+        self._obj_quat_idx = (self._obj_qadr[:, None] + np.arange(3, 7)).ravel()
+        self._obj_vel_idx = (self._obj_dadr[:, None] + np.arange(6)).ravel()
+        self._jacp = np.zeros((3, m.nv))
+        self._jacr = np.zeros((3, m.nv))
+        self._err = np.zeros(6)
+        self._saved_state = np.empty(mujoco.mj_stateSize(m, self._state_spec))
+        self._jac = np.zeros((6, len(C.ARM_JOINTS)))
+        self._ws_low = np.asarray(self.control.workspace_low, dtype=float)
+        self._ws_high = np.asarray(self.control.workspace_high, dtype=float)
 
     def _make_observation_space(self) -> spaces.Dict:
         n = self.num_objects
@@ -247,10 +269,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     @property
     def max_episode_steps(self) -> int:
-        """The time limit in control steps: the registered ``max_episode_steps`` if made by ``gym.make``."""
-        if self.spec is not None and self.spec.max_episode_steps is not None:
-            return int(self.spec.max_episode_steps)
-        return DEFAULT_MAX_EPISODE_STEPS
+        """The task's time limit in control steps (``episode_steps``); objects still pending then time out."""
+        return self.episode_steps
 
     # ------------------------------------------------------------------ episode
     def reset(
@@ -308,8 +328,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         m, d = self.model, self.data
         if self._unstable:
             raise RuntimeError("step() called after the episode ended as unstable; call reset()")
-        before = mujoco.mj_stateSize(m, self._state_spec)
-        saved = np.empty(before)
+        saved = self._saved_state
         mujoco.mj_getState(m, d, saved, self._state_spec)
 
         self._on_control_step()
@@ -371,46 +390,47 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         return np.clip(a, -1.0, 1.0)
 
     def _apply_action(self, a: np.ndarray) -> None:
+        # Hot path (once per control step): small fixed-size math through MuJoCo's C helpers and ufuncs,
+        # not numpy's wrapper functions, whose overhead would dominate at these sizes.
         m, d, cfg = self.model, self.data, self.control
         tcp = d.site_xpos[self._tcp]
-        target = self._target_pos + a[:3] * cfg.max_linear_step
-        target = np.clip(target, cfg.workspace_low, cfg.workspace_high)
+        target = np.minimum(np.maximum(self._target_pos + a[:3] * cfg.max_linear_step, self._ws_low), self._ws_high)
         lead = target - tcp
-        dist = np.linalg.norm(lead)
+        dist = math.sqrt(lead @ lead)
         if dist > cfg.max_target_lead:
             target = tcp + lead * (cfg.max_target_lead / dist)
         self._target_pos = target
 
         rot = a[3:6] * cfg.max_angular_step
-        dq = np.array([1.0, 0.0, 0.0, 0.0])
-        angle = np.linalg.norm(rot)
+        angle = math.sqrt(rot @ rot)
         if angle > 0.0:
+            dq = np.empty(4)
             mujoco.mju_axisAngle2Quat(dq, rot / angle, angle)
-        new_quat = np.empty(4)
-        mujoco.mju_mulQuat(new_quat, dq, self._target_quat)
-        mujoco.mju_normalize4(new_quat)
-        self._target_quat = new_quat
+            new_quat = np.empty(4)
+            mujoco.mju_mulQuat(new_quat, dq, self._target_quat)
+            mujoco.mju_normalize4(new_quat)
+            self._target_quat = new_quat
 
-        # Damped least squares on the 6-D TCP error, plus a null-space pull towards the home posture.
-        err = np.empty(6)
+        # Damped least squares on the 6-D TCP error, plus a null-space pull towards the home posture:
+        # dq = J+ e + (I - J+ J) p  ==  J+ (e - J p) + p,  one 6x6 Cholesky solve per control step.
+        err = self._err
         err[:3] = target - tcp
-        cur = self._site_quat(self._tcp)
         local = np.empty(3)
-        mujoco.mju_subQuat(local, self._target_quat, cur)
+        mujoco.mju_subQuat(local, self._target_quat, self._site_quat(self._tcp))
         err[3:] = d.site_xmat[self._tcp].reshape(3, 3) @ local
-        jacp = np.zeros((3, m.nv))
-        jacr = np.zeros((3, m.nv))
-        mujoco.mj_jacSite(m, d, jacp, jacr, self._tcp)
-        jac = np.vstack([jacp[:, self._arm_dadr], jacr[:, self._arm_dadr]])
-        lam2 = cfg.ik_damping**2
-        jjt = jac @ jac.T + lam2 * np.eye(6)
-        dq_arm = jac.T @ np.linalg.solve(jjt, err)
+        mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self._tcp)
+        jac = self._jac
+        jac[:3] = self._jacp[:, self._arm_dadr]
+        jac[3:] = self._jacr[:, self._arm_dadr]
         q = d.qpos[self._arm_qadr]
-        j_pinv = jac.T @ np.linalg.solve(jjt, np.eye(6))
-        null = np.eye(7) - j_pinv @ jac
-        dq_arm += null @ (cfg.nullspace_gain * (np.asarray(cfg.home_arm_qpos) - q))
-        q_des = q + self._command_gain() * dq_arm
-        d.ctrl[self._arm_act] = np.clip(q_des, self._arm_range[:, 0], self._arm_range[:, 1])
+        pull = cfg.nullspace_gain * (self._home_q - q)
+        jjt = jac @ jac.T + self._ik_reg
+        mujoco.mju_cholFactor(jjt, 0.0)
+        rhs = err - jac @ pull
+        sol = np.empty(6)
+        mujoco.mju_cholSolve(sol, jjt, rhs)
+        q_des = q + self._command_gain() * (jac.T @ sol + pull)
+        d.ctrl[self._arm_act] = np.minimum(np.maximum(q_des, self._arm_range[:, 0]), self._arm_range[:, 1])
 
         lo, hi = self._hand_range[:, 0], self._hand_range[:, 1]
         d.ctrl[self._hand_act] = lo + (a[6:] + 1.0) * 0.5 * (hi - lo)
@@ -441,9 +461,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def _diverged(self) -> bool:
         d = self.data
-        if not (np.all(np.isfinite(d.qpos)) and np.all(np.isfinite(d.qvel))):
+        # A NaN/inf anywhere makes the sum non-finite: one reduction instead of two element-wise checks.
+        if not np.isfinite(d.qpos.sum() + d.qvel.sum()):
             return True
-        if np.max(np.abs(d.qvel)) > 1e3:
+        if np.abs(d.qvel).max() > 1e3:
             return True
         return bool(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0)
 
@@ -540,10 +561,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "eef_quat": self._site_quat(self._tcp).astype(f32),
         }
         if self.obs_mode != "rgb":
-            qadr, dadr = self._obj_qadr, self._obj_dadr
-            obs["object_pos"] = np.concatenate([d.qpos[a : a + 3] for a in qadr]).astype(f32)
-            obs["object_quat"] = np.concatenate([d.qpos[a + 3 : a + 7] for a in qadr]).astype(f32)
-            obs["object_vel"] = np.concatenate([d.qvel[a : a + 6] for a in dadr]).astype(f32)
+            obs["object_pos"] = d.qpos[self._obj_pos_idx].astype(f32)
+            obs["object_quat"] = d.qpos[self._obj_quat_idx].astype(f32)
+            obs["object_vel"] = d.qvel[self._obj_vel_idx].astype(f32)
             obs["object_category"] = np.eye(len(C.CATEGORIES), dtype=f32)[self._categories].reshape(-1)
         return obs
 
