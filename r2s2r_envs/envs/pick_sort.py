@@ -216,7 +216,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         belt_site = m.site(C.BELT_SITE)
         self._belt_top = float(belt_site.pos[2])
         self._belt_center_x = float(belt_site.pos[0])
-        self._belt_half_x = float(belt_site.size[0])
         self._obj_body = np.array([m.body(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").id for i in range(self.num_objects)])
         self._obj_qadr = np.array(
             [m.joint(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").qposadr[0] for i in range(self.num_objects)]
@@ -266,11 +265,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             for k in IMAGE_KEYS:
                 keys[k] = spaces.Box(0, 255, shape=(s, s, 3), dtype=np.uint8)
         return spaces.Dict(keys)
-
-    @property
-    def max_episode_steps(self) -> int:
-        """The task's time limit in control steps (``episode_steps``); objects still pending then time out."""
-        return self.episode_steps
 
     # ------------------------------------------------------------------ episode
     def reset(
@@ -352,7 +346,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         reward = float(sum(terms.values()))
         terminated = all(o != "pending" for o in self._outcomes)
         truncated = False
-        if not terminated and self._steps >= self.max_episode_steps:
+        if not terminated and self._steps >= self.episode_steps:
             truncated = True
             for i, o in enumerate(self._outcomes):
                 if o == "pending":
@@ -361,7 +355,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     # ------------------------------------------------------------------ hooks (overridden by the lab)
     def _on_reset(self) -> None:
-        """Called after the episode's objects are placed; the sim has nothing to add."""
+        """Called after the episode's objects are placed: sets the belt's surface speed (the lab also resets its
+        jitter here)."""
         self.model.geom_surfacevel[self._belt_geom, 1] = -self.world_params.belt_speed
 
     def _on_control_step(self) -> None:
@@ -490,9 +485,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 self._lifted[i] = True
             in_bin = self._object_in_bin(pos)
             outcome = None
-            if in_bin is not None and speed < SETTLED_SPEED:
-                outcome = "sorted" if in_bin == self._categories[i] else "wrong_bin"
-            elif in_bin is None and pos[2] < self._belt_top - 0.02 and speed < SETTLED_SPEED:
+            if in_bin is not None:
+                if speed < SETTLED_SPEED:  # landed (it may still bounce out while moving)
+                    outcome = "sorted" if in_bin == self._categories[i] else "wrong_bin"
+            elif pos[2] < self._belt_top - 0.02:
+                # Below the belt and outside every bin: on its way to the floor (a ball may roll there forever).
                 outcome = "dropped" if self._lifted[i] else "fell_off_belt"
             elif pos[1] < REACH_LIMIT_Y and pos[2] < self._belt_top + 0.1:
                 outcome = "dropped" if self._lifted[i] else "missed"
