@@ -46,6 +46,25 @@ def test_generate_records_env_and_replays_exactly(tmp_path: Path, env_id: str, d
     assert ds.get_batch(np.arange(4))["actions"].shape == (4, 4, 22)
 
 
+def test_inline_lab_parameters_never_reach_the_dataset(tmp_path: Path) -> None:
+    """A lab given inline (``lab={...}``) carries its physics in its kwargs: none of it may be written."""
+    import h5py
+
+    secret_latency = 0.0437  # a value that appears nowhere else
+    kwargs = {"num_objects": 1, "lab": {"world": {"control_latency": secret_latency}}}
+    out = tmp_path / "lab.hdf5"
+    generate("PickSort-Real-v0", 1, out, seed=0, env_kwargs=kwargs, max_episode_steps=5, progress=False)
+    texts: list[str] = []
+    with h5py.File(out, "r") as f:
+        f.visititems(lambda name, obj: texts.extend(str(v) for v in obj.attrs.values()))
+        texts.extend(str(v) for v in f.attrs.values())
+    blob = "\n".join(texts)
+    assert "control_latency" not in blob and str(secret_latency) not in blob
+    assert "withheld" in blob  # the kwarg is marked as withheld, not silently dropped
+    with open_dataset(out) as f:
+        assert f.domain == "real" and f.num_demos == 1
+
+
 @pytest.mark.slow
 def test_picksort_two_workers_match_one(tmp_path: Path) -> None:
     one = generate("PickSort-Ungrounded-v0", 4, tmp_path / "w1.hdf5", seed=5, workers=1, **SHORT)

@@ -239,6 +239,27 @@ def rollout(
     )
 
 
+LAB_WITHHELD = "withheld: an inline lab config holds the lab's hidden parameters"
+
+
+def withhold_inline_labs(record: Any) -> Any:
+    """Copy of a JSON-able record in which every inline lab config (a mapping under a ``"lab"`` key) is replaced
+    by a note.
+
+    A lab made with ``lab={...}`` carries its physics in its constructor arguments, which would otherwise reach the
+    dataset through the env spec, ``env_args`` and the generation settings; grounding code reads datasets and must
+    see the lab only as a black box.  Shipped lab names and file paths are kept: they name a lab, they are not it.
+    """
+    if isinstance(record, Mapping):
+        return {
+            k: LAB_WITHHELD if k == "lab" and isinstance(v, Mapping) else withhold_inline_labs(v)
+            for k, v in record.items()
+        }
+    if isinstance(record, (list, tuple)):
+        return [withhold_inline_labs(v) for v in record]
+    return record
+
+
 def build_provenance(
     env: gym.Env, demonstrator: Any, config: GenerationConfig, obs_keys: Sequence[str]
 ) -> dict[str, Any]:
@@ -267,6 +288,8 @@ def build_provenance(
     import h5py
     import mujoco
 
+    if domain == "real":
+        spec_json = withhold_inline_labs(spec_json)
     return {
         "schema_version": schema.SCHEMA_VERSION,
         "env_id": spec.id if spec is not None else config.env_name,
@@ -426,6 +449,9 @@ def _open_writer(
     }
     if config.max_episode_steps is not None:  # gym.make(env_name, **env_kwargs) then has the same time limit
         env_args["env_kwargs"]["max_episode_steps"] = config.max_episode_steps
+    if provenance.get("domain") == "real":
+        generation = withhold_inline_labs(generation)
+        env_args = withhold_inline_labs(env_args)
     if out.exists():
         _check_not_locked(out)
     stale = out.with_name(out.name + ".creating")
