@@ -36,6 +36,9 @@ class PlannerConfig:
         release_height: TCP height (world z) above the bin when releasing.
         align_tolerance: Horizontal TCP error below which the hand descends onto the object.
         abort_tolerance: Horizontal TCP error above which a descent is abandoned (back to approach).
+        hover_tolerance: Height error within which the hover point counts as reached.
+        arrive_tolerance: Distance to the release point at which the hand opens.
+        lost_distance: Object-to-TCP distance while carrying beyond which the object counts as lost.
         descend_tolerance: TCP height error below which the fingers close.
         close_time: Time the fingers take to close before lifting: the first half brings every digit to
             the object at once (so none shoves it before the others arrive), the second half squeezes.
@@ -46,6 +49,7 @@ class PlannerConfig:
             (jerky carrying shakes objects out of a pinch).
         rotation_gain: Fraction of the TCP orientation error corrected per control step.
         reach_limit_y: Objects further downstream than this are not attempted.
+        reach_upstream_y: Objects further upstream than this are not targeted yet (out of comfortable reach).
         preshape_margin: Flexion short of contact while approaching (the hand opens just enough).
         squeeze: Thumb flexion commanded beyond the angle at which it touches the object, so the servo
             squeezes; the three opposing fingers get the share that balances the thumb's force.
@@ -61,6 +65,9 @@ class PlannerConfig:
     release_height: float = 0.22
     align_tolerance: float = 0.008
     abort_tolerance: float = 0.02
+    hover_tolerance: float = 0.03
+    arrive_tolerance: float = 0.02
+    lost_distance: float = 0.07
     descend_tolerance: float = 0.008
     close_time: float = 0.4
     release_time: float = 0.3
@@ -69,6 +76,7 @@ class PlannerConfig:
     carry_speed: float = 0.55
     rotation_gain: float = 0.5
     reach_limit_y: float = -0.36
+    reach_upstream_y: float = 0.55
     preshape_margin: float = 0.22
     squeeze: float = 0.2
     adduction: float = 0.2
@@ -87,7 +95,6 @@ class ScriptedPlanner:
         self.control = base.control
         self.dt = 1.0 / self.control.control_hz
         self.layout: SceneLayout = scene_layout()
-        self.num_objects: int = base.num_objects
         self.reset()
 
     @property
@@ -129,7 +136,7 @@ class ScriptedPlanner:
 
         if self._phase == "approach":
             goal = np.array([predicted[0], predicted[1], p[2] + cfg.hover_height])
-            if np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance * 2 and abs(goal[2] - tcp[2]) < 0.03:
+            if np.linalg.norm(goal[:2] - tcp[:2]) < 2.0 * cfg.align_tolerance and abs(goal[2] - tcp[2]) < cfg.hover_tolerance:
                 self._phase = "descend"
             return self._command(tcp, goal, obs, open_f, self._yaw, v)
         if self._phase == "descend":
@@ -154,9 +161,9 @@ class ScriptedPlanner:
                 fingers = touch_f + (closed_f - touch_f) * min(2.0 * progress - 1.0, 1.0)
             return self._command(tcp, goal, obs, fingers, self._yaw, self._belt_vel)
         if self._phase in ("lift", "transport"):
-            if np.linalg.norm(p - tcp) > 0.07:  # lost it: open and start over on whatever is reachable
+            if np.linalg.norm(p - tcp) > cfg.lost_distance:  # lost it: open, back off, retry whatever is reachable
                 self._phase, self._target = "approach", None
-                return self._command(tcp, tcp + [0, 0, 0.02], obs, open_f, None)
+                return self._command(tcp, tcp + np.array([0.0, 0.0, 0.02]), obs, open_f, None)
             bin_c = self.layout.bin_centers[cat]
             if self._phase == "lift":
                 goal = np.array([tcp[0], tcp[1], cfg.lift_height])
@@ -164,7 +171,7 @@ class ScriptedPlanner:
                     self._phase = "transport"
             else:
                 goal = np.array([bin_c[0], bin_c[1], cfg.release_height])
-                if np.linalg.norm(goal - tcp) < 0.02:
+                if np.linalg.norm(goal - tcp) < cfg.arrive_tolerance:
                     self._phase, self._timer = "release", 0
             return self._command(tcp, goal, obs, closed_f, self._yaw, speed=cfg.carry_speed)
         # release
@@ -183,7 +190,7 @@ class ScriptedPlanner:
         return i not in self._done and self._on_belt(pos[i]) and pos[i, 1] > self.config.reach_limit_y
 
     def _choose_target(self, pos: np.ndarray) -> int | None:
-        candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < 0.55]
+        candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < self.config.reach_upstream_y]
         if not candidates:
             return None
         return min(candidates, key=lambda i: pos[i, 1])
