@@ -93,7 +93,6 @@ def test_object_past_the_reach_limit_is_missed(env):
 
 
 def test_lifted_object_that_lands_outside_a_bin_is_dropped(env):
-    adr = env._obj_qadr[0]
     _place(env, 0, (env._belt_center_x, 0.2, 0.3))  # high above the belt: counts as lifted
     _run(env, steps=1)
     assert env._lifted[0]

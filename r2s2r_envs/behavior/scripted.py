@@ -95,6 +95,8 @@ class ScriptedPlanner:
         self.control = base.control
         self.dt = 1.0 / self.control.control_hz
         self.layout: SceneLayout = scene_layout()
+        # Postures depend only on the category and the fixed layout: computed once, not every control step.
+        self._posture_table = {c: self._postures(c) for c in (*C.CATEGORIES, None)}
         self.reset()
 
     @property
@@ -123,7 +125,7 @@ class ScriptedPlanner:
             self._phase = "approach"
             self._yaw = None
         if self._target is None:
-            return self._command(tcp, self._idle_point(), obs, fingers=self._postures(None)[0], yaw=None)
+            return self._command(tcp, self._idle_point(), obs, fingers=self._posture_table[None][0], yaw=None)
 
         i = self._target
         cat = C.CATEGORIES[cats[i]]
@@ -132,7 +134,7 @@ class ScriptedPlanner:
             self._yaw = self._grasp_yaw(obs, i, cat)
         grasp_z = max(p[2] + cfg.grasp_offset, self.layout.belt_top + cfg.min_grasp_height)
         predicted = p + v * cfg.lead_time
-        open_f, touch_f, closed_f = self._postures(cat)
+        open_f, touch_f, closed_f = self._posture_table[cat]
 
         if self._phase == "approach":
             goal = np.array([predicted[0], predicted[1], p[2] + cfg.hover_height])

@@ -21,8 +21,8 @@ from r2s2r_envs.envs.config import (
     sample_layout,
 )
 from r2s2r_envs.world import constants as C
-from r2s2r_envs.world.builder import PARKING_Z, build_model, category_inertia, object_half_sizes
-from r2s2r_envs.world.params import WorldParams, nominal
+from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes
+from r2s2r_envs.world.params import WorldParams
 
 OBS_MODES = ("state", "rgb", "state+rgb")
 OUTCOMES = ("pending", "sorted", "missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable")
@@ -295,7 +295,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             adr = self._obj_qadr[i]
             d.qpos[adr : adr + 3] = [place.x, place.y, self._belt_top + half_height + 0.001]
             d.qpos[adr + 3 : adr + 7] = [np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2)]
-            d.qvel[self._obj_dadr[i] : self._obj_dadr[i] + 3] = [0.0, -self._belt_speed(), 0.0]
+            d.qvel[self._obj_dadr[i] : self._obj_dadr[i] + 3] = [0.0, -self.world_params.belt_speed, 0.0]
         self._on_reset()
         # Actuators with a command filter start settled at the reset command.
         filtered = np.flatnonzero(m.actuator_actadr >= 0)
@@ -431,9 +431,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         d.ctrl[self._hand_act] = lo + (a[6:] + 1.0) * 0.5 * (hi - lo)
 
     # ------------------------------------------------------------------ objects and outcomes
-    def _belt_speed(self) -> float:
-        return self.world_params.belt_speed
-
     def _object_half_height(self, category: int) -> float:
         size = self._object_sizes[C.CATEGORIES[category]]
         return float(size[0] if C.CATEGORIES[category] == "ball" else size[2])

@@ -1,7 +1,7 @@
 """What defines a lab: its hidden physics, the effects the simulator does not model, and (later) its operator.
 
 A lab is a JSON file (see ``configs/default.json``) or an equivalent dict.  A partial dict is applied on top of
-the default lab, so a course exercise can change one thing (``{"effects": {"control_latency": 0.1}}``).
+the default lab, so a course exercise can change one thing (``{"world": {"control_latency": 0.1}}``).
 Grounding code never reads these values: it only steps ``PickSort-Real-v0`` and reads its logs.
 """
 

@@ -36,6 +36,7 @@ class LabEnv(PickSortEnv):
         self._lab = load_lab(lab)
         super().__init__(world=self._lab.world, **kwargs)
         self._belt_factor = 1.0
+        self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
 
     @property
     def lab_name(self) -> str:
@@ -57,7 +58,7 @@ class LabEnv(PickSortEnv):
         self.model.geom_surfacevel[self._belt_geom, 1] = -self.world_params.belt_speed * self._belt_factor
 
     def _command_gain(self) -> np.ndarray:
-        return np.asarray(self._lab.effects.arm_command_gain)
+        return self._arm_command_gain
 
     def _observe(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         fx, rng = self._lab.effects, self.np_random
