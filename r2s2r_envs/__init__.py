@@ -12,10 +12,10 @@ if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
     _os.environ.setdefault("MUJOCO_GL", "egl")
 
 from r2s2r_envs._version import __version__
-from r2s2r_envs.envs import ENV_IDS, register_envs
+from r2s2r_envs.envs import ENV_IDS, register_envs, registered_ids
 from r2s2r_envs import behavior as _behavior  # noqa: F401  (registers the demonstrators)
 
 
 register_envs()
 
-__all__ = ["ENV_IDS", "__version__", "register_envs"]
+__all__ = ["ENV_IDS", "__version__", "register_envs", "registered_ids"]

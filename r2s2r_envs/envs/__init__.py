@@ -1,6 +1,20 @@
-"""The PickSort environment and its registration."""
+"""The PickSort environment, its controllers, outcome rules, scene view, seeding convention and registration."""
 
-from r2s2r_envs.envs.pick_sort import FAILURE_CAUSES, OBS_MODES, OUTCOMES, PickSortEnv
-from r2s2r_envs.envs.registration import ENV_IDS, register_envs
+from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES
+from r2s2r_envs.envs.pick_sort import ENV_ARGUMENTS, OBS_MODES, PickSortEnv
+from r2s2r_envs.envs.registration import ENV_IDS, register_envs, registered_ids
+from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.envs.seeding import episode_seeds
 
-__all__ = ["ENV_IDS", "FAILURE_CAUSES", "OBS_MODES", "OUTCOMES", "PickSortEnv", "register_envs"]
+__all__ = [
+    "ENV_ARGUMENTS",
+    "ENV_IDS",
+    "FAILURE_CAUSES",
+    "OBS_MODES",
+    "OUTCOMES",
+    "PickSortEnv",
+    "SceneView",
+    "episode_seeds",
+    "register_envs",
+    "registered_ids",
+]

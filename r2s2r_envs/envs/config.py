@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.world.constants import CATEGORIES
+from r2s2r_envs.world.params import Bound, check_number
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -62,6 +63,31 @@ class EpisodeRandomization:
     yaw: tuple[float, float] = (-0.6, 0.6)
     arm_qpos_noise: float = 0.02
     category_weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        # Validated where they are given, with the field named (not at the first reset, by numpy).
+        for name, (low, high) in _RANGE_LIMITS.items():
+            value = check_number("randomization", name, getattr(self, name), Bound(length=2, minimum=low, maximum=high))
+            if value[0] > value[1]:
+                raise ValueError(f"randomization.{name} must be a range (low, high) with low <= high, got {value!r}")
+            object.__setattr__(self, name, value)
+        object.__setattr__(
+            self, "arm_qpos_noise", check_number("randomization", "arm_qpos_noise", self.arm_qpos_noise, Bound(maximum=0.5))
+        )
+        weights = check_number("randomization", "category_weights", self.category_weights, Bound(length=len(CATEGORIES)))
+        if sum(weights) <= 0.0:
+            raise ValueError(f"randomization.category_weights must have a positive sum, got {weights!r}")
+        object.__setattr__(self, "category_weights", weights)
+
+
+# Accepted (low, high) bounds of each range field: objects must start on the belt, apart from each other
+# (the longest object, the bar, is 0.11 m), and inside the belt's width (0.2 m; the ball is 0.06 m across).
+_RANGE_LIMITS: dict[str, tuple[float | None, float | None]] = {
+    "first_object_y": (0.3, 1.5),
+    "object_gap": (0.12, 1.0),
+    "lateral_offset": (-0.06, 0.06),
+    "yaw": (None, None),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +158,8 @@ REWARD_MODES = {"dense": dense_rewards, "sparse": sparse_rewards}
 def replace_checked(obj: Any, overrides: Mapping[str, Any], what: str) -> Any:
     """``dataclasses.replace`` that names the valid fields when a key is unknown."""
     valid = [f.name for f in dataclasses.fields(obj)]
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"{what} must be a mapping of field names to values, got {overrides!r}; valid keys: {valid}")
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
         raise KeyError(f"unknown {what} key(s) {unknown}; valid keys: {valid}")

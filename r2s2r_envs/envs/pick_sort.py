@@ -1,10 +1,16 @@
-"""The PickSort environment: sort objects riding a conveyor into bins with a 7-DoF arm and a 16-joint hand."""
+"""The PickSort environment: sort objects riding a conveyor into bins with a 7-DoF arm and a 16-joint hand.
+
+This module is the Gymnasium glue: spaces, reset, step, observations, rewards and ``info``.  The controllers
+live in ``envs.controller``, the outcome rules in ``envs.outcomes``, the named view of the scene in
+``envs.scene`` and the seeding convention in ``envs.seeding``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +18,7 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
+from r2s2r_envs.envs import outcomes as rules_mod
 from r2s2r_envs.envs.config import (
     REWARD_MODES,
     ControlConfig,
@@ -20,28 +27,32 @@ from r2s2r_envs.envs.config import (
     replace_checked,
     sample_layout,
 )
+from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_targets, make_controller
+from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
+from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.world import constants as C
-from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes
+from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes, update_model
 from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.presets import load_world
 
 OBS_MODES = ("state", "rgb", "state+rgb")
-OUTCOMES = ("pending", "sorted", "missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable")
-FAILURE_CAUSES = OUTCOMES[2:]
-DEFAULT_MAX_EPISODE_STEPS = 500
-
-# Geometry thresholds of the outcome rules, m (relative to the belt surface / bins).
-LIFT_HEIGHT = 0.04  # object bottom this far above the belt counts as lifted
-REACH_LIMIT_Y = -0.45  # past this y the object is out of the arm's reach: missed (or dropped, if it was lifted)
-SETTLED_SPEED = 0.05  # m/s: an object slower than this in a bin has landed
-HOLD_DISTANCE = 0.06  # object centre within this of the TCP while lifted counts as held
+DEFAULT_EPISODE_STEPS = 500
+MAX_OBJECTS = 8
+# Kept for code written against 0.1: the env's own time limit is ``episode_steps``.
+DEFAULT_MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 
 _PROPRIO_KEYS = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat")
-_OBJECT_KEYS = ("object_pos", "object_quat", "object_vel", "object_category")
 IMAGE_KEYS = ("scene_image", "wrist_image")
-ENV_ARGUMENTS = [
+ENV_ARGUMENTS = (
     "world", "obs_mode", "num_objects", "image_size", "render_mode", "render_size", "reward_mode",
-    "randomization", "demonstrator", "episode_steps",
-]
+    "randomization", "demonstrator", "episode_steps", "control_mode",
+)
+RESET_OPTIONS = ("world",)
+
+# Pid of the process that created the first GL context, for the fork check in ``_render_camera``.
+_GL_OWNER_PID: int | None = None
+
+__all__ = ["ENV_ARGUMENTS", "FAILURE_CAUSES", "OBS_MODES", "OUTCOMES", "PickSortEnv"]
 
 
 class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
@@ -54,8 +65,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     ## Action Space
 
-    ``Box(-1, 1, (22,), float32)``, executed at ``control_hz`` (20 Hz) by a damped-least-squares task-space
-    controller feeding joint position servos:
+    ``Box(-1, 1, (22,), float32)`` with ``control_mode="task"`` (default), executed at 20 Hz by a
+    damped-least-squares task-space controller feeding joint position servos (``envs.controller``):
 
     | index | meaning                                   | unit at +1                       |
     |-------|-------------------------------------------|----------------------------------|
@@ -63,11 +74,16 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     | 3-5   | TCP rotation, axis-angle (world frame)     | ``max_angular_step`` = 0.15 rad  |
     | 6-21  | finger joint targets, -1 lower / +1 upper joint limit (order ``constants.HAND_JOINTS``) | rad |
 
+    ``Box(-1, 1, (23,), float32)`` with ``control_mode="joint"``: indices 0-6 are arm joint position targets
+    (-1 lower, +1 upper joint limit), 7-22 the finger targets as above.
+
     Actions outside [-1, 1] are clipped; a wrong shape or a NaN/inf raises ``ValueError``.
 
     ## Observation Space
 
-    A ``Dict`` of named arrays (float32 unless stated).  ``obs_mode`` selects the keys:
+    A ``Dict`` of named arrays (float32 unless stated), as the robot's sensors give them: with the world's
+    sensor noise and perception offset (``WorldParams.joint_pos_noise`` ... ``object_pos_offset``; zero in the
+    nominal world).  ``obs_mode`` selects the keys:
 
     | key               | shape        | meaning                                                   | modes |
     |-------------------|--------------|-----------------------------------------------------------|-------|
@@ -77,9 +93,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     | ``hand_qvel``     | (16,)        | finger joint velocities, rad/s                            | all   |
     | ``eef_pos``       | (3,)         | TCP position, m, world frame                              | all   |
     | ``eef_quat``      | (4,)         | TCP orientation, quaternion (w, x, y, z)                  | all   |
-    | ``object_pos``    | (3N,)        | object centres, m                                         | state |
+    | ``object_pos``    | (3N,)        | perceived object centres, m                               | state |
     | ``object_quat``   | (4N,)        | object orientations (w, x, y, z)                          | state |
-    | ``object_vel``    | (6N,)        | object linear (m/s) and angular (rad/s) velocity          | state |
+    | ``object_vel``    | (6N,)        | perceived object linear (m/s) and angular (rad/s) velocity | state |
     | ``object_category`` | (3N,)      | one-hot category per object (cube, ball, bar)             | state |
     | ``scene_image``   | (H, W, 3) uint8 | fixed scene camera                                     | rgb   |
     | ``wrist_image``   | (H, W, 3) uint8 | wrist camera                                           | rgb   |
@@ -97,42 +113,56 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     The arm at its home posture (plus +-0.02 rad noise), hand open, ``num_objects`` objects queued on the belt
     with random category, spacing (0.25-0.4 m), lateral offset (+-4 cm) and yaw (+-0.6 rad); the first object
-    enters the workspace within about a second.  All draws come from ``self.np_random``
-    (``envs.config.EpisodeRandomization``).
+    enters the workspace within about a second (``envs.config.EpisodeRandomization``).
+
+    Randomness: ``reset(seed=s)`` seeds ``self.np_random``, which seeds three independent streams for the
+    episode: the layout (objects, arm noise), the physics (belt fluctuation and, in the lab, per-object
+    variation) and the sensors (measurement noise).  Rendering images instead of perceiving objects therefore
+    never changes the physics: the same seed and actions give the same true trajectories in every ``obs_mode``.
 
     ## Episode End
 
     Terminated when every object has an outcome (``sorted`` or a failure).  Truncated at the time limit
-    (``episode_steps``, 500 steps = 25 s by default; objects still pending then get the outcome ``timeout``) or
-    when the simulation diverges (``info["unstable"]``).  The registered ids also carry
-    ``max_episode_steps=500``; ``gym.make(..., max_episode_steps=N)`` only adds Gymnasium's outer ``TimeLimit``,
-    which cuts the episode without outcomes: change the task's limit with ``episode_steps=N`` instead.
-    ``info`` always carries ``is_success``, ``object_outcomes`` (one of ``OUTCOMES`` per object),
-    ``failure_cause`` (the first failure: missed, dropped, wrong_bin, fell_off_belt, timeout, unstable; else
-    None), ``time_to_sort`` (seconds until the last object was sorted, on success), ``sort_accuracy`` (share of
-    objects sorted) and ``unstable``.
+    ``episode_steps`` (500 control steps = 25 s by default; objects still pending then get the outcome
+    ``timeout``) or when the simulation diverges (``info["unstable"]``; pending objects get ``unstable``).
+    ``episode_steps`` is the one time limit: the registered ids carry no Gymnasium ``TimeLimit``, so every
+    episode ends with every object given an outcome.  (Wrapping the env in your own ``TimeLimit`` cuts episodes
+    short with objects still ``pending``: set ``episode_steps`` instead.)
+
+    ``info`` always carries ``is_success``, ``object_outcomes`` (one of ``OUTCOMES`` per object; ``pending``
+    until decided), ``failure_cause`` (the first failure: missed, dropped, wrong_bin, fell_off_belt, timeout,
+    unstable; else None), ``time_to_sort`` (seconds until the last object was sorted, on success),
+    ``sort_accuracy`` (share of objects sorted), ``unstable`` and ``elapsed_time`` (s).
 
     ## Arguments
 
-    ``world`` (mapping of ``WorldParams`` fields, default nominal), ``obs_mode``, ``num_objects`` (default 3),
-    ``image_size`` (default 128), ``render_mode`` (``"rgb_array"``), ``render_size`` ((height, width), default
-    (480, 640)), ``reward_mode`` (``"dense"``/``"sparse"``), ``randomization`` (mapping of
-    ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator that comes with the env),
-    ``episode_steps`` (the task's time limit in control steps, default 500).
+    ``world`` (a preset name, a JSON file, a mapping of ``WorldParams`` fields over the nominal world, or a
+    ``WorldParams``; see ``world.load_world``), ``obs_mode``, ``num_objects`` (1-8, default 3; more objects need
+    a longer ``episode_steps``), ``image_size`` (16-480, default 128), ``render_mode`` (``"rgb_array"``),
+    ``render_size`` ((height, width), up to (480, 640), the default), ``reward_mode`` (``"dense"``/``"sparse"``),
+    ``randomization`` (mapping of ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator
+    that comes with the env), ``episode_steps`` (the time limit in control steps, default 500), ``control_mode``
+    (``"task"`` or ``"joint"``).
+
+    Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
+    ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain
+    randomization at reset.  ``env.unwrapped.scene`` is a named view of the model (``envs.scene.SceneView``).
 
     ## Version History
 
-    * v0: initial release.
+    * v0 (r2s2r_envs 0.2): sensing (noise, perception offset) and belt fluctuation are world parameters, separate
+      random streams, ``episode_steps`` is the one time limit, ``control_mode``, a longer belt (8 objects fit).
+    * v0 (r2s2r_envs 0.1): initial release.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     domain = "sim"
-    _extra_arguments: list[str] = []  # subclasses' own constructor arguments, named in error messages
+    _extra_arguments: tuple[str, ...] = ()  # subclasses' own constructor arguments, named in error messages
 
     def __init__(
         self,
         *,
-        world: WorldParams | Mapping[str, Any] | None = None,
+        world: WorldParams | Mapping[str, Any] | str | Path | None = None,
         obs_mode: str = "state",
         num_objects: int = 3,
         image_size: int = 128,
@@ -141,7 +171,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         reward_mode: str = "dense",
         randomization: Mapping[str, Any] | None = None,
         demonstrator: str = "scripted",
-        episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
+        episode_steps: int = DEFAULT_EPISODE_STEPS,
+        control_mode: str = "task",
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -151,95 +182,150 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             raise ValueError(f"unknown obs_mode {obs_mode!r}; valid: {list(OBS_MODES)}")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"unknown reward_mode {reward_mode!r}; valid: {list(REWARD_MODES)}")
+        if control_mode not in CONTROL_MODES:
+            raise ValueError(f"unknown control_mode {control_mode!r}; valid: {list(CONTROL_MODES)}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {self.metadata['render_modes']} or None")
-        if not isinstance(num_objects, int) or isinstance(num_objects, bool) or not 1 <= num_objects <= 8:
-            raise ValueError(f"num_objects must be an integer in [1, 8], got {num_objects!r}")
-        if not isinstance(episode_steps, int) or isinstance(episode_steps, bool) or episode_steps < 1:
+        if not _is_int(num_objects) or not 1 <= num_objects <= MAX_OBJECTS:
+            raise ValueError(f"num_objects must be an integer in [1, {MAX_OBJECTS}], got {num_objects!r}")
+        if not _is_int(episode_steps) or episode_steps < 1:
             raise ValueError(f"episode_steps must be a positive integer, got {episode_steps!r}")
-        self.episode_steps = episode_steps
-        if not isinstance(image_size, int) or not 16 <= image_size <= 1024:
-            raise ValueError(f"image_size must be an integer in [16, 1024], got {image_size!r}")
-        if isinstance(world, WorldParams):
-            self.world_params = world
-        else:
-            self.world_params = WorldParams.from_dict(world or {})
+        if not isinstance(demonstrator, str):
+            raise TypeError(f"demonstrator must be the name of a registered demonstrator, got {demonstrator!r}")
+        self.episode_steps = int(episode_steps)
         self.obs_mode = obs_mode
-        self.num_objects = num_objects
-        self.image_size = image_size
+        self.num_objects = int(num_objects)
         self.render_mode = render_mode
-        self.render_size = (int(render_size[0]), int(render_size[1]))
         self.reward_mode = reward_mode
+        self.control_mode = control_mode
         self.reward_weights: RewardWeights = REWARD_MODES[reward_mode]()
         self.randomization: EpisodeRandomization = replace_checked(
             EpisodeRandomization(), randomization or {}, "randomization"
         )
         self.demonstrator = demonstrator
         self.control = ControlConfig()
-        self._home_q = np.asarray(self.control.home_arm_qpos, dtype=float)
-        self._ik_reg = self.control.ik_damping**2 * np.eye(6)
-
-        self.model = build_model(self.world_params, num_objects)
-        self.data = mujoco.MjData(self.model)
-        self._n_substeps = int(round(1.0 / (self.control.control_hz * self.model.opt.timestep)))
-        self.dt = self._n_substeps * self.model.opt.timestep
-        self._resolve_ids()
-        self._object_sizes = object_half_sizes(self.world_params)
+        self.rules = OutcomeRules()
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._build(load_world(world))
+        self.image_size = self._check_image_size(image_size)
+        self.render_size = self._check_render_size(render_size)
+        self._check_layout_fits()
 
-        self.action_space = spaces.Box(-1.0, 1.0, shape=(6 + len(C.HAND_JOINTS),), dtype=np.float32)
+        n_arm = self._controller.arm_dim
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(n_arm + N_FINGER,), dtype=np.float32)
         self.observation_space = self._make_observation_space()
 
-        self._categories = np.zeros(num_objects, dtype=np.int64)
-        self._outcomes = ["pending"] * num_objects
-        self._outcome_steps = [-1] * num_objects
-        self._lifted = np.zeros(num_objects, dtype=bool)
+        n = self.num_objects
+        self._categories = np.zeros(n, dtype=np.int64)
+        self._one_hot = np.zeros(3 * n, dtype=np.float32)
+        self._outcomes = ["pending"] * n
+        self._outcome_steps = [-1] * n
+        self._lifted = np.zeros(n, dtype=bool)
+        self._half_height = np.zeros(n)
         self._steps = 0
         self._sort_step: int | None = None
         self._unstable = False
-        self._target_pos = np.zeros(3)
-        self._target_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        self._needs_reset = True
+        self._belt_factor = 1.0
+        self._layout_rng = self._physics_rng = self._sensor_rng = np.random.default_rng(0)
 
-    # ------------------------------------------------------------------ set-up
-    def _resolve_ids(self) -> None:
-        m = self.model
-        self._arm_qadr = np.array([m.joint(n).qposadr[0] for n in C.ARM_JOINTS])
-        self._arm_dadr = np.array([m.joint(n).dofadr[0] for n in C.ARM_JOINTS])
-        self._hand_qadr = np.array([m.joint(n).qposadr[0] for n in C.HAND_JOINTS])
-        self._hand_dadr = np.array([m.joint(n).dofadr[0] for n in C.HAND_JOINTS])
-        self._arm_act = np.array([m.actuator(n).id for n in C.ARM_ACTUATORS])
-        self._hand_act = np.array([m.actuator(n).id for n in C.HAND_ACTUATORS])
-        self._arm_range = m.jnt_range[[m.joint(n).id for n in C.ARM_JOINTS]].copy()
-        self._hand_range = m.jnt_range[[m.joint(n).id for n in C.HAND_JOINTS]].copy()
-        self._tcp = m.site(C.TCP_SITE).id
-        self._belt_geom = m.geom(C.BELT_GEOM).id
-        belt_site = m.site(C.BELT_SITE)
-        self._belt_top = float(belt_site.pos[2])
-        self._belt_center_x = float(belt_site.pos[0])
-        self._obj_body = np.array([m.body(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").id for i in range(self.num_objects)])
-        self._obj_qadr = np.array(
-            [m.joint(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").qposadr[0] for i in range(self.num_objects)]
-        )
-        self._obj_dadr = np.array(
-            [m.joint(f"{C.object_prefix(i)}{C.OBJECT_JOINT}").dofadr[0] for i in range(self.num_objects)]
-        )
-        self._obj_geoms = np.array(
-            [[m.geom(f"{C.object_prefix(i)}{c}").id for c in C.CATEGORIES] for i in range(self.num_objects)]
-        )
-        self._obj_rgba = m.geom_rgba[self._obj_geoms].copy()
-        self._bin_sites = np.array([m.site(C.BIN_SITES[c]).id for c in C.CATEGORIES])
+    # ------------------------------------------------------------------ world
+    def _build(self, world: WorldParams) -> None:
+        """Compile (or reuse from the builder's cache) the model of ``world`` and resolve everything on it."""
+        self.close()
+        self._world = world
+        self._model = build_model(world, self.num_objects)
+        self._data = mujoco.MjData(self._model)
+        self._resolve()
+
+    def _resolve(self) -> None:
+        m = self._model
+        self.scene = SceneView(m, self.num_objects)
+        self._controller = make_controller(self.control_mode, self.scene, self.control)
+        self._n_substeps = int(round(1.0 / (self.control.control_hz * m.opt.timestep)))
+        self.dt = self._n_substeps * m.opt.timestep
+        self._object_sizes = object_half_sizes(self._world)
+        self._obj_rgba = m.geom_rgba[self.scene.object_geoms].copy()
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        # Index arrays and scratch buffers resolved once, so a step does no per-object Python slicing.
-        self._obj_pos_idx = (self._obj_qadr[:, None] + np.arange(3)).ravel()
-        self._obj_quat_idx = (self._obj_qadr[:, None] + np.arange(3, 7)).ravel()
-        self._obj_vel_idx = (self._obj_dadr[:, None] + np.arange(6)).ravel()
-        self._jacp = np.zeros((3, m.nv))
-        self._jacr = np.zeros((3, m.nv))
-        self._err = np.zeros(6)
         self._saved_state = np.empty(mujoco.mj_stateSize(m, self._state_spec))
-        self._jac = np.zeros((6, len(C.ARM_JOINTS)))
-        self._ws_low = np.asarray(self.control.workspace_low, dtype=float)
-        self._ws_high = np.asarray(self.control.workspace_high, dtype=float)
+        # Sensors: noise scale per measured quantity, so a step draws one vector whatever the obs_mode.
+        w, n = self._world, self.num_objects
+        self._noise_scale = np.concatenate([
+            np.full(7 + 16, w.joint_pos_noise), np.full(7 + 16, w.joint_vel_noise), np.full(3, w.eef_pos_noise),
+            np.full(3 * n, w.object_pos_noise), np.full(3 * n, w.object_vel_noise),
+        ])
+        self._noisy = bool(np.any(self._noise_scale > 0))
+        self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
+        self._offset = bool(np.any(self._pos_offset != 0))
+
+    def _geometry(self) -> TaskGeometry:
+        d, m, s = self._data, self._model, self.scene
+        return TaskGeometry(
+            belt_top=s.belt_top,
+            bin_center=d.site_xpos[s.bin_sites].copy(),
+            bin_half_size=m.site_size[s.bin_sites].copy(),
+        )
+
+    @property
+    def world_params(self) -> WorldParams:
+        """The world this env simulates (physics, sensing and timing)."""
+        return self._world
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The compiled ``MjModel`` (per-episode fields change at reset)."""
+        return self._model
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """The simulation state."""
+        return self._data
+
+    def set_world(self, world: WorldParams | Mapping[str, Any] | str | Path) -> None:
+        """Change the world (same forms as the ``world`` argument); takes effect at the next ``reset``.
+
+        Parameters the compiled model holds are written into it in place where possible (``update_model``);
+        another object size or a latency that needs another delay-buffer length compiles a new model (cached
+        per world).  Either way the result is identical to an env made with ``world=...``.
+
+        Raises:
+            KeyError / TypeError / ValueError: an unknown field or an invalid value (the env is unchanged).
+        """
+        new = load_world(world)  # validates before anything changes
+        if new != self._world:
+            if update_model(self._model, new, self.num_objects):
+                self._world = new
+                self._resolve()
+            else:
+                self._build(new)
+        self._needs_reset = True
+
+    def _check_layout_fits(self) -> None:
+        # Every object must start on the belt: the furthest possible start, plus the longest object, upstream.
+        r = self.randomization
+        furthest = r.first_object_y[1] + (self.num_objects - 1) * r.object_gap[1] + 0.06
+        if furthest > self.scene.belt_upstream_y:
+            raise ValueError(
+                f"num_objects={self.num_objects} with randomization first_object_y={r.first_object_y} and "
+                f"object_gap={r.object_gap} can queue objects up to y={furthest:.2f} m, beyond the belt's upstream "
+                f"end at y={self.scene.belt_upstream_y:.2f} m: use fewer objects or smaller gaps"
+            )
+
+    def _check_image_size(self, image_size: Any) -> int:
+        limit = min(self._model.vis.global_.offwidth, self._model.vis.global_.offheight)
+        if not _is_int(image_size) or not 16 <= image_size <= limit:
+            raise ValueError(f"image_size must be an integer in [16, {limit}] (pixels), got {image_size!r}")
+        return int(image_size)
+
+    def _check_render_size(self, render_size: Any) -> tuple[int, int]:
+        g = self._model.vis.global_
+        ok = isinstance(render_size, (tuple, list)) and len(render_size) == 2 and all(_is_int(v) for v in render_size)
+        if not ok or not (16 <= render_size[0] <= g.offheight and 16 <= render_size[1] <= g.offwidth):
+            raise ValueError(
+                f"render_size must be (height, width) integers within [16, {g.offheight}] x [16, {g.offwidth}] "
+                f"pixels, got {render_size!r}"
+            )
+        return int(render_size[0]), int(render_size[1])
 
     def _make_observation_space(self) -> spaces.Dict:
         n = self.num_objects
@@ -271,32 +357,40 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        if options:
-            raise ValueError(f"PickSortEnv.reset takes no options, got {sorted(options)}")
-        m, d = self.model, self.data
-        mujoco.mj_resetData(m, d)
-        rng = self.np_random
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; valid: {list(RESET_OPTIONS)}")
+        if "world" in options:
+            self.set_world(options["world"])
+        # One draw from np_random seeds the episode's three streams (see "Starting State").
+        entropy = int(self.np_random.integers(0, 2**63))
+        layout_seq, physics_seq, sensor_seq = np.random.SeedSequence(entropy).spawn(3)
+        self._layout_rng = np.random.default_rng(layout_seq)
+        self._physics_rng = np.random.default_rng(physics_seq)
+        self._sensor_rng = np.random.default_rng(sensor_seq)
 
-        layout = sample_layout(rng, self.num_objects, self._belt_center_x, self.randomization)
+        m, d, s = self._model, self._data, self.scene
+        mujoco.mj_resetData(m, d)
+        layout = sample_layout(self._layout_rng, self.num_objects, s.belt_center_x, self.randomization)
+        arm_noise = self._layout_rng.uniform(-1.0, 1.0, size=7) * self.randomization.arm_qpos_noise
         for i, place in enumerate(layout):
             self._set_category(i, place.category)
         mujoco.mj_setConst(m, d)  # masses changed; this also rewrites qpos, so the state is set after it
         mujoco.mj_resetData(m, d)
 
-        noise = rng.uniform(-1.0, 1.0, size=7) * self.randomization.arm_qpos_noise
-        arm_q = np.clip(np.asarray(self.control.home_arm_qpos) + noise, self._arm_range[:, 0], self._arm_range[:, 1])
-        d.qpos[self._arm_qadr] = arm_q
-        d.ctrl[self._arm_act] = arm_q
+        arm_q = np.clip(np.asarray(self.control.home_arm_qpos) + arm_noise, s.arm_range[:, 0], s.arm_range[:, 1])
+        d.qpos[s.arm_qpos_adr] = arm_q
+        d.ctrl[s.arm_actuators] = arm_q
         hand_q = self.open_hand_qpos()
-        d.qpos[self._hand_qadr] = hand_q
-        d.ctrl[self._hand_act] = hand_q
+        d.qpos[s.hand_qpos_adr] = hand_q
+        d.ctrl[s.hand_actuators] = hand_q
         for i, place in enumerate(layout):
-            half_height = self._object_half_height(place.category)
-            adr = self._obj_qadr[i]
-            d.qpos[adr : adr + 3] = [place.x, place.y, self._belt_top + half_height + 0.001]
-            d.qpos[adr + 3 : adr + 7] = [np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2)]
-            d.qvel[self._obj_dadr[i] : self._obj_dadr[i] + 3] = [0.0, -self.world_params.belt_speed, 0.0]
-        self._on_reset()
+            quat = (np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2))
+            s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_height[i] + 0.001), quat)
+            d.qvel[s.object_dof_adr[i] + 1] = -self._world.belt_speed
+        self._belt_factor = 1.0
+        m.geom_surfacevel[s.belt_geom, 1] = -self._world.belt_speed
         # Actuators with a command filter start settled at the reset command.
         filtered = np.flatnonzero(m.actuator_actadr >= 0)
         d.act[m.actuator_actadr[filtered]] = d.ctrl[filtered]
@@ -306,26 +400,31 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             mujoco.mj_initCtrlHistory(m, d, int(act), None, values)
         mujoco.mj_forward(m, d)
 
-        self._target_pos = d.site_xpos[self._tcp].copy()
-        self._target_quat = self._site_quat(self._tcp)
+        self._geom = self._geometry()
+        self._controller.reset(d)
         self._outcomes = ["pending"] * self.num_objects
         self._outcome_steps = [-1] * self.num_objects
         self._lifted[:] = False
         self._steps = 0
         self._sort_step = None
         self._unstable = False
-        obs = self._get_obs()
-        return obs, self._info({t: 0.0 for t in RewardWeights.term_names()})
+        self._needs_reset = False
+        return self._get_obs(), self._info(dict.fromkeys(RewardWeights.term_names(), 0.0))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        action = self._validate_action(action)
-        m, d = self.model, self.data
+        if self._needs_reset:
+            raise RuntimeError(
+                "step() called before reset(): call reset() first (and after set_world(), which takes effect "
+                "at the next reset)"
+            )
         if self._unstable:
             raise RuntimeError("step() called after the episode ended as unstable; call reset()")
+        action = self._validate_action(action)
+        m, d = self._model, self._data
         saved = self._saved_state
         mujoco.mj_getState(m, d, saved, self._state_spec)
 
-        self._on_control_step()
+        self._advance_belt()
         self._apply_action(action)
         mujoco.mj_step(m, d, nstep=self._n_substeps)
         self._steps += 1
@@ -338,13 +437,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             for i, o in enumerate(self._outcomes):
                 if o == "pending":
                     self._set_outcome(i, "unstable")
-            terms = {t: 0.0 for t in RewardWeights.term_names()}
-            return self._get_obs(), 0.0, False, True, self._info(terms)
+            return self._get_obs(), 0.0, False, True, self._info(dict.fromkeys(RewardWeights.term_names(), 0.0))
 
-        newly_sorted, newly_failed = self._update_outcomes()
-        terms = self._reward_terms(newly_sorted, newly_failed)
-        reward = float(sum(terms.values()))
-        terminated = all(o != "pending" for o in self._outcomes)
+        terms = self._update_outcomes_and_rewards()
+        reward = sum(terms.values())
+        terminated = "pending" not in self._outcomes
         truncated = False
         if not terminated and self._steps >= self.episode_steps:
             truncated = True
@@ -354,105 +451,68 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         return self._get_obs(), reward, terminated, truncated, self._info(terms)
 
     # ------------------------------------------------------------------ hooks (overridden by the lab)
-    def _on_reset(self) -> None:
-        """Called after the episode's objects are placed: sets the belt's surface speed (the lab also resets its
-        jitter here)."""
-        self.model.geom_surfacevel[self._belt_geom, 1] = -self.world_params.belt_speed
-
-    def _on_control_step(self) -> None:
-        """Called before each control step's physics; the sim has nothing to add."""
-
-    def _observe(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Turn the true low-dimensional observation into what the robot measures (identity in the sim)."""
-        return obs
+    def _object_physics(self, i: int, category: int) -> tuple[float, float]:
+        """(mass scale, friction scale) of object ``i`` this episode: 1 in a simulator, which has one value per
+        category (the lab varies objects around it, from the physics stream)."""
+        return 1.0, 1.0
 
     def _command_gain(self) -> np.ndarray | float:
-        """Scale of the executed arm joint command relative to the one computed (1 in the sim)."""
+        """Scale of the executed arm joint displacement relative to the one commanded (1 in the sim)."""
         return 1.0
 
     # ------------------------------------------------------------------ action
     def _validate_action(self, action: Any) -> np.ndarray:
         a = np.asarray(action, dtype=np.float64)
-        if a.shape != self.action_space.shape:
+        shape = self.action_space.shape
+        if a.shape != shape:
+            raise ValueError(f"action must have shape {shape} with values in [-1, 1], got shape {a.shape}")
+        if not np.isfinite(a.sum()):
             raise ValueError(
-                f"action must have shape {self.action_space.shape} with values in [-1, 1], got shape {a.shape}"
-            )
-        if not np.all(np.isfinite(a)):
-            raise ValueError(
-                f"action must be finite with values in [-1, 1] and shape {self.action_space.shape}; got NaN/inf at "
+                f"action must be finite with values in [-1, 1] and shape {shape}; got NaN/inf at "
                 f"indices {np.flatnonzero(~np.isfinite(a)).tolist()}"
             )
-        return np.clip(a, -1.0, 1.0)
+        return np.minimum(np.maximum(a, -1.0), 1.0)
 
     def _apply_action(self, a: np.ndarray) -> None:
-        # Hot path (once per control step): small fixed-size math through MuJoCo's C helpers and ufuncs,
-        # not numpy's wrapper functions, whose overhead would dominate at these sizes.
-        m, d, cfg = self.model, self.data, self.control
-        tcp = d.site_xpos[self._tcp]
-        target = np.minimum(np.maximum(self._target_pos + a[:3] * cfg.max_linear_step, self._ws_low), self._ws_high)
-        lead = target - tcp
-        dist = math.sqrt(lead @ lead)
-        if dist > cfg.max_target_lead:
-            target = tcp + lead * (cfg.max_target_lead / dist)
-        self._target_pos = target
+        m, d, s = self._model, self._data, self.scene
+        n_arm = self._controller.arm_dim
+        d.ctrl[s.arm_actuators] = self._controller.arm_targets(m, d, a[:n_arm], self._command_gain())
+        d.ctrl[s.hand_actuators] = finger_targets(s, a[n_arm:])
 
-        rot = a[3:6] * cfg.max_angular_step
-        angle = math.sqrt(rot @ rot)
-        if angle > 0.0:
-            dq = np.empty(4)
-            mujoco.mju_axisAngle2Quat(dq, rot / angle, angle)
-            new_quat = np.empty(4)
-            mujoco.mju_mulQuat(new_quat, dq, self._target_quat)
-            mujoco.mju_normalize4(new_quat)
-            self._target_quat = new_quat
-
-        # Damped least squares on the 6-D TCP error, plus a null-space pull towards the home posture:
-        # dq = J+ e + (I - J+ J) p  ==  J+ (e - J p) + p,  one 6x6 Cholesky solve per control step.
-        err = self._err
-        err[:3] = target - tcp
-        local = np.empty(3)
-        mujoco.mju_subQuat(local, self._target_quat, self._site_quat(self._tcp))
-        err[3:] = d.site_xmat[self._tcp].reshape(3, 3) @ local
-        mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self._tcp)
-        jac = self._jac
-        jac[:3] = self._jacp[:, self._arm_dadr]
-        jac[3:] = self._jacr[:, self._arm_dadr]
-        q = d.qpos[self._arm_qadr]
-        pull = cfg.nullspace_gain * (self._home_q - q)
-        jjt = jac @ jac.T + self._ik_reg
-        mujoco.mju_cholFactor(jjt, 0.0)
-        rhs = err - jac @ pull
-        sol = np.empty(6)
-        mujoco.mju_cholSolve(sol, jjt, rhs)
-        q_des = q + self._command_gain() * (jac.T @ sol + pull)
-        d.ctrl[self._arm_act] = np.minimum(np.maximum(q_des, self._arm_range[:, 0]), self._arm_range[:, 1])
-
-        lo, hi = self._hand_range[:, 0], self._hand_range[:, 1]
-        d.ctrl[self._hand_act] = lo + (a[6:] + 1.0) * 0.5 * (hi - lo)
+    def _advance_belt(self) -> None:
+        w = self._world
+        if w.belt_speed_fluctuation > 0.0:
+            # Ornstein-Uhlenbeck relative speed fluctuation, exact discretisation over one control period.
+            a = np.exp(-self.dt / w.belt_fluctuation_time)
+            noise = self._physics_rng.normal() * w.belt_speed_fluctuation * np.sqrt(1.0 - a * a)
+            self._belt_factor = 1.0 + a * (self._belt_factor - 1.0) + noise
+            self._model.geom_surfacevel[self.scene.belt_geom, 1] = -w.belt_speed * self._belt_factor
 
     # ------------------------------------------------------------------ objects and outcomes
-    def _object_half_height(self, category: int) -> float:
-        size = self._object_sizes[C.CATEGORIES[category]]
-        return float(size[0] if C.CATEGORIES[category] == "ball" else size[2])
-
     def _set_category(self, i: int, category: int) -> None:
-        m = self.model
-        for k, g in enumerate(self._obj_geoms[i]):
+        m, s = self._model, self.scene
+        for k, g in enumerate(s.object_geoms[i]):
             on = k == category
             m.geom_contype[g] = C.CONTACT_OBJECT if on else 0
             m.geom_conaffinity[g] = (C.CONTACT_STATIC | C.CONTACT_OBJECT | C.CONTACT_HAND) if on else 0
             m.geom_rgba[g] = self._obj_rgba[i, k] if on else (0.0, 0.0, 0.0, 0.0)
-        body = self._obj_body[i]
+        body = s.object_body[i]
         m.body_contype[body] = C.CONTACT_OBJECT
         m.body_conaffinity[body] = C.CONTACT_STATIC | C.CONTACT_OBJECT | C.CONTACT_HAND
         name = C.CATEGORIES[category]
-        mass = self.world_params.object_mass[category]
+        mass_scale, friction_scale = self._object_physics(i, category)
+        mass = self._world.object_mass[category] * mass_scale
         m.body_mass[body] = mass
         m.body_inertia[body] = category_inertia(name, mass, self._object_sizes[name])
+        m.geom_friction[s.object_geoms[i, category], 0] = self._world.object_friction * friction_scale
+        size = self._object_sizes[name]
+        self._half_height[i] = size[0] if name == "ball" else size[2]
         self._categories[i] = category
+        self._one_hot[3 * i : 3 * i + 3] = 0.0
+        self._one_hot[3 * i + category] = 1.0
 
     def _diverged(self) -> bool:
-        d = self.data
+        d = self._data
         # A NaN/inf anywhere makes the sum non-finite: one reduction instead of two element-wise checks.
         if not np.isfinite(d.qpos.sum() + d.qvel.sum()):
             return True
@@ -460,37 +520,16 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             return True
         return bool(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0)
 
-    def _object_in_bin(self, pos: np.ndarray) -> int | None:
-        d, m = self.data, self.model
-        for k, s in enumerate(self._bin_sites):
-            center, half = d.site_xpos[s], m.site_size[s]
-            if np.all(np.abs(pos[:2] - center[:2]) <= half[:2]) and pos[2] <= center[2] + half[2]:
-                return k
-        return None
-
-    def _update_outcomes(self) -> tuple[int, int]:
-        d = self.data
+    def _update_outcomes_and_rewards(self) -> dict[str, float]:
+        d, s, g, rules = self._data, self.scene, self._geom, self.rules
+        pos = d.qpos[s.object_pos_idx].reshape(-1, 3)
+        vel = d.qvel[s.object_linvel_idx].reshape(-1, 3)
+        speed = np.sqrt(np.sum(vel * vel, axis=1))
+        bottom = pos[:, 2] - self._half_height
+        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._categories, g, rules)
         newly_sorted = newly_failed = 0
-        for i in range(self.num_objects):
-            if self._outcomes[i] != "pending":
-                continue
-            adr = self._obj_qadr[i]
-            pos = d.qpos[adr : adr + 3]
-            speed = np.linalg.norm(d.qvel[self._obj_dadr[i] : self._obj_dadr[i] + 3])
-            bottom = pos[2] - self._object_half_height(self._categories[i])
-            if bottom > self._belt_top + LIFT_HEIGHT:
-                self._lifted[i] = True
-            in_bin = self._object_in_bin(pos)
-            outcome = None
-            if in_bin is not None:
-                if speed < SETTLED_SPEED:  # landed (it may still bounce out while moving)
-                    outcome = "sorted" if in_bin == self._categories[i] else "wrong_bin"
-            elif pos[2] < self._belt_top - 0.02:
-                # Below the belt and outside every bin: on its way to the floor (a ball may roll there forever).
-                outcome = "dropped" if self._lifted[i] else "fell_off_belt"
-            elif pos[1] < REACH_LIMIT_Y and pos[2] < self._belt_top + 0.1:
-                outcome = "dropped" if self._lifted[i] else "missed"
-            if outcome is not None:
+        for i, outcome in enumerate(decided):
+            if outcome is not None and self._outcomes[i] == "pending":
                 self._set_outcome(i, outcome)
                 if outcome == "sorted":
                     newly_sorted += 1
@@ -498,84 +537,84 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                     newly_failed += 1
         if self._sort_step is None and all(o == "sorted" for o in self._outcomes):
             self._sort_step = self._steps
-        return newly_sorted, newly_failed
+
+        # Shaping: progress on the object being worked on, the held one, else the next one downstream.
+        raw_reach = raw_grasp = raw_transport = 0.0
+        pending = np.array([o == "pending" for o in self._outcomes])
+        if pending.any():
+            tcp = d.site_xpos[s.tcp_site]
+            holding = rules_mod.held(pos, bottom, tcp, g, rules) & pending
+            if holding.any():
+                i = int(np.argmax(holding))
+                raw_reach = raw_grasp = 1.0
+                to_bin = pos[i, :2] - g.bin_center[self._categories[i], :2]
+                raw_transport = 1.0 - np.tanh(5.0 * np.sqrt(to_bin @ to_bin))
+            else:
+                i = int(np.argmin(np.where(pending, pos[:, 1], np.inf)))
+                to_tcp = pos[i] - tcp
+                raw_reach = 1.0 - np.tanh(10.0 * np.sqrt(to_tcp @ to_tcp))
+        w = self.reward_weights
+        return {
+            "reach": float(w.reach * raw_reach),
+            "grasp": float(w.grasp * raw_grasp),
+            "transport": float(w.transport * raw_transport),
+            "sort": float(w.sort * newly_sorted),
+            "failure": float(w.failure * newly_failed),
+        }
 
     def _set_outcome(self, i: int, outcome: str) -> None:
         self._outcomes[i] = outcome
         self._outcome_steps[i] = self._steps
 
-    def _work_object(self) -> int | None:
-        """The pending object that is held, else the pending one furthest downstream (the next to pick)."""
-        pending = [i for i in range(self.num_objects) if self._outcomes[i] == "pending"]
-        if not pending:
-            return None
-        held = [i for i in pending if self._is_held(i)]
-        if held:
-            return held[0]
-        ys = [self.data.qpos[self._obj_qadr[i] + 1] for i in pending]
-        return pending[int(np.argmin(ys))]
-
-    def _is_held(self, i: int) -> bool:
-        adr = self._obj_qadr[i]
-        pos = self.data.qpos[adr : adr + 3]
-        bottom = pos[2] - self._object_half_height(self._categories[i])
-        near = np.linalg.norm(pos - self.data.site_xpos[self._tcp]) < HOLD_DISTANCE
-        return bool(bottom > self._belt_top + 0.5 * LIFT_HEIGHT and near)
-
-    def _reward_terms(self, newly_sorted: int, newly_failed: int) -> dict[str, float]:
-        w = self.reward_weights
-        raw = {"reach": 0.0, "grasp": 0.0, "transport": 0.0, "sort": float(newly_sorted), "failure": float(newly_failed)}
-        i = self._work_object()
-        if i is not None:
-            pos = self.data.qpos[self._obj_qadr[i] : self._obj_qadr[i] + 3]
-            if self._is_held(i):
-                raw["reach"] = 1.0
-                raw["grasp"] = 1.0
-                bin_xy = self.data.site_xpos[self._bin_sites[self._categories[i]], :2]
-                raw["transport"] = 1.0 - np.tanh(5.0 * np.linalg.norm(pos[:2] - bin_xy))
-            else:
-                raw["reach"] = 1.0 - np.tanh(10.0 * np.linalg.norm(pos - self.data.site_xpos[self._tcp]))
-        return {k: float(getattr(w, k) * v) for k, v in raw.items()}
-
     # ------------------------------------------------------------------ observation, info
-    def _site_quat(self, site: int) -> np.ndarray:
-        q = np.empty(4)
-        mujoco.mju_mat2Quat(q, self.data.site_xmat[site])
-        return q
-
-    def _true_state_obs(self) -> dict[str, np.ndarray]:
-        d = self.data
+    def _get_obs(self) -> dict[str, np.ndarray]:
+        d, s = self._data, self.scene
         f32 = np.float32
         obs = {
-            "arm_qpos": d.qpos[self._arm_qadr].astype(f32),
-            "arm_qvel": d.qvel[self._arm_dadr].astype(f32),
-            "hand_qpos": d.qpos[self._hand_qadr].astype(f32),
-            "hand_qvel": d.qvel[self._hand_dadr].astype(f32),
-            "eef_pos": d.site_xpos[self._tcp].astype(f32),
-            "eef_quat": self._site_quat(self._tcp).astype(f32),
+            "arm_qpos": d.qpos[s.arm_qpos_adr].astype(f32),
+            "arm_qvel": d.qvel[s.arm_dof_adr].astype(f32),
+            "hand_qpos": d.qpos[s.hand_qpos_adr].astype(f32),
+            "hand_qvel": d.qvel[s.hand_dof_adr].astype(f32),
+            "eef_pos": d.site_xpos[s.tcp_site].astype(f32),
+            "eef_quat": s.tcp_quat(d).astype(f32),
         }
-        if self.obs_mode != "rgb":
-            obs["object_pos"] = d.qpos[self._obj_pos_idx].astype(f32)
-            obs["object_quat"] = d.qpos[self._obj_quat_idx].astype(f32)
-            obs["object_vel"] = d.qvel[self._obj_vel_idx].astype(f32)
-            obs["object_category"] = np.eye(len(C.CATEGORIES), dtype=f32)[self._categories].reshape(-1)
+        state = self.obs_mode != "rgb"
+        if state:
+            obs["object_pos"] = d.qpos[s.object_pos_idx].astype(f32)
+            obs["object_quat"] = d.qpos[s.object_quat_idx].astype(f32)
+            obs["object_vel"] = d.qvel[s.object_vel_idx].astype(f32)
+            obs["object_category"] = self._one_hot.copy()
+        if self._noisy:
+            self._add_sensor_noise(obs, state)
+        if self._offset and state:
+            obs["object_pos"] += self._pos_offset
+        if self.obs_mode != "state":
+            size = self.image_size
+            obs["scene_image"] = self._render_camera(C.SCENE_CAMERA, size, size)
+            obs["wrist_image"] = self._render_camera(C.WRIST_CAMERA, size, size)
         return obs
 
-    def _get_obs(self) -> dict[str, np.ndarray]:
-        obs = self._observe(self._true_state_obs())
-        if self.obs_mode != "state":
-            s = self.image_size
-            obs["scene_image"] = self._render_camera(C.SCENE_CAMERA, s, s)
-            obs["wrist_image"] = self._render_camera(C.WRIST_CAMERA, s, s)
-        return obs
+    def _add_sensor_noise(self, obs: dict[str, np.ndarray], state: bool) -> None:
+        # One draw of the same size in every obs_mode, so the sensor stream (and the proprioception noise) does
+        # not depend on whether objects are perceived.
+        z = (self._sensor_rng.standard_normal(len(self._noise_scale)) * self._noise_scale).astype(np.float32)
+        n = self.num_objects
+        obs["arm_qpos"] += z[0:7]
+        obs["hand_qpos"] += z[7:23]
+        obs["arm_qvel"] += z[23:30]
+        obs["hand_qvel"] += z[30:46]
+        obs["eef_pos"] += z[46:49]
+        if state:
+            obs["object_pos"] += z[49 : 49 + 3 * n]
+            vel = obs["object_vel"].reshape(n, 6)
+            vel[:, :3] += z[49 + 3 * n :].reshape(n, 3)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
-        n_sorted = sum(o == "sorted" for o in self._outcomes)
-        failures = [(self._outcome_steps[i], o) for i, o in enumerate(self._outcomes) if o not in ("pending", "sorted")]
+        n_sorted = self._outcomes.count("sorted")
         info: dict[str, Any] = {
             "is_success": n_sorted == self.num_objects,
             "object_outcomes": list(self._outcomes),
-            "failure_cause": min(failures)[1] if failures else None,
+            "failure_cause": rules_mod.first_failure(self._outcomes, self._outcome_steps),
             "time_to_sort": None if self._sort_step is None else self._sort_step * self.dt,
             "sort_accuracy": n_sorted / self.num_objects,
             "unstable": self._unstable,
@@ -588,30 +627,34 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     # ------------------------------------------------------------------ state, rendering
     def get_state(self) -> np.ndarray:
         """Full MuJoCo state (``mjSTATE_INTEGRATION``: time, qpos, qvel, act, ctrl, history, ...) as float64."""
-        state = np.empty(mujoco.mj_stateSize(self.model, self._state_spec))
-        mujoco.mj_getState(self.model, self.data, state, self._state_spec)
+        state = np.empty(mujoco.mj_stateSize(self._model, self._state_spec))
+        mujoco.mj_getState(self._model, self._data, state, self._state_spec)
         return state
 
     def set_state(self, state: np.ndarray) -> None:
         """Restore a state from ``get_state`` (physics only; episode bookkeeping is not rewound)."""
         state = np.asarray(state, dtype=np.float64)
-        expected = mujoco.mj_stateSize(self.model, self._state_spec)
+        expected = mujoco.mj_stateSize(self._model, self._state_spec)
         if state.shape != (expected,):
             raise ValueError(f"state must have shape ({expected},) for this model, got {state.shape}")
-        mujoco.mj_setState(self.model, self.data, state, self._state_spec)
-        mujoco.mj_forward(self.model, self.data)
+        mujoco.mj_setState(self._model, self._data, state, self._state_spec)
+        mujoco.mj_forward(self._model, self._data)
 
     def open_hand_qpos(self) -> np.ndarray:
         """Finger joint angles of the open hand, rad (order ``constants.HAND_JOINTS``)."""
-        return np.clip(np.zeros(len(C.HAND_JOINTS)), self._hand_range[:, 0], self._hand_range[:, 1])
+        return np.clip(np.zeros(len(C.HAND_JOINTS)), self.scene.hand_range[:, 0], self.scene.hand_range[:, 1])
 
     def _render_camera(self, camera: str, height: int, width: int) -> np.ndarray:
+        global _GL_OWNER_PID
         key = (height, width)
         renderer = self._renderers.get(key)
         if renderer is None:
-            renderer = mujoco.Renderer(self.model, height=height, width=width)
+            _check_not_forked_after_gl()
+            renderer = mujoco.Renderer(self._model, height=height, width=width)
             self._renderers[key] = renderer
-        renderer.update_scene(self.data, camera=camera)
+            if _GL_OWNER_PID is None:
+                _GL_OWNER_PID = os.getpid()
+        renderer.update_scene(self._data, camera=camera)
         return renderer.render().copy()
 
     def render(self) -> np.ndarray | None:
@@ -626,12 +669,20 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._renderers.clear()
 
     def provenance(self) -> dict[str, Any]:
-        """JSON-serializable description of this world, for dataset and result files."""
+        """JSON-serializable description of this env's world and settings, for dataset and result files."""
         return {
             "domain": self.domain,
-            "world_params": self.world_params.to_dict(),
+            "world_params": self._world.to_dict(),
+            "world_sha256": self._world.sha256(),
+            **self._settings(),
+        }
+
+    def _settings(self) -> dict[str, Any]:
+        return {
             "num_objects": self.num_objects,
             "obs_mode": self.obs_mode,
+            "control_mode": self.control_mode,
+            "episode_steps": self.episode_steps,
             "control": dataclasses.asdict(self.control),
             "randomization": dataclasses.asdict(self.randomization),
             "mujoco_version": mujoco.__version__,
@@ -644,3 +695,19 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_not_forked_after_gl() -> None:
+    # A process forked after its parent created an EGL/OSMesa context inherits that GL state, and creating a
+    # context in the child then hangs.  Fail at once with the fix instead.
+    if _GL_OWNER_PID is not None and _GL_OWNER_PID != os.getpid():
+        raise RuntimeError(
+            "this process was forked from one that had already rendered with MuJoCo; a GL context cannot be "
+            "created after such a fork (it would hang). Start worker processes with the 'spawn' or 'forkserver' "
+            "method, e.g. gymnasium.vector.AsyncVectorEnv(env_fns, context='spawn') or "
+            "gymnasium.make_vec(id, vectorization_mode='async', vector_kwargs={'context': 'spawn'})"
+        )

@@ -1,32 +1,47 @@
 """Every registered PickSort id, in one place.
 
 Entry points are strings and kwargs are JSON-serializable, so ``EnvSpec.to_json()`` round-trips and a dataset
-records exactly which env made it.  The grounded variants are registered by the grounding pipelines' issues,
-with their identified physics; there are no placeholders here.
+records exactly which env made it.  The ids carry no Gymnasium ``TimeLimit``: the env's own ``episode_steps``
+(recorded in the kwargs) is the one time limit, so every episode ends with every object given an outcome.  The
+grounded variants are registered by the grounding pipelines, with their identified physics; there are no
+placeholders here.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
 
-from r2s2r_envs.envs.pick_sort import DEFAULT_MAX_EPISODE_STEPS
+from r2s2r_envs.envs.pick_sort import DEFAULT_EPISODE_STEPS
 
-ENV_IDS: tuple[str, ...] = ("PickSort-Ungrounded-v0", "PickSort-Real-v0")
+ENV_PREFIX = "PickSort-"
+
+_SHIPPED: dict[str, tuple[str, dict]] = {
+    "PickSort-Ungrounded-v0": (
+        "r2s2r_envs.envs.pick_sort:PickSortEnv",
+        {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
+    # The lab comes with the teleoperator once it exists; until then the scripted planner is its demonstrator.
+    "PickSort-Real-v0": (
+        "r2s2r_envs.lab.lab_env:LabEnv",
+        {"lab": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
+}
 
 
 def register_envs() -> None:
-    """Register the PickSort ids with Gymnasium (idempotent)."""
-    specs = {
-        "PickSort-Ungrounded-v0": ("r2s2r_envs.envs.pick_sort:PickSortEnv", {"demonstrator": "scripted"}),
-        # The lab comes with the teleoperator once it exists; until then the scripted planner is its demonstrator.
-        "PickSort-Real-v0": ("r2s2r_envs.lab.lab_env:LabEnv", {"lab": "default", "demonstrator": "scripted"}),
-    }
-    for env_id, (entry_point, kwargs) in specs.items():
+    """Register the shipped PickSort ids with Gymnasium (idempotent)."""
+    for env_id, (entry_point, kwargs) in _SHIPPED.items():
         if env_id in gym.registry:
             continue
-        gym.register(
-            id=env_id,
-            entry_point=entry_point,
-            max_episode_steps=DEFAULT_MAX_EPISODE_STEPS,
-            kwargs=kwargs,
-        )
+        gym.register(id=env_id, entry_point=entry_point, max_episode_steps=None, kwargs=dict(kwargs))
+
+
+def registered_ids() -> tuple[str, ...]:
+    """Every PickSort id in Gymnasium's registry: the shipped ones and any registered later (grounded variants,
+    a user's own), sorted."""
+    return tuple(sorted(k for k in gym.registry if k.startswith(ENV_PREFIX)))
+
+
+register_envs()
+#: The PickSort ids registered when the package was imported (``registered_ids()`` sees later ones too).
+ENV_IDS: tuple[str, ...] = registered_ids()

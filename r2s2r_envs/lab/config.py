@@ -1,13 +1,16 @@
-"""What defines a lab: its hidden physics, the effects the simulator does not model, and (later) its operator.
+"""What defines a lab: its hidden world (physics, sensing, timing), the effects no simulator parameter can express,
+and (later) its operator.
 
-A lab is a JSON file (see ``configs/default.json``) or an equivalent dict.  A partial dict is applied on top of
-the default lab, so a course exercise can change one thing (``{"world": {"control_latency": 0.1}}``).
-Grounding code never reads these values: it only steps ``PickSort-Real-v0`` and reads its logs.
+A lab is a JSON file (see ``configs/default.json``; the format is documented in docs/lab.md) or an equivalent
+dict.  A partial dict is applied on top of the default lab, so a course exercise can change one thing
+(``{"world": {"control_latency": 0.1}}``).  Grounding code never reads these values: it only steps
+``PickSort-Real-v0`` and reads its logs.  Files name a lab by its ``name`` and ``sha256()`` only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Mapping
 from importlib import resources
@@ -15,49 +18,51 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.envs.config import replace_checked
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_number
 
 DEFAULT_LAB = "default"
+
+# Keys that were lab effects in r2s2r_envs 0.1 and are world fields now (a simulator can model them).
+_MOVED_TO_WORLD = {
+    "joint_pos_noise": "joint_pos_noise",
+    "joint_vel_noise": "joint_vel_noise",
+    "object_pos_noise": "object_pos_noise",
+    "object_pos_bias": "object_pos_offset",
+    "object_vel_noise": "object_vel_noise",
+    "eef_pos_noise": "eef_pos_noise",
+    "belt_speed_jitter": "belt_speed_fluctuation",
+    "belt_jitter_time": "belt_fluctuation_time",
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class UnmodeledEffects:
-    """Effects of the lab that the PickSort simulator has no parameter for.
+    """Effects of the lab that no ``WorldParams`` field can express: what grounding always leaves as a residual.
 
     Attributes:
-        joint_pos_noise: Std of white noise on measured joint angles (arm and hand), rad.
-        joint_vel_noise: Std of white noise on measured joint velocities, rad/s.
-        object_pos_noise: Std of white noise on perceived object positions, m (camera-based tracking).
-        object_pos_bias: Constant offset of perceived object positions (x, y, z), m (extrinsic calibration error).
-        object_vel_noise: Std of white noise on perceived object velocities, m/s.
-        eef_pos_noise: Std of white noise on the measured TCP position, m.
-        belt_speed_jitter: Std of the belt speed's relative fluctuation (Ornstein-Uhlenbeck), dimensionless.
-        belt_jitter_time: Correlation time of that fluctuation, s.
-        arm_command_gain: Executed / commanded arm joint displacement per control step, per joint
-            (a mis-tuned low-level controller), dimensionless.
+        arm_command_gain: Executed / commanded arm joint displacement per control step, per joint,
+            dimensionless (a mis-tuned low-level controller; 1 = well tuned).  A world fit absorbs it partly as
+            extra latency and damping.
+        object_mass_variation: Standard deviation of each object's mass around its category's value, relative
+            (0.1 = 10 %); drawn per object and episode (real parts differ from piece to piece; a simulator has
+            one mass per category).
+        object_friction_variation: Same for each object's friction coefficient, relative.
     """
 
-    joint_pos_noise: float = 0.0
-    joint_vel_noise: float = 0.0
-    object_pos_noise: float = 0.0
-    object_pos_bias: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    object_vel_noise: float = 0.0
-    eef_pos_noise: float = 0.0
-    belt_speed_jitter: float = 0.0
-    belt_jitter_time: float = 1.0
-    arm_command_gain: tuple[float, ...] = (1.0,) * 7
+    arm_command_gain: tuple[float, ...] = (1.0,) * N_ARM_JOINTS
+    object_mass_variation: float = 0.0
+    object_friction_variation: float = 0.0
 
     def __post_init__(self) -> None:
-        if len(self.object_pos_bias) != 3:
-            raise ValueError(f"object_pos_bias must have 3 entries, got {self.object_pos_bias!r}")
-        if len(self.arm_command_gain) != 7:
-            raise ValueError(f"arm_command_gain must have 7 entries, got {self.arm_command_gain!r}")
-        for name in ("joint_pos_noise", "joint_vel_noise", "object_pos_noise", "object_vel_noise",
-                     "eef_pos_noise", "belt_speed_jitter"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.belt_jitter_time <= 0:
-            raise ValueError(f"belt_jitter_time must be > 0, got {self.belt_jitter_time!r}")
+        for name, bound in _EFFECT_BOUNDS.items():
+            object.__setattr__(self, name, check_number("lab effects", name, getattr(self, name), bound))
+
+
+_EFFECT_BOUNDS: dict[str, Bound] = {
+    "arm_command_gain": Bound(length=N_ARM_JOINTS, strict=True, maximum=2.0),
+    "object_mass_variation": Bound(maximum=0.3),
+    "object_friction_variation": Bound(maximum=0.3),
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -66,8 +71,8 @@ class LabConfig:
 
     Attributes:
         name: Identifier recorded in datasets and results (the parameters themselves are never recorded).
-        world: The lab's true physics.
-        effects: What the simulator does not model.
+        world: The lab's true world: physics, sensing and timing.
+        effects: What no simulator parameter expresses.
     """
 
     name: str
@@ -77,6 +82,14 @@ class LabConfig:
     def to_dict(self) -> dict[str, Any]:
         effects = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.effects).items()}
         return {"name": self.name, "world": self.world.to_dict(), "effects": effects}
+
+    def sha256(self) -> str:
+        """SHA-256 of the lab's canonical JSON: tells two labs apart (same or different) without revealing them."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def identity(self) -> dict[str, str]:
+        """Everything a dataset or result file may say about this lab: its name and config hash."""
+        return {"name": self.name, "config_sha256": self.sha256()}
 
 
 _TOP_KEYS = ("name", "world", "effects")
@@ -91,21 +104,35 @@ def available_labs() -> list[str]:
     return sorted(p.stem for p in _default_path().parent.glob("*.json"))
 
 
+def _effects(raw: Any, base: UnmodeledEffects) -> UnmodeledEffects:
+    if isinstance(raw, Mapping):
+        moved = sorted(k for k in raw if k in _MOVED_TO_WORLD)
+        if moved:
+            hint = ", ".join(f"{k} -> world.{_MOVED_TO_WORLD[k]}" for k in moved)
+            raise KeyError(
+                f"lab effects {moved} are world fields now (sensing and belt fluctuation are part of the world a "
+                f"simulator can model): move them under 'world' ({hint}); valid effects keys: "
+                f"{[f.name for f in dataclasses.fields(UnmodeledEffects)]}"
+            )
+    return replace_checked(base, raw, "lab effects")
+
+
 def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
     unknown = sorted(set(raw) - set(_TOP_KEYS))
     if unknown:
         raise KeyError(f"unknown lab key(s) {unknown}; valid keys: {list(_TOP_KEYS)}")
+    if "name" in raw and not isinstance(raw["name"], str):
+        raise TypeError(f"lab name must be a string, got {raw['name']!r}")
     if base is None:
         missing = [k for k in _TOP_KEYS if k not in raw]
         if missing:
             raise KeyError(f"lab config is missing key(s) {missing}; a full lab has {list(_TOP_KEYS)}")
         world = WorldParams.from_dict(raw["world"])
-        effects = replace_checked(UnmodeledEffects(), raw["effects"], "lab effects")
-        return LabConfig(name=str(raw["name"]), world=world, effects=effects)
+        return LabConfig(name=raw["name"], world=world, effects=_effects(raw["effects"], UnmodeledEffects()))
     return LabConfig(
-        name=str(raw.get("name", f"{base.name}+overrides")),
+        name=raw.get("name", f"{base.name}+overrides"),
         world=WorldParams.from_dict(raw.get("world", {}), base=base.world),
-        effects=replace_checked(base.effects, raw.get("effects", {}), "lab effects"),
+        effects=_effects(raw.get("effects", {}), base.effects),
     )
 
 
@@ -115,6 +142,7 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
     Raises:
         FileNotFoundError: neither a shipped lab name nor an existing file; lists the shipped labs.
         KeyError: an unknown key at any level; the message lists the valid ones.
+        TypeError / ValueError: a malformed file or an invalid value; the message names the field.
     """
     if isinstance(lab, LabConfig):
         return lab
@@ -124,6 +152,10 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
         return default
     if isinstance(lab, Mapping):
         return _from_mapping(lab, default)
+    if not isinstance(lab, (str, Path)):
+        raise TypeError(
+            f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}"
+        )
     path = Path(lab)
     if str(lab) in available_labs():
         path = _default_path().parent / f"{lab}.json"

@@ -1,16 +1,21 @@
 """``PickSort-Real-v0``: the lab, a stand-in for the real robot cell.
 
-Its physics come from a lab config (``config.LabConfig``) that differs from the nominal model the way a real cell
-does, and it adds what the simulator does not model: noisy and biased measurements, belt speed jitter and a
-mis-tuned low-level arm controller (control latency is a world parameter both can have).  Grounding code treats
-it as a black box: it steps it and reads its logs; ``provenance()`` names the lab but never its parameters.
+Its world (physics, sensing, timing) comes from a lab config (``config.LabConfig``) that differs from the
+nominal model the way a real cell does, and it adds what no simulator parameter can express
+(``config.UnmodeledEffects``): a mis-tuned low-level arm controller and objects that differ from piece to piece.
+The sensing model and the belt fluctuation run through the same code as in the simulator.
+
+The lab is a black box to grounding code (docs/concepts.md#the-lab): it steps the env and reads its logs.  So
+``LabEnv`` refuses what a real cell could not give: its world parameters, its MuJoCo model and data, and
+simulator states (``world_params``, ``model``, ``data``, ``get_state``, ``set_state``, ``set_world`` raise
+``LabBoundaryError``), and ``provenance()`` names the lab (name and config hash) but never its parameters.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -18,72 +23,79 @@ from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import LabConfig, load_lab
 
 
+class LabBoundaryError(RuntimeError):
+    """Something only a simulator has was asked of the lab (its parameters, its simulation state)."""
+
+
 class LabEnv(PickSortEnv):
     """PickSort in the lab.  Same spaces, reward and ``info`` as ``PickSortEnv``; see its docstring.
 
     Args:
         lab: A shipped lab name, a path to a lab JSON file, or a (partial) dict applied over the default lab.
-        **kwargs: Any ``PickSortEnv`` argument except ``world`` (the lab decides its physics).
+        **kwargs: Any ``PickSortEnv`` argument except ``world`` (the lab decides its world).
     """
 
     domain = "real"
-    _extra_arguments = ["lab"]
+    _extra_arguments = ("lab",)
 
     def __init__(self, *, lab: str | Path | Mapping[str, Any] | LabConfig | None = None, **kwargs: Any) -> None:
         if "world" in kwargs:
-            raise TypeError("PickSort-Real-v0 takes no 'world' argument: the lab's physics come from 'lab' "
+            raise TypeError("PickSort-Real-v0 takes no 'world' argument: the lab's world comes from 'lab' "
                             "(a shipped lab name, a JSON file or a dict)")
         self._lab = load_lab(lab)
-        super().__init__(world=self._lab.world, **kwargs)
-        self._belt_factor = 1.0
         self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
+        super().__init__(world=self._lab.world, **kwargs)
 
     @property
     def lab_name(self) -> str:
         """The lab's name (its parameters stay hidden)."""
         return self._lab.name
 
-    # ------------------------------------------------------------------ hooks
-    def _on_reset(self) -> None:
-        self._belt_factor = 1.0
-        super()._on_reset()
+    def lab_identity(self) -> dict[str, str]:
+        """The lab's name and config hash: all that files may say about it."""
+        return self._lab.identity()
 
-    def _on_control_step(self) -> None:
-        fx = self._lab.effects
-        if fx.belt_speed_jitter > 0:
-            # Ornstein-Uhlenbeck relative speed fluctuation, exact discretisation over one control period.
-            a = np.exp(-self.dt / fx.belt_jitter_time)
-            noise = self.np_random.normal() * fx.belt_speed_jitter * np.sqrt(1.0 - a * a)
-            self._belt_factor = 1.0 + a * (self._belt_factor - 1.0) + noise
-        self.model.geom_surfacevel[self._belt_geom, 1] = -self.world_params.belt_speed * self._belt_factor
+    # ------------------------------------------------------------------ the boundary
+    def _refuse(self, what: str) -> NoReturn:
+        raise LabBoundaryError(
+            f"the lab is a black box: its {what} is hidden, as a real robot cell's would be. Step the env, read its "
+            "observations and datasets, or use a simulated id (PickSort-Ungrounded-v0) for simulator access"
+        )
 
+    @property
+    def world_params(self) -> NoReturn:  # type: ignore[override]
+        self._refuse("world (physics, sensing, timing)")
+
+    @property
+    def model(self) -> NoReturn:  # type: ignore[override]
+        self._refuse("MuJoCo model")
+
+    @property
+    def data(self) -> NoReturn:  # type: ignore[override]
+        self._refuse("simulation state (MjData)")
+
+    def get_state(self) -> NoReturn:
+        self._refuse("simulator state")
+
+    def set_state(self, state: np.ndarray) -> NoReturn:
+        self._refuse("simulator state")
+
+    def set_world(self, world: Any) -> NoReturn:
+        raise LabBoundaryError("the lab's world is fixed by its config: make PickSort-Real-v0 with another 'lab'")
+
+    # ------------------------------------------------------------------ unmodeled effects
     def _command_gain(self) -> np.ndarray:
         return self._arm_command_gain
 
-    def _observe(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        fx, rng = self._lab.effects, self.np_random
-        out = dict(obs)
-
-        def noisy(key: str, std: float, bias: np.ndarray | float = 0.0) -> None:
-            if key in out and (std > 0 or np.any(bias)):
-                out[key] = (out[key] + bias + std * rng.standard_normal(out[key].shape)).astype(np.float32)
-
-        noisy("arm_qpos", fx.joint_pos_noise)
-        noisy("hand_qpos", fx.joint_pos_noise)
-        noisy("arm_qvel", fx.joint_vel_noise)
-        noisy("hand_qvel", fx.joint_vel_noise)
-        noisy("eef_pos", fx.eef_pos_noise)
-        if "object_pos" in out:
-            bias = np.tile(np.asarray(fx.object_pos_bias), self.num_objects)
-            noisy("object_pos", fx.object_pos_noise, bias)
-            vel = out["object_vel"].reshape(self.num_objects, 6).copy()
-            vel[:, :3] += fx.object_vel_noise * rng.standard_normal((self.num_objects, 3))
-            out["object_vel"] = vel.reshape(-1).astype(np.float32)
-        return out
+    def _object_physics(self, i: int, category: int) -> tuple[float, float]:
+        fx = self._lab.effects
+        # Two draws per object every episode (even at zero variation), so the physics stream's later draws do
+        # not depend on the variation settings.
+        z = self._physics_rng.standard_normal(2)
+        mass_scale = max(1.0 + fx.object_mass_variation * z[0], 0.5)
+        friction_scale = max(1.0 + fx.object_friction_variation * z[1], 0.5)
+        return float(mass_scale), float(friction_scale)
 
     def provenance(self) -> dict[str, Any]:
-        prov = super().provenance()
-        # The lab's physics are what grounding must recover: never write them into datasets or results.
-        del prov["world_params"]
-        prov["lab"] = self._lab.name
-        return prov
+        # The lab's world is what grounding must recover: never write it into datasets or results.
+        return {"domain": self.domain, "lab": self._lab.identity(), **self._settings()}

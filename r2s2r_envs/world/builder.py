@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_envs.world import constants as C
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import SENSING_FIELDS, WorldParams
 
 ASSET_PACKAGE = "r2s2r_envs.assets"
 SCENE_FILE = "pick_sort_scene.xml"
@@ -86,7 +86,7 @@ def build_spec(params: WorldParams, num_objects: int) -> mujoco.MjSpec:
 
     scene.geom(C.BELT_GEOM).surfacevel = np.array([0.0, -params.belt_speed, 0.0, 0.0, 0.0, 0.0])
 
-    delay_samples = int(math.ceil(params.control_latency / scene.option.timestep - 1e-9))
+    samples = int(math.ceil(params.control_latency / scene.option.timestep - 1e-9))
     for k, name in enumerate(C.ARM_JOINTS):
         joint = scene.joint(name)
         joint.damping = [params.arm_damping[k], 0.0, 0.0]
@@ -94,11 +94,11 @@ def build_spec(params: WorldParams, num_objects: int) -> mujoco.MjSpec:
         joint.frictionloss = params.arm_frictionloss[k]
         act = scene.actuator(name)
         _set_position_gains(act, params.arm_kp[k], params.arm_kv[k], params.arm_force_limit[k])
-        _set_delay(act, params.control_latency, delay_samples)
+        _set_delay(act, params.control_latency, samples)
     for name in C.HAND_ACTUATORS:
         act = scene.actuator(name)
         _set_position_gains(act, params.finger_kp, params.finger_kv, params.finger_force_limit)
-        _set_delay(act, params.control_latency, delay_samples)
+        _set_delay(act, params.control_latency, samples)
     return scene
 
 
@@ -117,6 +117,17 @@ def _set_delay(act: mujoco.MjsActuator, latency: float, samples: int) -> None:
         act.delay = latency
 
 
+#: Fields that never reach the MuJoCo model: the sensors and the belt's fluctuation live in the env.
+ENV_ONLY_FIELDS: tuple[str, ...] = (*SENSING_FIELDS, "belt_speed_fluctuation", "belt_fluctuation_time")
+
+
+def model_params(params: WorldParams) -> WorldParams:
+    """``params`` with every env-only field at its nominal value: the part of a world the compiled model holds
+    (so worlds that differ only in their sensors share one compiled model)."""
+    nominal = WorldParams()
+    return dataclasses.replace(params, **{f: getattr(nominal, f) for f in ENV_ONLY_FIELDS})
+
+
 @functools.lru_cache(maxsize=16)
 def _compiled(params: WorldParams, num_objects: int) -> mujoco.MjModel:
     return build_spec(params, num_objects).compile()
@@ -124,7 +135,54 @@ def _compiled(params: WorldParams, num_objects: int) -> mujoco.MjModel:
 
 def build_model(params: WorldParams, num_objects: int = 3) -> mujoco.MjModel:
     """Compiled PickSort model for ``params`` with ``num_objects`` object slots (a private copy)."""
-    return copy.copy(_compiled(params, num_objects))
+    return copy.copy(_compiled(model_params(params), num_objects))
+
+
+def delay_samples(model: mujoco.MjModel, latency: float) -> int:
+    """Control-latency buffer length in physics steps (0: no delay buffer)."""
+    return int(math.ceil(latency / model.opt.timestep - 1e-9))
+
+
+def update_model(model: mujoco.MjModel, params: WorldParams, num_objects: int) -> bool:
+    """Write ``params`` into a compiled PickSort model in place, as ``build_model`` would have compiled them.
+
+    Object masses and inertias are per-episode (the env writes them at reset, then calls ``mj_setConst``, which
+    also recomputes the constants that depend on armature and masses).  Returns False, changing nothing, when
+    the change is structural and needs ``build_model``: another object size (geometry) or a latency that needs
+    a delay buffer of another length.
+    """
+    acts = [model.actuator(n).id for n in (*C.ARM_ACTUATORS, *C.HAND_ACTUATORS)]
+    samples = delay_samples(model, params.control_latency)
+    current = model.actuator_history[acts[0], 0]
+    if samples != (current - 1 if current > 0 else 0):
+        return False
+    sizes = object_half_sizes(params)
+    geoms = [(model.geom(f"{C.object_prefix(i)}{c}").id, c) for i in range(num_objects) for c in C.CATEGORIES]
+    if any(not np.allclose(model.geom_size[g], sizes[c]) for g, c in geoms):
+        return False
+    for g, _ in geoms:
+        model.geom_friction[g, 0] = params.object_friction
+    model.geom_surfacevel[model.geom(C.BELT_GEOM).id, 1] = -params.belt_speed
+    for k, name in enumerate(C.ARM_JOINTS):
+        dof = model.joint(name).dofadr[0]
+        model.dof_damping[dof] = params.arm_damping[k]
+        model.dof_armature[dof] = params.arm_armature[k]
+        model.dof_frictionloss[dof] = params.arm_frictionloss[k]
+        _write_position_gains(model, model.actuator(name).id, params.arm_kp[k], params.arm_kv[k],
+                              params.arm_force_limit[k])
+    for name in C.HAND_ACTUATORS:
+        _write_position_gains(model, model.actuator(name).id, params.finger_kp, params.finger_kv,
+                              params.finger_force_limit)
+    if samples > 0:
+        model.actuator_delay[acts] = params.control_latency
+    return True
+
+
+def _write_position_gains(model: mujoco.MjModel, act: int, kp: float, kv: float, force_limit: float) -> None:
+    # Same servo as _set_position_gains, written into a compiled model.
+    model.actuator_gainprm[act, 0] = kp
+    model.actuator_biasprm[act, 0:3] = [0.0, -kp, -kv]
+    model.actuator_forcerange[act] = [-force_limit, force_limit]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +196,7 @@ class SceneLayout:
         belt_top: Height of the belt surface, m.
         belt_center_x: x of the belt's centre line, m.
         belt_half_width: Half-width of the belt, m.
+        belt_upstream_y: y of the belt's upstream end, m (objects are queued downstream of it).
         hand_joint_range: (16, 2) finger joint limits, rad (order ``constants.HAND_JOINTS``).
         object_half_sizes: Nominal geom size per category (see ``object_half_sizes``).
         finger_base_x: Distance of the finger (index/middle/ring) flexion axes from the palm centre line, m.
@@ -152,6 +211,7 @@ class SceneLayout:
     belt_top: float
     belt_center_x: float
     belt_half_width: float
+    belt_upstream_y: float
     hand_joint_range: np.ndarray
     object_half_sizes: dict[str, np.ndarray]
     finger_base_x: float
@@ -186,6 +246,7 @@ def scene_layout() -> SceneLayout:
         belt_top=float(belt.pos[2]),
         belt_center_x=float(belt.pos[0]),
         belt_half_width=float(belt.size[0]),
+        belt_upstream_y=float(belt.pos[1] + belt.size[1]),
         hand_joint_range=m.jnt_range[[m.joint(n).id for n in C.HAND_JOINTS]].copy(),
         object_half_sizes=object_half_sizes(params),
         finger_base_x=float(mcp[0]),

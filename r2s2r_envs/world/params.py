@@ -1,14 +1,20 @@
-"""World parameters: everything physical that can differ between the simulator and the real system.
+"""World parameters: everything physical, sensing and timing included, that can differ between a simulator and
+the real system.
 
-``WorldParams`` is a frozen, keyword-only dataclass; presets are factory functions and variants are made with
-``dataclasses.replace`` (or ``WorldParams.from_dict`` for JSON input).  Every field carries its unit and where
-its default comes from.  The nominal values are the "spec sheet": what a team would type in before measuring
-anything.  System identification (``r2s2r_envs.grounding``) produces other instances from lab logs.
+``WorldParams`` is a frozen, keyword-only dataclass; presets are factory functions (and JSON files, see
+``world.presets``) and variants are made with ``dataclasses.replace`` (or ``WorldParams.from_dict`` for JSON
+input).  Every field carries its unit and where its default comes from.  The nominal values are the "spec sheet":
+what a team would type in before measuring anything, perfect sensors and a steady belt included.  A real team
+does measure its sensors and calibrate its cameras, so sensing is part of the world a simulator can model
+(docs/concepts.md#the-gap-layers); system identification (``r2s2r_envs.grounding``) produces other instances
+from lab logs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -18,13 +24,89 @@ from r2s2r_envs.world.constants import CATEGORIES
 N_ARM_JOINTS = 7
 
 
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """What a numeric config field accepts.
+
+    Attributes:
+        length: Number of entries of a sequence field, or None for a scalar.
+        minimum: Smallest accepted value (None: any finite value, negative included).
+        strict: Whether ``minimum`` itself is excluded.
+        maximum: Largest accepted value (None: unbounded).
+    """
+
+    length: int | None = None
+    minimum: float | None = 0.0
+    strict: bool = False
+    maximum: float | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>' if self.strict else '>='} {self.minimum:g}")
+        if self.maximum is not None:
+            parts.append(f"<= {self.maximum:g}")
+        values = "finite and " + " and ".join(parts) if parts else "finite"
+        if self.length is None:
+            return f"a number, {values}"
+        return f"a sequence of {self.length} numbers, each {values}"
+
+
+def check_number(owner: str, name: str, value: Any, bound: Bound) -> float | tuple[float, ...]:
+    """Validate one numeric config field and return it as a float (or a tuple of floats).
+
+    Raises:
+        TypeError: not a number (or not a sequence of numbers); the message names ``owner.name`` and what is
+            accepted.
+        ValueError: wrong length, NaN/inf or out of range; same message style.
+    """
+    where = f"{owner}.{name}"
+    if bound.length is None:
+        items, scalar = [value], True
+    else:
+        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+            raise TypeError(f"{where} must be {bound.describe()}, got {value!r}")
+        if len(value) != bound.length:
+            raise ValueError(f"{where} must be {bound.describe()}, got {len(value)} entries: {value!r}")
+        items, scalar = list(value), False
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) and not _is_numpy_number(v):
+            raise TypeError(f"{where} must be {bound.describe()}, got {value!r}")
+        v = float(v)
+        ok = math.isfinite(v)
+        if ok and bound.minimum is not None:
+            ok = v > bound.minimum if bound.strict else v >= bound.minimum
+        if ok and bound.maximum is not None:
+            ok = v <= bound.maximum
+        if not ok:
+            raise ValueError(f"{where} must be {bound.describe()}, got {value!r}")
+        out.append(v)
+    return out[0] if scalar else tuple(out)
+
+
+def _is_numpy_number(v: Any) -> bool:
+    import numpy as np
+
+    return isinstance(v, np.generic) and np.issubdtype(type(v), np.number)
+
+
+_NONNEG = Bound()
+_POSITIVE = Bound(strict=True)
+_ARM = Bound(length=N_ARM_JOINTS)
+_ARM_POSITIVE = Bound(length=N_ARM_JOINTS, strict=True)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WorldParams:
-    """Physical parameters of a PickSort world.
+    """Physical, sensing and timing parameters of a PickSort world.
 
     Attributes:
         belt_speed: Conveyor surface speed, m/s, objects travel towards -y.
             Ref: spec-sheet value chosen for the task (a dynamic pick needs ~2-4 s in reach).
+        belt_speed_fluctuation: Standard deviation of the belt speed's relative fluctuation, dimensionless
+            (0.05 = 5 % of ``belt_speed``); an Ornstein-Uhlenbeck process.  Ref: spec sheet assumes a steady belt.
+        belt_fluctuation_time: Correlation time of that fluctuation, s.  Ref: slow drive-controller wander, ~1 s.
         object_mass: Mass per category (order ``CATEGORIES``: cube, ball, bar), kg.
             Ref: solid ABS/wood parts of the nominal sizes in ``assets/objects.xml``.
         object_friction: Sliding friction coefficient of the objects against everything, dimensionless.
@@ -43,9 +125,20 @@ class WorldParams:
         finger_force_limit: Finger joint torque limit, N*m.  Ref: XC330-M288 stall torque (~0.95 N*m).
         control_latency: Delay between an action being sent and the robot executing it, s.
             Ref: the spec sheet assumes none.
+        joint_pos_noise: Standard deviation of white noise on measured joint angles (arm and hand), rad.
+            Ref: spec sheet assumes perfect encoders.
+        joint_vel_noise: Standard deviation of white noise on measured joint velocities, rad/s.
+        eef_pos_noise: Standard deviation of white noise on the measured TCP position, m.
+        object_pos_noise: Standard deviation of white noise on perceived object positions, m (camera-based
+            tracking).  Ref: spec sheet assumes perfect perception.
+        object_vel_noise: Standard deviation of white noise on perceived object linear velocities, m/s.
+        object_pos_offset: Constant offset of perceived object positions (x, y, z), m: the extrinsic
+            calibration error of the perception camera.  Ref: spec sheet assumes a perfect calibration.
     """
 
     belt_speed: float = 0.08
+    belt_speed_fluctuation: float = 0.0
+    belt_fluctuation_time: float = 1.0
     object_mass: tuple[float, float, float] = (0.10, 0.12, 0.20)
     object_friction: float = 0.8
     object_size_scale: float = 1.0
@@ -59,38 +152,16 @@ class WorldParams:
     finger_kv: float = 0.05
     finger_force_limit: float = 0.95
     control_latency: float = 0.0
+    joint_pos_noise: float = 0.0
+    joint_vel_noise: float = 0.0
+    eef_pos_noise: float = 0.0
+    object_pos_noise: float = 0.0
+    object_vel_noise: float = 0.0
+    object_pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        lengths = {
-            "object_mass": len(CATEGORIES),
-            "arm_damping": N_ARM_JOINTS,
-            "arm_armature": N_ARM_JOINTS,
-            "arm_frictionloss": N_ARM_JOINTS,
-            "arm_kp": N_ARM_JOINTS,
-            "arm_kv": N_ARM_JOINTS,
-            "arm_force_limit": N_ARM_JOINTS,
-        }
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in lengths:
-                # Accept lists from JSON but store tuples so the dataclass stays hashable.
-                if not isinstance(value, (tuple, list)) or len(value) != lengths[f.name]:
-                    raise ValueError(
-                        f"WorldParams.{f.name} must be a sequence of {lengths[f.name]} numbers, got {value!r}"
-                    )
-                value = tuple(float(v) for v in value)
-                object.__setattr__(self, f.name, value)
-                values = value
-            else:
-                value = float(value)
-                object.__setattr__(self, f.name, value)
-                values = (value,)
-            minimum_zero = f.name in ("control_latency", "arm_damping", "arm_armature", "arm_frictionloss",
-                                      "finger_kv", "arm_kv", "belt_speed")
-            for v in values:
-                if not math.isfinite(v) or v < 0 or (v == 0 and not minimum_zero):
-                    bound = ">= 0" if minimum_zero else "> 0"
-                    raise ValueError(f"WorldParams.{f.name} must be finite and {bound}, got {value!r}")
+        for name, bound in FIELD_BOUNDS.items():
+            object.__setattr__(self, name, check_number("WorldParams", name, getattr(self, name), bound))
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -101,20 +172,60 @@ class WorldParams:
         """JSON-serializable dict of all parameters (tuples become lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
+    def sha256(self) -> str:
+        """SHA-256 of the canonical JSON of all parameters: equal worlds, equal hashes."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], base: WorldParams | None = None) -> WorldParams:
         """Build params from a (possibly partial) mapping, on top of ``base`` (default: ``nominal()``).
 
         Raises:
             KeyError: a key is not a WorldParams field; the message lists the valid ones.
-            ValueError: a value has the wrong length or is out of range.
+            TypeError: ``values`` is not a mapping, or a value is not a number; the message names the field.
+            ValueError: a value has the wrong length or is out of range; the message names the field.
         """
+        if not isinstance(values, Mapping):
+            raise TypeError(f"WorldParams.from_dict needs a mapping of field names to values, got {values!r}")
         unknown = sorted(set(values) - set(cls.field_names()))
         if unknown:
             raise KeyError(f"unknown WorldParams field(s) {unknown}; valid fields: {list(cls.field_names())}")
         return dataclasses.replace(base if base is not None else nominal(), **dict(values))
 
 
+#: What each field accepts (sequence lengths and ranges); checked on construction.
+FIELD_BOUNDS: dict[str, Bound] = {
+    "belt_speed": _NONNEG,
+    "belt_speed_fluctuation": Bound(maximum=0.5),
+    "belt_fluctuation_time": _POSITIVE,
+    "object_mass": Bound(length=len(CATEGORIES), strict=True),
+    "object_friction": _POSITIVE,
+    "object_size_scale": Bound(minimum=0.5, maximum=2.0),
+    "arm_damping": _ARM,
+    "arm_armature": _ARM,
+    "arm_frictionloss": _ARM,
+    "arm_kp": _ARM_POSITIVE,
+    "arm_kv": _ARM,
+    "arm_force_limit": _ARM_POSITIVE,
+    "finger_kp": _POSITIVE,
+    "finger_kv": _NONNEG,
+    "finger_force_limit": _POSITIVE,
+    "control_latency": Bound(maximum=0.5),
+    "joint_pos_noise": _NONNEG,
+    "joint_vel_noise": _NONNEG,
+    "eef_pos_noise": _NONNEG,
+    "object_pos_noise": _NONNEG,
+    "object_vel_noise": _NONNEG,
+    "object_pos_offset": Bound(length=3, minimum=None),
+}
+
+#: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
+SENSING_FIELDS: tuple[str, ...] = (
+    "joint_pos_noise", "joint_vel_noise", "eef_pos_noise", "object_pos_noise", "object_vel_noise",
+    "object_pos_offset",
+)
+
+
 def nominal() -> WorldParams:
-    """The spec-sheet world: the simulator's physics before any grounding."""
+    """The spec-sheet world: the simulator's physics before any grounding (perfect sensors, a steady belt)."""
     return WorldParams()

@@ -1,0 +1,75 @@
+"""World presets: ``load_world(name | path | mapping | WorldParams)``, mirroring ``r2s2r_envs.lab.load_lab``.
+
+A preset is a JSON document shipped in ``world/presets/`` (``nominal.json`` is the spec sheet)::
+
+    {"name": "nominal", "description": "...", "world": {"belt_speed": 0.08, ...}}
+
+A world file written elsewhere (for example by system identification) has the same form; its ``world`` mapping
+may be partial, the missing fields come from the nominal world.  A plain mapping of ``WorldParams`` fields is a
+partial world over the nominal one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.world.params import WorldParams, nominal
+
+_DOCUMENT_KEYS = ("name", "description", "world")
+
+
+def _preset_dir() -> Path:
+    return Path(str(resources.files("r2s2r_envs.world").joinpath("presets")))
+
+
+def available_worlds() -> list[str]:
+    """Names of the world presets shipped with the package."""
+    return sorted(p.stem for p in _preset_dir().glob("*.json"))
+
+
+def load_world(world: str | Path | Mapping[str, Any] | WorldParams | None = None) -> WorldParams:
+    """A world from a shipped preset name, a JSON file, a (partial) mapping over the nominal world, or as is.
+
+    Raises:
+        FileNotFoundError: neither a shipped preset nor an existing file; the message lists the presets.
+        KeyError: an unknown key; the message lists the valid ones.
+        TypeError / ValueError: a malformed file or an invalid value; the message names the field.
+    """
+    if world is None:
+        return nominal()
+    if isinstance(world, WorldParams):
+        return world
+    if isinstance(world, Mapping):
+        return _from_mapping(world, "world mapping")
+    if not isinstance(world, (str, Path)):
+        raise TypeError(
+            f"world must be a preset name {available_worlds()}, a JSON file path, a mapping of WorldParams fields "
+            f"or a WorldParams, got {type(world).__name__}: {world!r}"
+        )
+    path = Path(world)
+    if str(world) in available_worlds():
+        path = _preset_dir() / f"{world}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"world {str(world)!r} is neither a shipped preset {available_worlds()} nor a JSON file")
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"world file {path} is not valid JSON: {e}") from e
+    if not isinstance(raw, dict):
+        raise ValueError(f"world file {path} must hold a JSON object with keys {list(_DOCUMENT_KEYS)}")
+    return _from_mapping(raw, f"world file {path}")
+
+
+def _from_mapping(raw: Mapping[str, Any], what: str) -> WorldParams:
+    if "world" in raw:  # a preset document
+        unknown = sorted(set(raw) - set(_DOCUMENT_KEYS))
+        if unknown:
+            raise KeyError(f"{what}: unknown key(s) {unknown}; a world document has {list(_DOCUMENT_KEYS)}")
+        raw = raw["world"]
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"{what}: 'world' must be a mapping of WorldParams fields, got {raw!r}")
+    return WorldParams.from_dict(raw)
