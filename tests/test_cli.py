@@ -6,11 +6,13 @@ import json
 import math
 import subprocess
 import sys
+from importlib import resources
 
 import pytest
-
 from conftest import ENV_IDS, REPO_ROOT
+
 from r2s2r_envs import cli
+from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, EvaluationResult, evaluation_seeds
 from r2s2r_envs.evaluation.stats import summarize_episodes, wilson_interval
 
 
@@ -51,22 +53,45 @@ def test_summarize_episodes():
         {"is_success": False, "sort_accuracy": 0.0, "failure_cause": "missed", "time_to_sort": None},
     ]
     s = summarize_episodes(episodes, failure_causes=("missed", "dropped", "timeout"))
+    assert s["episodes"] == 4
     assert s["success_rate"] == 0.5
     assert s["success_rate_ci95"] == pytest.approx(list(wilson_interval(2, 4)))
     assert s["sort_accuracy"] == pytest.approx((2 + 1 / 3) / 4)
     assert s["mean_time_to_sort"] == pytest.approx(11.0)
     assert s["failure_causes"] == {"missed": 1, "dropped": 1, "timeout": 0}
+    assert "success_rate_any_step" not in s  # not reported unless every episode says
+    for e, any_step in zip(episodes, [True, True, True, False]):
+        e["success_any_step"] = any_step
+    s = summarize_episodes(episodes)
+    assert s["success_rate_any_step"] == 0.75
+    assert s["success_rate_any_step_ci95"] == pytest.approx(list(wilson_interval(3, 4)))
 
 
 # ---------------------------------------------------------------------- commands
+FAST = ["--num-objects", "1", "--episode-steps", "40", "--no-progress"]
+
+
+def _lab_file(tmp_path, name: str) -> str:
+    raw = json.loads(resources.files("r2s2r_envs.lab").joinpath("configs", "default.json").read_text())
+    raw["name"] = name
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
 def test_envs_lists_registered_ids(capsys):
     assert cli.main(["envs"]) == 0
     out = capsys.readouterr().out
     for env_id in ENV_IDS:
         assert env_id in out
+    assert "episode_steps=500" in out
     assert cli.main(["envs", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == cli.registered_env_ids()
     assert {r["id"] for r in rows} >= set(ENV_IDS)
+    for r in rows:
+        assert r["episode_steps"] == 500 and r["demonstrator"] == "scripted"
+        assert "max_episode_steps" not in r
 
 
 def test_demo_unknown_env_is_a_clear_error(capsys):
@@ -89,50 +114,86 @@ def test_demo_bad_env_argument_is_a_clear_error(capsys):
 
 
 def test_bad_arguments_exit_2(capsys):
-    with pytest.raises(SystemExit) as err:
-        cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "0"])
-    assert err.value.code == 2
+    for bad in (["--episodes", "0"], ["--episode-steps", "0"], ["--seed", "-1"], ["--workers", "0"]):
+        with pytest.raises(SystemExit) as err:
+            cli.main(["demo", "--env", ENV_IDS[0], *bad])
+        assert err.value.code == 2
     assert cli.main([]) == 2  # no subcommand: help on stderr
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_demo_json(capsys, env_id):
-    assert cli.main(["demo", "--env", env_id, "--episodes", "2", "--seed", "7", "--num-objects", "1",
-                     "--json", "--no-progress"]) == 0
+    assert cli.main(["demo", "--env", env_id, "--episodes", "2", "--seed", "7", *FAST, "--json"]) == 0
     out = capsys.readouterr().out
-    summary = json.loads(out)  # exactly one JSON object on stdout
-    assert summary["env_id"] == env_id
-    assert summary["episodes"] == 2
-    assert summary["seeds"] == [7, 8]
-    assert summary["num_objects"] == 1
-    assert 0.0 <= summary["success_rate"] <= 1.0
-    low, high = summary["success_rate_ci95"]
-    assert 0.0 <= low <= summary["success_rate"] <= high <= 1.0
-    assert 0.0 <= summary["sort_accuracy"] <= 1.0
-    assert set(summary["failure_causes"]) == {"missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable"}
-    assert "mean_time_to_sort" in summary
-    assert [r["seed"] for r in summary["results"]] == [7, 8]
-    n_failed = sum(not r["is_success"] for r in summary["results"])
-    assert sum(summary["failure_causes"].values()) == n_failed
-    if summary["mean_time_to_sort"] is not None:
-        assert math.isfinite(summary["mean_time_to_sort"])
+    result = EvaluationResult.from_json(out)  # exactly one JSON object on stdout, a valid result
+    assert result.env_id == env_id
+    assert result.base_seed == 7
+    assert [(r.env_seed, r.policy_seed) for r in result.records] == evaluation_seeds(2, base_seed=7)
+    assert result.env_kwargs == {"num_objects": 1, "episode_steps": 40}
+    assert result.provenance["num_objects"] == 1
+    assert result.policy["name"] == "scripted"
+    assert all(r.steps <= 40 for r in result.records)
+    s = json.loads(out)["summary"]
+    assert s["episodes"] == 2
+    low, high = s["success_rate_ci95"]
+    assert 0.0 <= low <= s["success_rate"] <= high <= 1.0
+    assert set(s["failure_causes"]) == {"missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable"}
+    assert sum(s["failure_causes"].values()) == sum(not r.is_success for r in result.records)
+    if s["mean_time_to_sort"] is not None:
+        assert math.isfinite(s["mean_time_to_sort"])
 
 
-def test_demo_is_reproducible():
-    a = cli.run_demo(ENV_IDS[0], 2, seed=3, num_objects=1, progress=False)
-    b = cli.run_demo(ENV_IDS[0], 2, seed=3, num_objects=1, progress=False)
-    assert a == b
+def test_demo_default_seed_is_the_protocols(capsys):
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", *FAST, "--json"]) == 0
+    result = EvaluationResult.from_json(capsys.readouterr().out)
+    assert result.base_seed == EVALUATION_BASE_SEED
+    assert (result.records[0].env_seed, result.records[0].policy_seed) == evaluation_seeds(1)[0]
+
+
+def test_demo_is_reproducible(capsys):
+    runs = []
+    for _ in range(2):
+        assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--seed", "3", *FAST, "--json"]) == 0
+        runs.append(EvaluationResult.from_json(capsys.readouterr().out))
+    assert runs[0].records == runs[1].records
+
+
+def test_demo_lab_from_a_json_file(capsys, tmp_path):
+    path = _lab_file(tmp_path, "cli_lab")
+    assert cli.main(["demo", "--env", "PickSort-Real-v0", "--lab", path, "--episodes", "1", *FAST, "--json"]) == 0
+    result = EvaluationResult.from_json(capsys.readouterr().out)
+    lab = result.provenance["lab"]
+    assert (lab["name"] if isinstance(lab, dict) else lab) == "cli_lab"
+    assert result.env_kwargs["lab"] == path
+    assert "world_params" not in result.provenance
+    assert cli.main(["demo", "--env", "PickSort-Real-v0", "--lab", path, "--episodes", "1", *FAST]) == 0
+    assert "lab: cli_lab" in capsys.readouterr().out
+
+
+def test_demo_lab_on_a_sim_env_is_an_error(capsys):
+    assert cli.main(["demo", "--env", "PickSort-Ungrounded-v0", "--lab", "default", "--episodes", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "--lab" in captured.err and "PickSort-Real-v0" in captured.err
+    assert captured.out == "" and "Traceback" not in captured.err
+
+
+def test_demo_unknown_lab_lists_the_shipped_ones(capsys):
+    assert cli.main(["demo", "--env", "PickSort-Real-v0", "--lab", "no-such-lab", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-lab" in err and "default" in err
 
 
 def test_demo_text_output(capsys):
-    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--no-progress"]) == 0
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", *FAST]) == 0
     out = capsys.readouterr().out
-    for label in ("success rate", "Wilson", "sort accuracy", "time to sort", "failure causes"):
+    for label in ("success rate", "Wilson", "at any step", "sort accuracy", "time to sort", "failure causes",
+                  f"base seed {EVALUATION_BASE_SEED}"):
         assert label in out
 
 
 def test_demo_progress_bar_goes_to_stderr(capsys):
-    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--json"]) == 0
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--episode-steps", "40",
+                     "--json"]) == 0
     captured = capsys.readouterr()
     json.loads(captured.out)
     assert "1/1" in captured.err
@@ -144,14 +205,19 @@ def test_demo_video(tmp_path, capsys):
     path = tmp_path / "demo.mp4"
     assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--video", str(path),
                      "--json", "--no-progress"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    result = EvaluationResult.from_json(capsys.readouterr().out)
+    assert result.video == str(path)
     assert path.is_file() and path.stat().st_size > 10_000
     reader = imageio.get_reader(str(path))
     try:
         n_frames = sum(1 for _ in reader)
     finally:
         reader.close()
-    assert n_frames == summary["results"][0]["steps"] + 1  # the first episode only, reset frame included
+    assert n_frames == result.records[0].steps + 1  # the first episode only, reset frame included
+    # Filming does not change the episode.
+    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--json",
+                     "--no-progress"]) == 0
+    assert EvaluationResult.from_json(capsys.readouterr().out).records == result.records
 
 
 def test_module_entry_point_no_traceback():

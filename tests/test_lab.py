@@ -54,19 +54,19 @@ def test_lab_dynamics_differ_from_nominal(make_env):
 
 def test_dict_overrides_apply_over_default():
     base = load_lab()
-    lab = load_lab({"world": {"belt_speed": 0.05}, "effects": {"joint_pos_noise": 0.01}})
-    assert lab.world.belt_speed == 0.05
-    assert lab.effects.joint_pos_noise == 0.01
+    lab = load_lab({"world": {"belt_speed": 0.05, "joint_pos_noise": 0.01}, "effects": {"object_mass_variation": 0.2}})
+    assert lab.world.belt_speed == 0.05 and lab.world.joint_pos_noise == 0.01
+    assert lab.effects.object_mass_variation == 0.2
     # Everything else comes from the default lab, not from the nominal model.
-    assert lab.world == dataclasses.replace(base.world, belt_speed=0.05)
-    assert lab.effects == dataclasses.replace(base.effects, joint_pos_noise=0.01)
+    assert lab.world == dataclasses.replace(base.world, belt_speed=0.05, joint_pos_noise=0.01)
+    assert lab.effects == dataclasses.replace(base.effects, object_mass_variation=0.2)
     assert lab.name != base.name
 
 
 def test_make_with_lab_dict(make_env):
     env = make_env(REAL, lab={"name": "slow_belt", "world": {"belt_speed": 0.04}})
-    assert env.unwrapped.world_params.belt_speed == 0.04
     assert env.unwrapped.lab_name == "slow_belt"
+    assert env.unwrapped._lab.world.belt_speed == 0.04  # lab/ tests may look inside; nothing else may
     env.reset(seed=0)
     env.step(np.zeros(22, dtype=np.float32))
 
@@ -75,7 +75,7 @@ def test_lab_from_file(tmp_path, make_env):
     raw = load_lab().to_dict()
     raw["name"] = "course_lab"
     raw["world"]["control_latency"] = 0.1
-    raw["effects"]["belt_speed_jitter"] = 0.0
+    raw["world"]["belt_speed_fluctuation"] = 0.0
     path = tmp_path / "course_lab.json"
     path.write_text(json.dumps(raw))
     lab = load_lab(path)
@@ -83,12 +83,20 @@ def test_lab_from_file(tmp_path, make_env):
     assert load_lab(str(path)) == lab
     env = make_env(REAL, lab=str(path))  # a string path: JSON-serializable, so it can go in an EnvSpec
     assert env.unwrapped.lab_name == "course_lab"
-    assert env.unwrapped.world_params.control_latency == 0.1
+    assert env.unwrapped.lab_identity() == {"name": "course_lab", "config_sha256": lab.sha256()}
 
 
 def test_config_round_trip():
     lab = load_lab()
     assert load_lab(json.loads(json.dumps(lab.to_dict()))) == lab
+
+
+def test_config_hash_tells_labs_apart_without_revealing_them():
+    a, b = load_lab(), load_lab({"world": {"control_latency": 0.05}})
+    assert a.sha256() == load_lab("default").sha256()  # stable
+    assert a.sha256() != b.sha256()
+    assert a.sha256() != load_lab({"name": "default", "effects": {"object_mass_variation": 0.11}}).sha256()
+    assert len(a.sha256()) == 64 and int(a.sha256(), 16) >= 0
 
 
 @pytest.mark.parametrize(
@@ -108,6 +116,11 @@ def test_unknown_lab_keys_list_valid_ones(bad, unknown, valid):
         assert name in message, f"{name!r} missing from {message}"
 
 
+def test_sensing_keys_in_effects_say_where_they_moved():
+    with pytest.raises(KeyError, match=r"object_pos_bias -> world.object_pos_offset"):
+        load_lab({"effects": {"object_pos_bias": [0.0, 0.0, 0.0]}})
+
+
 def test_file_missing_keys_and_bad_json(tmp_path):
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps({"name": "x", "world": {}}))
@@ -124,11 +137,32 @@ def test_unknown_lab_name_lists_shipped_labs():
         load_lab("no_such_lab")
 
 
-def test_effect_validation():
-    with pytest.raises(ValueError, match="arm_command_gain"):
-        load_lab({"effects": {"arm_command_gain": [1.0, 1.0]}})
-    with pytest.raises(ValueError, match="joint_pos_noise"):
-        load_lab({"effects": {"joint_pos_noise": -0.1}})
+@pytest.mark.parametrize(
+    "effects, error, field",
+    [
+        ({"arm_command_gain": [1.0, 1.0]}, ValueError, "arm_command_gain"),
+        ({"arm_command_gain": [0.0] * 7}, ValueError, "arm_command_gain"),
+        ({"arm_command_gain": [-0.9] * 7}, ValueError, "arm_command_gain"),
+        ({"arm_command_gain": [float("nan")] * 7}, ValueError, "arm_command_gain"),
+        ({"object_mass_variation": float("nan")}, ValueError, "object_mass_variation"),
+        ({"object_mass_variation": float("inf")}, ValueError, "object_mass_variation"),
+        ({"object_friction_variation": -0.1}, ValueError, "object_friction_variation"),
+        ({"object_friction_variation": "fast"}, TypeError, "object_friction_variation"),
+    ],
+)
+def test_effect_validation_names_the_field(effects, error, field):
+    with pytest.raises(error, match=field):
+        load_lab({"effects": effects})
+
+
+@pytest.mark.parametrize(
+    "world, error",
+    [({"joint_pos_noise": float("nan")}, ValueError), ({"object_pos_noise": float("inf")}, ValueError),
+     ({"belt_speed": "fast"}, TypeError), ({"object_pos_offset": [0.0, 0.0]}, ValueError)],
+)
+def test_lab_world_validation_names_the_field(world, error):
+    with pytest.raises(error, match=next(iter(world))):
+        load_lab({"world": world})
 
 
 def test_real_env_rejects_world_argument():
@@ -136,16 +170,42 @@ def test_real_env_rejects_world_argument():
         gym.make(REAL, world={"belt_speed": 0.1})
 
 
+@pytest.mark.parametrize("attribute", ["world_params", "model", "data"])
+def test_lab_refuses_simulator_access(make_env, attribute):
+    from r2s2r_envs.lab.lab_env import LabBoundaryError
+
+    env = make_env(REAL)
+    env.reset(seed=0)
+    with pytest.raises(LabBoundaryError, match="black box"):
+        getattr(env.unwrapped, attribute)
+
+
+def test_lab_refuses_states_and_world_changes(make_env):
+    from r2s2r_envs.lab.lab_env import LabBoundaryError
+
+    env = make_env(REAL)
+    env.reset(seed=0)
+    with pytest.raises(LabBoundaryError, match="black box"):
+        env.unwrapped.get_state()
+    with pytest.raises(LabBoundaryError, match="black box"):
+        env.unwrapped.set_state(np.zeros(10))
+    with pytest.raises(LabBoundaryError, match="config"):
+        env.unwrapped.set_world({"belt_speed": 0.1})
+    with pytest.raises(LabBoundaryError):
+        env.reset(seed=0, options={"world": {"belt_speed": 0.1}})
+
+
 def test_provenance_hides_lab_parameters(make_env):
     env = make_env(REAL)
     prov = env.unwrapped.provenance()
     json.dumps(prov)
-    assert prov["domain"] == "real" and prov["lab"] == "default"
+    assert prov["domain"] == "real"
+    assert prov["lab"] == {"name": "default", "config_sha256": load_lab().sha256()}
     assert "world_params" not in prov
     keys = set(_walk_keys(prov))
     hidden = set(WorldParams.field_names()) | {f.name for f in dataclasses.fields(UnmodeledEffects)}
     assert not keys & hidden, f"provenance leaks lab parameters: {sorted(keys & hidden)}"
-    # The sim's provenance does carry its physics (that is what a dataset records).
+    # The sim's provenance does carry its world (that is what a dataset records).
     sim_prov = make_env("PickSort-Ungrounded-v0").unwrapped.provenance()
     assert sim_prov["world_params"] == nominal().to_dict()
 
@@ -156,13 +216,37 @@ def test_observation_noise_is_seeded(make_env):
     obs_b, _ = b.reset(seed=3)
     np.testing.assert_array_equal(obs_a["arm_qpos"], obs_b["arm_qpos"])
     # Noise is present: the measured joint angles are not the true ones.
-    true_q = a.unwrapped.data.qpos[a.unwrapped._arm_qadr]
+    base = a.unwrapped
+    true_q = base.scene.arm_qpos(base._data)
     assert not np.allclose(obs_a["arm_qpos"], true_q, atol=1e-6)
 
 
 def test_noise_free_lab_measures_truth(make_env):
-    quiet = {f.name: 0.0 for f in dataclasses.fields(UnmodeledEffects) if f.name.endswith("_noise")}
-    env = make_env(REAL, lab={"effects": {**quiet, "object_pos_bias": [0.0, 0.0, 0.0]}})
+    quiet = {f: 0.0 for f in WorldParams.field_names() if f.endswith("_noise")}
+    env = make_env(REAL, lab={"world": {**quiet, "object_pos_offset": [0.0, 0.0, 0.0]}})
     obs, _ = env.reset(seed=0)
     base = env.unwrapped
-    np.testing.assert_allclose(obs["arm_qpos"], base.data.qpos[base._arm_qadr], atol=1e-6)
+    np.testing.assert_allclose(obs["arm_qpos"], base.scene.arm_qpos(base._data), atol=1e-6)
+    np.testing.assert_allclose(obs["object_pos"].reshape(-1, 3), base.scene.object_pos(base._data), atol=1e-6)
+
+
+def test_objects_vary_from_piece_to_piece(make_env):
+    # The lab's objects differ around their category's mass and friction; a simulator has one value per category.
+    env = make_env(REAL, num_objects=8, episode_steps=1)
+    masses, frictions = {}, {}
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        base = env.unwrapped
+        cats = obs["object_category"].reshape(8, 3).argmax(axis=1)
+        for i, c in enumerate(cats):
+            masses.setdefault(int(c), set()).add(float(base._model.body_mass[base.scene.object_body[i]]))
+            g = base.scene.object_geoms[i, c]
+            frictions.setdefault(int(c), set()).add(float(base._model.geom_friction[g, 0]))
+    assert all(len(v) > 3 for v in masses.values()), masses
+    assert all(len(v) > 3 for v in frictions.values()), frictions
+    nominal_lab = make_env(REAL, num_objects=8, lab={"effects": {"object_mass_variation": 0.0}})
+    obs, _ = nominal_lab.reset(seed=0)
+    base = nominal_lab.unwrapped
+    cats = obs["object_category"].reshape(8, 3).argmax(axis=1)
+    for i, c in enumerate(cats):
+        assert base._model.body_mass[base.scene.object_body[i]] == pytest.approx(load_lab().world.object_mass[c])

@@ -1,8 +1,10 @@
-"""The lab is a black box: code that grounds, demonstrates, stores or evaluates must not import it.
+"""The lab is a black box: code that grounds, demonstrates, stores or evaluates must not import it, nor reach into
+an env's physics.
 
-DESIGN.md section 2: grounding code may step ``PickSort-Real-v0`` and read its datasets, never read the lab's
-parameters; the package layout makes that visible and this test enforces it.  Imports are found by parsing
-the source with ``ast`` (absolute, relative and ``importlib.import_module("...")`` forms), so a violation
+docs/concepts.md#the-lab: grounding code may step ``PickSort-Real-v0`` and read its datasets, never read the
+lab's parameters; the package layout makes that visible and this test enforces it, in imports and in attribute
+access.  Both are found by parsing the source with ``ast`` (imports in their absolute, relative and
+``importlib.import_module("...")`` forms; attributes as ``x.attr`` and ``getattr(x, "attr")``), so a violation
 anywhere in those packages fails here even if the module is never imported at test time.
 """
 
@@ -17,8 +19,15 @@ import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "r2s2r_envs"
 FORBIDDEN = "r2s2r_envs.lab"
-# Packages that must not see the lab.  world/ and envs/ sit below it in the layering (DESIGN.md section 4).
+# Packages that must not see the lab.  world/ and envs/ sit below it in the layering (docs/architecture.md).
 CHECKED_PACKAGES = ("grounding", "behavior", "datasets", "evaluation", "world", "envs")
+# Packages (and top-level folders) that must not read an env's physics: the attribute check below.
+BLACK_BOX_USERS = ("grounding", "behavior", "datasets", "evaluation", "policies")
+BLACK_BOX_DIRS = ("baselines",)
+# Attributes through which code could read a lab env's hidden world.  `x.unwrapped.model` / `.data` are caught
+# as `.model` / `.data` reached through `.unwrapped`; the rest anywhere.
+FORBIDDEN_ATTRIBUTES = ("world_params", "_lab", "_model", "_data", "_world")
+FORBIDDEN_THROUGH_UNWRAPPED = ("model", "data")
 
 
 def _module_name(path: Path) -> str:
@@ -60,6 +69,78 @@ def forbidden_imports(source: str, module: str, is_package: bool = False) -> lis
                   if m == FORBIDDEN or m.startswith(FORBIDDEN + "."))
 
 
+def forbidden_attributes(source: str) -> list[str]:
+    """``line: expression`` for every forbidden attribute access in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            through_unwrapped = isinstance(node.value, ast.Attribute) and node.value.attr == "unwrapped"
+            if node.attr in FORBIDDEN_ATTRIBUTES or (through_unwrapped and node.attr in FORBIDDEN_THROUGH_UNWRAPPED):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr", "setattr"):
+            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                name = node.args[1].value
+                if name in FORBIDDEN_ATTRIBUTES or name in FORBIDDEN_THROUGH_UNWRAPPED:
+                    found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def _black_box_files() -> list[Path]:
+    files = []
+    for pkg in BLACK_BOX_USERS:
+        files.extend(sorted((PACKAGE_DIR / pkg).rglob("*.py")))
+    for folder in BLACK_BOX_DIRS:
+        files.extend(sorted((PACKAGE_DIR.parent / folder).rglob("*.py")))
+    return files
+
+
+@pytest.mark.parametrize("path", _black_box_files(), ids=lambda p: str(p.relative_to(PACKAGE_DIR.parent)))
+def test_no_physics_access(path):
+    bad = forbidden_attributes(path.read_text())
+    assert not bad, (
+        f"{path.relative_to(PACKAGE_DIR.parent)} reads an env's physics ({bad}): the lab is a black box to this "
+        "code (docs/concepts.md#the-lab); use the env's observations, provenance() or r2s2r_envs.world instead"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "env.unwrapped.model.body_mass",
+        "m = env.unwrapped.data",
+        "p = env.unwrapped.world_params",
+        "p = base.world_params",
+        "cfg = env.unwrapped._lab",
+        "x = base._data.qpos",
+        "getattr(env.unwrapped, 'world_params')",
+        "getattr(base, 'model')",
+        "def f(env):\n    return env.unwrapped._model",
+    ],
+)
+def test_attribute_checker_catches_violations(source):
+    assert forbidden_attributes(source) != []
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["env.unwrapped.provenance()", "env.unwrapped.domain", "self.model = model", "obs['world_params']",
+     "env.unwrapped.scene.belt_top", "demo.settings"],
+)
+def test_attribute_checker_allows_the_rest(source):
+    assert forbidden_attributes(source) == []
+
+
+def test_the_lab_refuses_what_the_checker_guards(make_env):
+    # Defence in depth: even code that slipped past the checker gets an error from the lab itself.
+    from r2s2r_envs.lab.lab_env import LabBoundaryError
+
+    env = make_env("PickSort-Real-v0")
+    for name in ("world_params", "model", "data"):
+        with pytest.raises(LabBoundaryError):
+            getattr(env.unwrapped, name)
+    assert env.unwrapped._lab.name == "default"  # the lab's own code (and its tests) can still see it
+
+
 def _checked_files() -> list[Path]:
     files = []
     for pkg in CHECKED_PACKAGES:
@@ -77,7 +158,7 @@ def test_checked_packages_exist():
 def test_no_lab_import(path):
     module = _module_name(path)
     bad = forbidden_imports(path.read_text(), module, is_package=path.name == "__init__.py")
-    assert not bad, f"{module} imports {bad}: the lab is a black box to this package (DESIGN.md section 2)"
+    assert not bad, f"{module} imports {bad}: the lab is a black box to this package (docs/concepts.md#the-lab)"
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
-"""Per-object outcomes, episode success and failure causes, by placing objects where each rule applies."""
+"""Per-object outcomes, episode success and failure causes: the pure rules (envs.outcomes) on hand-made poses, and
+the env applying them, by placing objects where each rule applies."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from r2s2r_envs.envs import outcomes as rules
+from r2s2r_envs.envs.controller import finger_command
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.world import constants as C
-
 
 
 @pytest.fixture
@@ -20,22 +22,23 @@ def env():
 
 def _hold_action(env: PickSortEnv) -> np.ndarray:
     a = np.zeros(env.action_space.shape, dtype=np.float32)
-    lo, hi = env._hand_range[:, 0], env._hand_range[:, 1]
-    a[6:] = 2.0 * (env.open_hand_qpos() - lo) / (hi - lo) - 1.0
+    a[6:] = finger_command(env.scene, env.open_hand_qpos())
     return a
 
 
 def _place(env: PickSortEnv, i: int, pos: tuple[float, float, float]) -> None:
     """Teleport object i to ``pos`` at rest (then the physics takes over)."""
-    qadr, dadr = env._obj_qadr[i], env._obj_dadr[i]
-    env.data.qpos[qadr : qadr + 3] = pos
-    env.data.qpos[qadr + 3 : qadr + 7] = (1.0, 0.0, 0.0, 0.0)
-    env.data.qvel[dadr : dadr + 6] = 0.0
+    env.scene.set_object_pose(env.data, i, pos)
 
 
 def _bin_drop_point(env: PickSortEnv, category: int) -> tuple[float, float, float]:
-    center = env.data.site_xpos[env._bin_sites[category]]
+    center = env.scene.bin_center(env.data, category)
     return float(center[0]), float(center[1]), 0.06
+
+
+def _categories(env: PickSortEnv) -> np.ndarray:
+    obs = env._get_obs()
+    return obs["object_category"].reshape(env.num_objects, len(C.CATEGORIES)).argmax(axis=1)
 
 
 def _run(env: PickSortEnv, steps: int = 40):
@@ -50,7 +53,7 @@ def _run(env: PickSortEnv, steps: int = 40):
 def test_all_objects_in_their_bins_is_success(env):
     sorted_events = 0.0
     for i in range(3):
-        _place(env, i, _bin_drop_point(env, int(env._categories[i])))
+        _place(env, i, _bin_drop_point(env, int(_categories(env)[i])))
     a = _hold_action(env)
     for _ in range(40):
         _, _, terminated, truncated, info = env.step(a)
@@ -68,7 +71,7 @@ def test_all_objects_in_their_bins_is_success(env):
 
 
 def test_wrong_bin_and_fell_off_belt(env):
-    cats = [int(c) for c in env._categories]
+    cats = [int(c) for c in _categories(env)]
     wrong = (cats[1] + 1) % len(C.CATEGORIES)
     _place(env, 0, _bin_drop_point(env, cats[0]))
     _place(env, 1, _bin_drop_point(env, wrong))
@@ -84,18 +87,16 @@ def test_wrong_bin_and_fell_off_belt(env):
 
 
 def test_object_past_the_reach_limit_is_missed(env):
-    adr = env._obj_qadr[0]
-    z = float(env.data.qpos[adr + 2])
-    _place(env, 0, (env._belt_center_x, -0.5, z))
+    z = float(env.scene.object_pos(env.data)[0, 2])
+    _place(env, 0, (env.scene.belt_center_x, -0.5, z))
     _, _, _, _, info = _run(env, steps=2)
     assert info["object_outcomes"][0] == "missed"
     assert info["failure_cause"] == "missed"
 
 
 def test_lifted_object_that_lands_outside_a_bin_is_dropped(env):
-    _place(env, 0, (env._belt_center_x, 0.2, 0.3))  # high above the belt: counts as lifted
+    _place(env, 0, (env.scene.belt_center_x, 0.2, 0.3))  # high above the belt: counts as lifted
     _run(env, steps=1)
-    assert env._lifted[0]
     _place(env, 0, (0.95, 0.0, 0.03))
     _, _, _, _, info = _run(env, steps=2)
     assert info["object_outcomes"][0] == "dropped"
@@ -111,3 +112,61 @@ def test_stacked_objects_in_a_bin_count(env):
     _, _, terminated, _, info = _run(env2)
     env2.close()
     assert terminated and info["object_outcomes"] == ["sorted", "sorted"]
+
+
+# ---------------------------------------------------------------------- the pure rules, no simulation
+GEOMETRY = rules.TaskGeometry(
+    belt_top=0.1,
+    bin_center=np.array([[0.25, -0.22, 0.07], [0.25, 0.0, 0.07], [0.25, 0.22, 0.07]]),
+    bin_half_size=np.full((3, 3), [0.09, 0.09, 0.06]),
+)
+RULES = rules.OutcomeRules()
+
+
+def _classify(pos, speed=0.0, bottom=None, lifted=False, category=0):
+    pos = np.atleast_2d(np.asarray(pos, dtype=float))
+    n = len(pos)
+    bottom = pos[:, 2] - 0.025 if bottom is None else np.full(n, bottom)
+    return rules.classify(pos, np.full(n, speed), bottom, np.full(n, lifted), np.full(n, category), GEOMETRY, RULES)
+
+
+@pytest.mark.parametrize(
+    "pos, speed, lifted, category, expected",
+    [
+        ((0.25, -0.22, 0.04), 0.0, True, 0, "sorted"),
+        ((0.25, -0.22, 0.04), 0.0, True, 1, "wrong_bin"),
+        ((0.25, -0.22, 0.04), 0.2, True, 0, None),  # still moving in the bin: may bounce out
+        ((0.25, -0.22, 0.125), 0.0, True, 0, "sorted"),  # stacked on another object, below the region's top
+        ((0.25, -0.22, 0.14), 0.0, True, 0, None),  # above the bin region: in the air
+        ((0.95, 0.0, 0.03), 0.0, False, 0, "fell_off_belt"),
+        ((0.95, 0.0, 0.03), 0.0, True, 0, "dropped"),
+        ((0.55, -0.5, 0.125), 0.05, False, 0, "missed"),
+        ((0.55, -0.5, 0.125), 0.05, True, 0, "dropped"),
+        ((0.55, -0.5, 0.3), 0.05, True, 0, None),  # carried past the line high above the belt: still in hand
+        ((0.55, 0.3, 0.125), 0.08, False, 0, None),  # riding the belt
+    ],
+)
+def test_rules_on_hand_made_poses(pos, speed, lifted, category, expected):
+    decided, _ = _classify(pos, speed=speed, lifted=lifted, category=category)
+    assert decided == [expected]
+
+
+def test_lifting_counts_at_once():
+    # An object lifted above the belt and then past the line is "dropped" even if it was lifted this very step.
+    decided, lifted = _classify((0.55, -0.5, 0.19), bottom=0.16)
+    assert lifted[0] and decided == ["dropped"]
+
+
+def test_bin_index_and_held():
+    pos = np.array([[0.25, 0.0, 0.05], [0.25, 0.45, 0.05], [0.25, 0.22, 0.05]])
+    np.testing.assert_array_equal(rules.bin_index(pos, GEOMETRY), [1, -1, 2])
+    tcp = np.array([0.55, 0.0, 0.25])
+    objects = np.array([[0.55, 0.0, 0.21], [0.55, 0.0, 0.125], [0.7, 0.0, 0.21]])
+    held = rules.held(objects, objects[:, 2] - 0.025, tcp, GEOMETRY, RULES)
+    np.testing.assert_array_equal(held, [True, False, False])
+
+
+def test_first_failure_is_the_earliest():
+    assert rules.first_failure(["sorted", "missed", "dropped"], [5, 9, 7]) == "dropped"
+    assert rules.first_failure(["sorted", "pending"], [5, -1]) is None
+    assert rules.first_failure(["timeout", "missed"], [9, 9]) == "timeout"  # ties: object order
