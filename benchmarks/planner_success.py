@@ -1,14 +1,26 @@
-"""Success of each env's demonstrator over many seeds, with a Wilson 95% interval and failure causes.
+"""Success of the scripted planner in three worlds over the same episodes: the world gap, measured.
 
-The issue's bar: the scripted planner sorts every object in at least 90% of 100 episodes on
-``PickSort-Ungrounded-v0``.  Its success on ``PickSort-Real-v0`` (same planner, the lab's physics, latency and
-sensor errors) is the first measurement of the world gap.  Episode i of an env uses seed ``seed + i``, as
-``r2s2r demo`` does, so any episode can be re-run (and filmed) with
-``r2s2r demo --env ID --episodes 1 --seed S --video ep.mp4``.
+The planner is evaluated with the evaluation protocol (``r2s2r_envs.evaluation.protocol.evaluate``,
+docs/protocol.md) on the same N episodes (base seed S; episode i uses ``episode_seeds(S, i)``) in:
+
+* ``sim``: ``PickSort-Ungrounded-v0``, the nominal simulator.  The issue's bar: every object sorted in at least
+  90% of 100 episodes.
+* ``lab-world``: ``PickSort-Ungrounded-v0`` with ``world=`` the lab's own world parameters.  An *oracle
+  diagnostic*: this benchmark reads the lab config (``r2s2r_envs.lab.load_lab(NAME).world``) because it measures
+  the gap, it is not grounding code and no grounding method may do this.  It splits the gap: sim -> lab-world is
+  what the lab's world parameters cost (everything a ``WorldParams`` can express), lab-world -> lab what the
+  lab's effects outside them cost (those no simulator world models).  The lab's parameters are withheld from
+  the JSON written here.
+* ``lab``: ``PickSort-Real-v0`` with ``lab=NAME``, the real-system stand-in.
+
+It prints a table (success with its Wilson 95% interval, success at any step, sort accuracy, time to sort,
+failure causes) and writes the resolved configuration and each world's evaluation result (per-episode records
+included) as JSON.  ``r2s2r demo --env ID --seed S --episodes N`` reproduces the sim and lab rows.
 
 Example::
 
     python benchmarks/planner_success.py --seeds 100 --workers 2 --out runs/planner_success.json
+    python benchmarks/planner_success.py --envs sim,lab --lab default --seeds 20
 """
 
 from __future__ import annotations
@@ -17,90 +29,112 @@ import argparse
 import json
 import os
 import sys
-import time
-from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
-import gymnasium as gym  # noqa: E402
-
 import r2s2r_envs  # noqa: E402  (registers the envs and demonstrators)
 from r2s2r_envs.behavior import make_demonstrator  # noqa: E402
-from r2s2r_envs.cli import UnknownEnvError, check_env_id, run_demo  # noqa: E402
-from r2s2r_envs.envs.pick_sort import FAILURE_CAUSES  # noqa: E402
-from r2s2r_envs.evaluation.stats import summarize_episodes  # noqa: E402
+from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, EvaluationResult, evaluate  # noqa: E402
+
+#: World label -> env id; the order of the table.
+WORLDS = {"sim": "PickSort-Ungrounded-v0", "lab-world": "PickSort-Ungrounded-v0", "lab": "PickSort-Real-v0"}
+WITHHELD = "withheld: the lab's world parameters (oracle diagnostic; r2s2r_envs.lab.load_lab(NAME).world)"
 
 
-def _chunk(job: tuple[str, int, int, int | None]) -> list[dict]:
-    env_id, first_seed, count, num_objects = job
-    return run_demo(env_id, count, first_seed, num_objects=num_objects, progress=False)["results"]
+def world_env_kwargs(world: str, lab: str, common: dict[str, Any]) -> dict[str, Any]:
+    """``gym.make`` arguments of a world label (``lab-world`` reads the lab's world: an oracle)."""
+    if world == "sim":
+        return dict(common)
+    if world == "lab-world":
+        from r2s2r_envs.lab import load_lab  # the oracle read; see the module docstring
+
+        return {**common, "world": load_lab(lab).world.to_dict()}
+    return {**common, "lab": lab}
 
 
-def evaluate(env_id: str, seeds: int, seed: int, workers: int, num_objects: int | None) -> dict:
-    """Run the demonstrator of ``env_id`` on seeds ``seed .. seed + seeds - 1``; return the summary."""
-    start = time.perf_counter()
-    if workers <= 1:
-        summary = run_demo(env_id, seeds, seed, num_objects=num_objects, progress=True)
-        results, demonstrator = summary["results"], summary["demonstrator"]
-    else:
-        # Contiguous seed blocks, several per worker so a slow block does not leave a core idle.
-        n_chunks = min(seeds, 4 * workers)
-        bounds = [seed + (seeds * k) // n_chunks for k in range(n_chunks + 1)]
-        jobs = [(env_id, lo, hi - lo, num_objects) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
-        with get_context("spawn").Pool(workers) as pool:
-            results = [r for chunk in pool.map(_chunk, jobs) for r in chunk]
-        env = gym.make(env_id)
-        demo = make_demonstrator(env)
-        demonstrator = {"name": demo.name, "settings": demo.settings}
-        env.close()
-    results.sort(key=lambda r: r["seed"])
-    return {
-        "env_id": env_id,
-        "episodes": seeds,
-        "seeds": [r["seed"] for r in results],
-        "demonstrator": demonstrator,
-        **summarize_episodes(results, FAILURE_CAUSES),
-        "wall_time_s": time.perf_counter() - start,
-        "results": results,
-    }
+def withhold_lab_world(result_dict: dict[str, Any]) -> dict[str, Any]:
+    """A ``lab-world`` result without the lab's parameters (in its env arguments and the env's provenance)."""
+    out = json.loads(json.dumps(result_dict))
+    out["env_kwargs"]["world"] = WITHHELD
+    for key in ("world_params", "world"):
+        if key in out["provenance"]:
+            out["provenance"][key] = WITHHELD
+    return out
+
+
+def _parse_worlds(text: str) -> list[str]:
+    worlds = [w.strip() for w in text.split(",") if w.strip()]
+    unknown = [w for w in worlds if w not in WORLDS]
+    if unknown or not worlds:
+        raise argparse.ArgumentTypeError(f"unknown world(s) {unknown or [text]}; valid: {list(WORLDS)} "
+                                         "(comma-separated)")
+    return list(dict.fromkeys(worlds))
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", action="append", default=None, metavar="ID",
-                        help=f"env id (repeatable; default: all of {list(r2s2r_envs.ENV_IDS)})")
-    parser.add_argument("--seeds", type=int, default=100, help="episodes per env (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode (default 0)")
-    parser.add_argument("--num-objects", type=int, default=None, help="objects per episode (env default: 3)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--out", type=Path, default=None, help="write config and results to this JSON file")
+    parser.add_argument("--envs", type=_parse_worlds, default=list(WORLDS), metavar="WORLDS",
+                        help=f"comma-separated subset of {','.join(WORLDS)} (default: all three)")
+    parser.add_argument("--lab", default="default", metavar="NAME",
+                        help="shipped lab name or lab JSON file, for lab-world and lab (default: default)")
+    parser.add_argument("--seeds", "--episodes", dest="episodes", type=_positive_int, default=100, metavar="N",
+                        help="episodes per world, the same in every world (default 100)")
+    parser.add_argument("--seed", type=int, default=EVALUATION_BASE_SEED, metavar="S",
+                        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)")
+    parser.add_argument("--num-objects", type=_positive_int, default=None, help="objects per episode (env default)")
+    parser.add_argument("--episode-steps", type=_positive_int, default=None, help="time limit (env default)")
+    parser.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--out", type=Path, default=Path("runs/planner_success.json"),
+                        help="JSON file of the config and results (default runs/planner_success.json)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    env_ids = args.env or list(r2s2r_envs.ENV_IDS)
-    for env_id in env_ids:
-        try:
-            check_env_id(env_id)
-        except UnknownEnvError as e:
-            parser.error(str(e))
+    if "lab" in args.envs or "lab-world" in args.envs:
+        from r2s2r_envs.lab import available_labs
 
-    summaries = [evaluate(e, args.seeds, args.seed, args.workers, args.num_objects) for e in env_ids]
+        if args.lab not in available_labs() and not Path(args.lab).is_file():
+            parser.error(f"unknown lab {args.lab!r}: expected a shipped lab name {available_labs()} or a JSON file")
 
-    print(f"{'env':<26} {'success':>8} {'95% CI (Wilson)':>16} {'sort acc':>9} {'t_sort':>7}  failure causes")
-    for s in summaries:
+    common: dict[str, Any] = {}
+    if args.num_objects is not None:
+        common["num_objects"] = args.num_objects
+    if args.episode_steps is not None:
+        common["episode_steps"] = args.episode_steps
+
+    results: dict[str, EvaluationResult] = {}
+    for world in args.envs:
+        results[world] = evaluate(WORLDS[world], make_demonstrator, episodes=args.episodes, base_seed=args.seed,
+                                  env_kwargs=world_env_kwargs(world, args.lab, common), workers=args.workers,
+                                  progress=not args.no_progress)
+
+    print(f"{'world':<10} {'env':<24} {'success':>7} {'95% CI (Wilson)':>15} {'any step':>8} {'sort acc':>8} "
+          f"{'t_sort':>7}  failure causes")
+    for world, r in results.items():
+        s = r.summary
         low, high = s["success_rate_ci95"]
         t = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.1f} s"
         causes = ", ".join(f"{k} {v}" for k, v in s["failure_causes"].items() if v) or "none"
-        print(f"{s['env_id']:<26} {s['success_rate']:>8.3f} {f'{low:.3f}-{high:.3f}':>16} "
-              f"{s['sort_accuracy']:>9.3f} {t:>7}  {causes}")
-    print(f"({args.seeds} episodes per env, seeds {args.seed}..{args.seed + args.seeds - 1}; "
-          f"failure causes count episodes by their first failure)")
+        print(f"{world:<10} {r.env_id:<24} {s['success_rate']:>7.3f} {f'{low:.3f}-{high:.3f}':>15} "
+              f"{s['success_rate_any_step']:>8.3f} {s['sort_accuracy']:>8.3f} {t:>7}  {causes}")
+    print(f"({args.episodes} episodes per world, base seed {args.seed}; lab {args.lab!r}; failure causes count "
+          "episodes by their first failure)")
 
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        config = {**vars(args), "env": env_ids, "out": str(args.out)}
-        args.out.write_text(json.dumps({"config": config, "package_version": r2s2r_envs.__version__,
-                                        "summaries": summaries}, indent=2))
-        print(f"wrote {args.out}")
+    config = {**vars(args), "out": str(args.out), "worlds": {w: WORLDS[w] for w in args.envs},
+              "demonstrator": "r2s2r_envs.behavior.make_demonstrator (the env's own: the scripted planner)"}
+    del config["envs"]
+    written = {w: withhold_lab_world(r.to_dict()) if w == "lab-world" else r.to_dict() for w, r in results.items()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"config": config, "package_version": r2s2r_envs.__version__,
+                                    "results": written}, indent=2))
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -1,48 +1,54 @@
-"""The ``r2s2r`` command.
+"""The ``r2s2r`` command: a thin shell over the library.
 
 Examples::
 
     r2s2r envs
-    r2s2r demo --env PickSort-Ungrounded-v0 --episodes 10 --seed 0
-    r2s2r demo --env PickSort-Real-v0 --episodes 20 --json
-    r2s2r demo --env PickSort-Ungrounded-v0 --episodes 1 --video demo.mp4
+    r2s2r demo --env PickSort-Ungrounded-v0 --episodes 10
+    r2s2r demo --env PickSort-Real-v0 --episodes 20 --lab default --json
+    r2s2r demo --env PickSort-Ungrounded-v0 --episodes 1 --video demo.mp4 --num-objects 2
 
-``demo`` runs the demonstrator that comes with an env (``env.unwrapped.demonstrator``) and reports the
-success rate (Wilson 95% interval), sort accuracy, time to sort and failure causes.  Episode ``i`` uses seed
-``seed + i``, so a run is reproducible from its printed seeds.  The dataset subcommands (``generate``,
-``replay``, ``datasets``) are added by :mod:`r2s2r_envs.datasets.cli` when that module is present.
+``demo`` evaluates the demonstrator that comes with an env (``r2s2r_envs.behavior.make_demonstrator``) with the
+evaluation protocol (:func:`r2s2r_envs.evaluation.protocol.evaluate`, docs/protocol.md) and reports the success
+rate (Wilson 95% interval), sort accuracy, time to sort and failure causes.  ``--seed S`` is the base seed:
+episode ``i`` uses ``episode_seeds(S, i)`` (:mod:`r2s2r_envs.envs.seeding`); the default is the fixed protocol's
+``EVALUATION_BASE_SEED``.  The dataset subcommands (``generate``, ``replay``, ``datasets``) are added by
+:mod:`r2s2r_envs.datasets.cli` when that module is present.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 
 import r2s2r_envs  # registers the envs and demonstrators
-from r2s2r_envs.envs.pick_sort import FAILURE_CAUSES
-from r2s2r_envs.evaluation.stats import summarize_episodes
-
-ENV_PREFIX = "PickSort-"
-# MuJoCo picks its OpenGL backend when it is first imported, so MUJOCO_GL must be set before Python starts.
-RENDER_HINT = (
-    "offscreen rendering failed. On a headless Linux machine run with MUJOCO_GL=egl (e.g. "
-    "`MUJOCO_GL=egl r2s2r demo ...`) and make sure the EGL libraries are installed "
-    "(Debian/Ubuntu: apt-get install -y libegl1 libegl-mesa0 libgl1-mesa-dri)"
+from r2s2r_envs.evaluation import protocol
+from r2s2r_envs.evaluation.protocol import (
+    EVALUATION_BASE_SEED,
+    RENDER_HINT,  # noqa: F401  (re-exported for callers of the former CLI helpers)
+    EnvArgumentError,
+    EvaluationResult,
+    RenderError,
+    evaluate,
 )
+
+ENV_PREFIX = protocol.ENV_PREFIX
+#: The env whose physics come from a lab (``--lab``).
+LAB_ENV_ID = "PickSort-Real-v0"
 EXIT_OK = 0
 EXIT_USAGE = 2
 
 
 def registered_env_ids() -> list[str]:
     """Every PickSort id in Gymnasium's registry (the shipped ones plus any registered later)."""
-    return sorted(k for k in gym.registry if k.startswith(ENV_PREFIX))
+    return protocol.picksort_env_ids()
 
 
 class UsageError(ValueError):
@@ -55,163 +61,91 @@ class UnknownEnvError(UsageError):
 
 def check_env_id(env_id: str) -> None:
     """Raise ``UnknownEnvError`` naming the registered PickSort ids if ``env_id`` is not one of them."""
-    if env_id not in registered_env_ids():  # a non-PickSort Gymnasium id has no demonstrator either
-        raise UnknownEnvError(f"unknown env id {env_id!r}; registered PickSort ids: {registered_env_ids()}")
-
-
-def run_demo_episode(env: gym.Env, demonstrator: Any, seed: int, writer: Any = None) -> dict[str, Any]:
-    """Run one episode of ``demonstrator`` on ``env`` from ``seed``.
-
-    Args:
-        env: A PickSort env made by ``gym.make`` (state observations).
-        demonstrator: Built by ``r2s2r_envs.behavior.make_demonstrator(env)``.
-        seed: Seed of ``env.reset``; also passed to ``demonstrator.reset``.
-        writer: Optional imageio writer; every ``env.render()`` frame is appended to it (streamed, so memory
-            stays flat however long the episode).
-
-    Returns:
-        The episode's final ``info`` fields ``is_success``, ``sort_accuracy``, ``failure_cause``,
-        ``time_to_sort``, ``object_outcomes``, plus ``seed``, ``steps`` and ``return``.
-    """
-    obs, info = env.reset(seed=seed)
-    demonstrator.reset(seed)
-    if writer is not None:
-        writer.append_data(env.render())
-    total, steps = 0.0, 0
-    done = False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(demonstrator.act(obs))
-        total += float(reward)
-        steps += 1
-        done = terminated or truncated
-        if writer is not None:
-            writer.append_data(env.render())
-    return {
-        "seed": seed,
-        "is_success": bool(info["is_success"]),
-        "sort_accuracy": float(info["sort_accuracy"]),
-        "failure_cause": info["failure_cause"],
-        "time_to_sort": info["time_to_sort"],
-        "object_outcomes": list(info["object_outcomes"]),
-        "unstable": bool(info["unstable"]),
-        "steps": steps,
-        "return": total,
-    }
-
-
-def run_demo(
-    env_id: str,
-    episodes: int,
-    seed: int = 0,
-    *,
-    num_objects: int | None = None,
-    video: str | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Run the env's demonstrator for ``episodes`` episodes (seeds ``seed .. seed + episodes - 1``).
-
-    Args:
-        env_id: A registered PickSort id.
-        episodes: Number of episodes, >= 1.
-        seed: Seed of the first episode.
-        num_objects: Objects per episode (default: the env's default).
-        video: Path of an MP4 of the first episode (rendered with ``render_mode="rgb_array"``).
-        progress: Show a tqdm progress bar on stderr.
-
-    Returns:
-        A JSON-serializable summary (see ``r2s2r demo --json``).
-
-    Raises:
-        UnknownEnvError: ``env_id`` is not registered.
-        UsageError: the env rejects an argument (e.g. ``num_objects`` out of range).
-        ValueError: ``episodes`` < 1.
-    """
-    from tqdm import tqdm
-
-    from r2s2r_envs.behavior import make_demonstrator
-
-    check_env_id(env_id)
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
-    kwargs: dict[str, Any] = {}
-    if num_objects is not None:
-        kwargs["num_objects"] = num_objects
-    if video is not None:
-        kwargs["render_mode"] = "rgb_array"
     try:
-        env = gym.make(env_id, **kwargs)
-    except (TypeError, ValueError, KeyError) as e:  # the env names what is valid; pass that on
-        raise UsageError(f"cannot make {env_id} with {kwargs}: {e}") from e
-    try:
-        demonstrator = make_demonstrator(env)
-        results = []
-        writer = None
-        if video is not None:
-            try:
-                env.reset(seed=seed)
-                env.render()
-            except mujoco.FatalError as e:
-                raise UsageError(f"{RENDER_HINT} (MuJoCo said: {e})") from e
-            import imageio.v2 as imageio
-
-            # libx264 + yuv420p plays everywhere; the render size (480x640) is a multiple of the 16-px macro block.
-            writer = imageio.get_writer(video, format="FFMPEG", fps=env.metadata.get("render_fps", 20),
-                                        codec="libx264", pixelformat="yuv420p")
-        try:
-            for i in tqdm(range(episodes), desc=env_id, unit="ep", file=sys.stderr, disable=not progress):
-                results.append(run_demo_episode(env, demonstrator, seed + i, writer=writer if i == 0 else None))
-                if i == 0 and writer is not None:
-                    writer.close()
-                    writer = None
-        finally:
-            if writer is not None:
-                writer.close()
-        summary = {
-            "env_id": env_id,
-            "episodes": episodes,
-            "seed": seed,
-            "seeds": [seed + i for i in range(episodes)],
-            "num_objects": env.unwrapped.num_objects,
-            "demonstrator": {"name": demonstrator.name, "settings": demonstrator.settings},
-            **summarize_episodes(results, FAILURE_CAUSES),
-            "video": video,
-            "results": results,
-        }
-    finally:
-        env.close()
-    return summary
+        protocol.check_env_id(env_id)  # a non-PickSort Gymnasium id has no demonstrator either
+    except protocol.UnknownEnvError as e:
+        raise UnknownEnvError(str(e)) from e
 
 
-def _format_summary(s: dict[str, Any]) -> str:
+def shipped_labs() -> list[str]:
+    """Names of the labs shipped with the package (``r2s2r_envs.lab.available_labs()``)."""
+    from r2s2r_envs.lab import available_labs
+
+    return available_labs()
+
+
+def check_lab(env_id: str, lab: str) -> None:
+    """Raise ``UsageError`` unless ``env_id`` is the lab env and ``lab`` a shipped lab name or a JSON file."""
+    if env_id != LAB_ENV_ID:
+        raise UsageError(f"--lab selects the lab of {LAB_ENV_ID}; {env_id} is a simulator whose physics come from "
+                         "its world, not from a lab")
+    if lab not in shipped_labs() and not Path(lab).is_file():
+        raise UsageError(f"unknown lab {lab!r}: expected a shipped lab name {shipped_labs()} or the path of a lab "
+                         "JSON file")
+
+
+def default_episode_steps(env_id: str) -> int:
+    """The time limit of ``env_id`` in control steps: its spec's ``episode_steps``, else the PickSort default."""
+    from r2s2r_envs.envs import PickSortEnv
+
+    default = inspect.signature(PickSortEnv).parameters["episode_steps"].default
+    return int(gym.spec(env_id).kwargs.get("episode_steps", default))
+
+
+def _lab_name(provenance: dict[str, Any]) -> str | None:
+    lab = provenance.get("lab")
+    return lab.get("name") if isinstance(lab, dict) else lab
+
+
+def _format_summary(result: EvaluationResult) -> str:
+    s = result.summary
     low, high = s["success_rate_ci95"]
+    any_low, any_high = s["success_rate_any_step_ci95"]
     time_to_sort = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.2f} s"
     causes = ", ".join(f"{k}: {v}" for k, v in s["failure_causes"].items() if v) or "none"
+    n = s["episodes"]
+    where = [f"policy: {result.policy['name'] or result.policy['class']}"]
+    if "num_objects" in result.provenance:
+        k = result.provenance["num_objects"]
+        where.append(f"{k} object{'' if k == 1 else 's'}")
+    if _lab_name(result.provenance) is not None:
+        where.append(f"lab: {_lab_name(result.provenance)}")
     lines = [
-        f"env:              {s['env_id']}  (demonstrator: {s['demonstrator']['name']}, "
-        f"{s['num_objects']} objects, seeds {s['seeds'][0]}..{s['seeds'][-1]})",
+        f"env:              {result.env_id}  ({', '.join(where)})",
+        f"episodes:         {n}, base seed {result.base_seed} (episode i: episode_seeds({result.base_seed}, i))",
         f"success rate:     {s['success_rate']:.3f}  (95% Wilson CI {low:.3f}-{high:.3f}, "
-        f"{round(s['success_rate'] * s['episodes'])}/{s['episodes']} episodes)",
+        f"{round(s['success_rate'] * n)}/{n} episodes)",
+        f"  at any step:    {s['success_rate_any_step']:.3f}  (95% Wilson CI {any_low:.3f}-{any_high:.3f})",
         f"sort accuracy:    {s['sort_accuracy']:.3f}",
         f"time to sort:     {time_to_sort}  (mean over successful episodes)",
-        f"failure causes:   {causes}",
+        f"failure causes:   {causes}  (episodes by their first failure)",
     ]
-    if s.get("video"):
-        lines.append(f"video:            {s['video']} (first episode)")
+    if result.video:
+        lines.append(f"video:            {result.video} (first episode)")
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- subcommands
 def _cmd_demo(args: argparse.Namespace) -> int:
+    env_kwargs: dict[str, Any] = {}
+    if args.num_objects is not None:
+        env_kwargs["num_objects"] = args.num_objects
+    if args.episode_steps is not None:
+        env_kwargs["episode_steps"] = args.episode_steps
     try:
-        summary = run_demo(args.env, args.episodes, args.seed, num_objects=args.num_objects, video=args.video,
-                           progress=not args.no_progress)
-    except UsageError as e:
+        check_env_id(args.env)
+        if args.lab is not None:
+            check_lab(args.env, args.lab)
+            env_kwargs["lab"] = args.lab
+        from r2s2r_envs.behavior import make_demonstrator
+
+        result = evaluate(args.env, make_demonstrator, episodes=args.episodes, base_seed=args.seed,
+                          env_kwargs=env_kwargs, progress=not args.no_progress, video=args.video,
+                          workers=args.workers)
+    except (UsageError, EnvArgumentError, RenderError) as e:
         print(f"r2s2r demo: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        print(_format_summary(summary))
+    print(result.to_json() if args.json else _format_summary(result))
     return EXIT_OK
 
 
@@ -223,13 +157,13 @@ def _cmd_envs(args: argparse.Namespace) -> int:
             "id": env_id,
             "entry_point": spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point),
             "demonstrator": spec.kwargs.get("demonstrator"),
-            "max_episode_steps": spec.max_episode_steps,
+            "episode_steps": default_episode_steps(env_id),
         })
     if args.json:
         print(json.dumps(rows))
     else:
         for r in rows:
-            print(f"{r['id']:32s} demonstrator={r['demonstrator']}  max_episode_steps={r['max_episode_steps']}")
+            print(f"{r['id']:32s} demonstrator={r['demonstrator']}  episode_steps={r['episode_steps']}")
     return EXIT_OK
 
 
@@ -237,6 +171,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -248,17 +189,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"r2s2r_envs {r2s2r_envs.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="run an env's demonstrator and report success",
-                          description="Run the demonstrator that comes with an env and report its success rate "
-                                      "(Wilson 95%% CI), sort accuracy, time to sort and failure causes. "
-                                      "Episode i uses seed SEED+i.")
+    demo = sub.add_parser(
+        "demo", help="evaluate an env's demonstrator and report success",
+        description="Evaluate the demonstrator that comes with an env with the evaluation protocol "
+                    "(docs/protocol.md) and report its success rate (Wilson 95% CI), sort accuracy, time to sort "
+                    "and failure causes. Episode i of base seed S resets the env and the demonstrator with "
+                    "episode_seeds(S, i) (r2s2r_envs.envs.seeding).")
     demo.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {registered_env_ids()}")
     demo.add_argument("--episodes", type=_positive_int, default=10, metavar="N", help="episodes (default 10)")
-    demo.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first episode (default 0)")
+    demo.add_argument("--seed", type=_non_negative_int, default=EVALUATION_BASE_SEED, metavar="S",
+                      help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)")
     demo.add_argument("--num-objects", type=_positive_int, default=None, metavar="K",
                       help="objects per episode (default: the env's default, 3)")
+    demo.add_argument("--episode-steps", type=_positive_int, default=None, metavar="T",
+                      help="time limit of an episode in control steps (default: the env's, 500)")
+    demo.add_argument("--lab", default=None, metavar="LAB",
+                      help=f"the lab of {LAB_ENV_ID}: a shipped lab name (default: 'default'; a wrong name lists "
+                           "them) or the path of a lab JSON file")
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
-    demo.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    demo.add_argument("--workers", type=_positive_int, default=1, metavar="W",
+                      help="worker processes (default 1; the result does not depend on it)")
+    demo.add_argument("--json", action="store_true",
+                      help="print the evaluation result (one JSON object, per-episode records included)")
     demo.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     demo.set_defaults(func=_cmd_demo)
 

@@ -1,7 +1,7 @@
-"""Small statistics shared by the CLI, the benchmarks and (later) the evaluation protocol.
+"""Small statistics of the evaluation protocol (:mod:`r2s2r_envs.evaluation.protocol`), the CLI and the benchmarks.
 
-Success rates are reported with a Wilson score interval (DESIGN.md section 6): unlike the normal approximation
-it stays inside [0, 1] and is sensible at 0 or N successes out of N, which is common with scripted demonstrators.
+Success rates are reported with a Wilson score interval (docs/protocol.md): unlike the normal approximation it
+stays inside [0, 1] and is sensible at 0 or N successes out of N, which is common with scripted demonstrators.
 """
 
 from __future__ import annotations
@@ -45,17 +45,20 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
 def summarize_episodes(
     episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()
 ) -> dict[str, Any]:
-    """Aggregate per-episode results into the figures the CLI and benchmarks report.
+    """Aggregate per-episode results into the figures the protocol, the CLI and the benchmarks report.
 
     Args:
-        episodes: One mapping per episode with ``is_success`` (bool), ``sort_accuracy`` (float in [0, 1]),
-            ``failure_cause`` (str or None) and ``time_to_sort`` (seconds or None), i.e. the env's final ``info``.
+        episodes: One mapping per episode with ``is_success`` (bool, at the end of the episode),
+            ``sort_accuracy`` (float in [0, 1]), ``failure_cause`` (str or None) and ``time_to_sort`` (seconds or
+            None), i.e. the env's final ``info``; optionally ``success_any_step`` (bool: every object sorted at
+            some step).
         failure_causes: Causes to report even when they never occurred (so the keys are stable across runs).
 
     Returns:
-        ``success_rate``, ``success_rate_ci95`` ([low, high], Wilson), ``sort_accuracy`` (mean),
-        ``mean_time_to_sort`` (mean over successful episodes, None if there were none) and ``failure_causes``
-        (episodes per first failure cause).
+        ``episodes`` (count), ``success_rate`` (at the end), ``success_rate_ci95`` ([low, high], Wilson 95%),
+        ``sort_accuracy`` (mean), ``mean_time_to_sort`` (mean over successful episodes, None if there were none)
+        and ``failure_causes`` (episodes per first failure cause).  When every episode has ``success_any_step``,
+        also ``success_rate_any_step`` and ``success_rate_any_step_ci95``.
     """
     n = len(episodes)
     successes = sum(bool(e["is_success"]) for e in episodes)
@@ -63,10 +66,18 @@ def summarize_episodes(
     causes: Counter[str] = Counter({c: 0 for c in failure_causes})
     causes.update(str(e["failure_cause"]) for e in episodes if e.get("failure_cause") is not None)
     low, high = wilson_interval(successes, n)
-    return {
+    summary: dict[str, Any] = {
+        "episodes": n,
         "success_rate": successes / n if n else 0.0,
         "success_rate_ci95": [low, high],
+    }
+    if n and all("success_any_step" in e for e in episodes):
+        any_step = sum(bool(e["success_any_step"]) for e in episodes)
+        summary["success_rate_any_step"] = any_step / n
+        summary["success_rate_any_step_ci95"] = list(wilson_interval(any_step, n))
+    summary.update({
         "sort_accuracy": sum(float(e["sort_accuracy"]) for e in episodes) / n if n else 0.0,
         "mean_time_to_sort": sum(times) / len(times) if times else None,
         "failure_causes": dict(causes),
-    }
+    })
+    return summary

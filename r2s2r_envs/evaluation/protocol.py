@@ -1,0 +1,770 @@
+"""The evaluation protocol: how a policy is scored on a PickSort env, and the result file that records it.
+
+One function, :func:`evaluate`, runs ``episodes`` episodes of a policy on a registered PickSort id and returns an
+:class:`EvaluationResult`: one :class:`EpisodeRecord` per episode, their summary (success rate with a Wilson 95%
+interval, at the end of the episode and at any step, sort accuracy, time to sort, failure causes) and what is
+needed to reproduce and compare it (env id and arguments, the env's own ``provenance()``, the policy's name and
+settings, the base seed, the seeding convention, package versions).  ``r2s2r demo``, the benchmarks and the
+baselines all score through it; docs/protocol.md explains the choices.
+
+Seeding: episode ``i`` of base seed ``S`` resets the env with ``env_seed`` and the policy with ``policy_seed``,
+``(env_seed, policy_seed) = episode_seeds(S, i)`` (:mod:`r2s2r_envs.envs.seeding`, the suite's one convention).
+The fixed protocol uses ``S = EVALUATION_BASE_SEED``: :func:`evaluation_seeds` lists its episodes.  An episode is
+determined by ``(S, i)``, so a result does not depend on the number of worker processes.
+
+Episodes end when the env ends them: every object has an outcome (terminated), or the env's own time limit
+``episode_steps`` ran out or the simulation diverged (truncated).  The env is a black box here: for the lab
+(``PickSort-Real-v0``) only what its ``provenance()`` discloses is recorded, never its physics.
+
+Example::
+
+    import r2s2r_envs
+    from r2s2r_envs.behavior import make_demonstrator
+    from r2s2r_envs.evaluation.protocol import evaluate
+
+    result = evaluate("PickSort-Ungrounded-v0", make_demonstrator, episodes=20)
+    print(result.summary["success_rate"], result.summary["success_rate_ci95"])
+    text = result.to_json()  # EvaluationResult.from_json(text) reads it back
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import pickle
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from functools import lru_cache
+from importlib import resources
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from r2s2r_envs._version import __version__
+from r2s2r_envs.envs import FAILURE_CAUSES
+from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
+from r2s2r_envs.evaluation.stats import summarize_episodes
+
+#: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
+#: never changes (``tests/test_protocol.py`` pins the seeds it gives).
+EVALUATION_BASE_SEED = 271828
+#: Version of the result file format written by :meth:`EvaluationResult.to_json`; readers refuse others.
+RESULT_SCHEMA_VERSION = 1
+#: The ``format`` field of a result file.
+RESULT_FORMAT = "r2s2r_envs.evaluation_result"
+#: Only ids starting with this are evaluated.
+ENV_PREFIX = "PickSort-"
+#: Written instead of a lab given as a dict or object (its parameters) in a result's ``env_kwargs``.
+LAB_WITHHELD = "withheld: a lab given inline is not written into results (the lab is a black box)"
+# MuJoCo picks its OpenGL backend when it is first imported, so MUJOCO_GL must be set before Python starts.
+RENDER_HINT = (
+    "offscreen rendering failed. On a headless Linux machine run with MUJOCO_GL=egl (e.g. "
+    "`MUJOCO_GL=egl r2s2r demo ...`) and make sure the EGL libraries are installed "
+    "(Debian/Ubuntu: apt-get install -y libegl1 libegl-mesa0 libgl1-mesa-dri)"
+)
+_SCHEMA_FILE = "result_schema.json"
+
+
+# ---------------------------------------------------------------------- errors
+class UnknownEnvError(ValueError):
+    """An id that is not a registered PickSort id; the message lists the registered ones."""
+
+
+class EnvArgumentError(ValueError):
+    """The env refused its arguments (``gym.make`` failed); the message passes on what the env accepts."""
+
+
+class RenderError(RuntimeError):
+    """Offscreen rendering (for a video) is not available; the message says how to enable it."""
+
+
+class ResultSchemaError(ValueError):
+    """A result file or dict that is not a valid evaluation result of a schema version this package reads."""
+
+
+# ---------------------------------------------------------------------- policies
+@runtime_checkable
+class Policy(Protocol):
+    """What :func:`evaluate` runs: the demonstrators of :mod:`r2s2r_envs.behavior` satisfy it.
+
+    Optional attributes, recorded in the result when present: ``name`` (str) and ``settings``
+    (JSON-serializable configuration).
+    """
+
+    def reset(self, seed: int | None) -> None:
+        """Start an episode; all of the policy's own randomness must come from ``seed``."""
+        ...
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """The action for an observation of the env."""
+        ...
+
+
+#: ``f(env) -> Policy``, called once per env the protocol makes (once per worker process).
+PolicyFactory = Callable[[gym.Env], Policy]
+PolicyOrFactory = Policy | PolicyFactory
+
+
+def _is_policy(obj: Any) -> bool:
+    # A class has `reset` and `act` attributes too; it is a factory (called with the env), not a policy.
+    return isinstance(obj, Policy) and not isinstance(obj, type)
+
+
+def resolve_policy(policy: PolicyOrFactory, env: gym.Env) -> Policy:
+    """``policy`` itself if it is a :class:`Policy`, else ``policy(env)``.
+
+    Raises:
+        TypeError: ``policy`` is neither a policy nor callable, or the factory returned something that is not a
+            policy.
+    """
+    if _is_policy(policy):
+        return policy  # type: ignore[return-value]
+    if callable(policy):
+        made = policy(env)
+        if not _is_policy(made):
+            raise TypeError(
+                f"the policy factory {_qualified_name(policy)} returned a {type(made).__name__}, which is not a "
+                "Policy: it needs methods reset(seed) and act(obs)"
+            )
+        return made
+    raise TypeError(
+        f"policy must be a Policy (an object with methods reset(seed) and act(obs)) or a factory f(env) -> Policy, "
+        f"got a {type(policy).__name__}"
+    )
+
+
+def _qualified_name(obj: Any) -> str:
+    """``module.qualname`` of a class or function (of the type of anything else)."""
+    target = obj if hasattr(obj, "__qualname__") else type(obj)
+    return f"{getattr(target, '__module__', '?')}.{target.__qualname__}"
+
+
+def _policy_record(policy: Policy) -> dict[str, Any]:
+    name = getattr(policy, "name", None)
+    return {
+        "name": None if name is None else str(name),
+        "class": _qualified_name(type(policy)),
+        "settings": _jsonable(getattr(policy, "settings", None), "policy.settings"),
+    }
+
+
+# ---------------------------------------------------------------------- envs and seeds
+def picksort_env_ids() -> list[str]:
+    """Every registered id whose name starts with ``PickSort-`` (the shipped ones plus any registered later)."""
+    return sorted(k for k in gym.registry if k.startswith(ENV_PREFIX))
+
+
+def check_env_id(env_id: Any) -> None:
+    """Raise :class:`UnknownEnvError`, naming the registered PickSort ids, unless ``env_id`` is one of them."""
+    if not isinstance(env_id, str) or env_id not in picksort_env_ids():
+        raise UnknownEnvError(
+            f"unknown env id {env_id!r}: evaluation runs on registered PickSort ids only; "
+            f"registered PickSort ids: {picksort_env_ids()}"
+        )
+
+
+def evaluation_seeds(episodes: int, base_seed: int = EVALUATION_BASE_SEED) -> list[tuple[int, int]]:
+    """``(env_seed, policy_seed)`` of episodes ``0 .. episodes - 1`` of base seed ``base_seed``.
+
+    With the default base seed these are the episodes of the fixed protocol.
+
+    Raises:
+        ValueError: a negative ``episodes`` or ``base_seed``.
+    """
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 0:
+        raise ValueError(f"episodes must be an integer >= 0, got {episodes!r}")
+    return [episode_seeds(base_seed, i) for i in range(int(episodes))]
+
+
+# ---------------------------------------------------------------------- records
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EpisodeRecord:
+    """What one episode did, from the env's final ``info``.
+
+    Attributes:
+        index: Episode index ``i`` within the run.
+        env_seed: Seed of ``env.reset`` (``episode_seeds(base_seed, index)[0]``).
+        policy_seed: Seed of ``policy.reset`` (``episode_seeds(base_seed, index)[1]``).
+        is_success: Every object sorted at the end of the episode.
+        success_any_step: Every object sorted at some step of the episode.
+        sort_accuracy: Share of the objects sorted, in [0, 1].
+        time_to_sort: Seconds until the last object was sorted; None unless every object was.
+        failure_cause: Outcome of the first object that failed (``FAILURE_CAUSES``); None if none failed.
+        object_outcomes: Outcome per object (``r2s2r_envs.envs.OUTCOMES``).
+        steps: Control steps taken.
+        episode_return: Sum of the rewards.
+        terminated: The episode ended because every object had an outcome.
+        truncated: The episode ended at the env's time limit or because the simulation diverged.
+        unstable: The simulation diverged.
+    """
+
+    index: int
+    env_seed: int
+    policy_seed: int
+    is_success: bool
+    success_any_step: bool
+    sort_accuracy: float
+    time_to_sort: float | None
+    failure_cause: str | None
+    object_outcomes: tuple[str, ...]
+    steps: int
+    episode_return: float
+    terminated: bool
+    truncated: bool
+    unstable: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "object_outcomes", tuple(str(o) for o in self.object_outcomes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable dict (``object_outcomes`` as a list)."""
+        d = dataclasses.asdict(self)
+        d["object_outcomes"] = list(self.object_outcomes)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeRecord:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ResultSchemaError: missing or unknown keys; the message lists the expected ones.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [k for k in names if k not in data]
+        unknown = sorted(set(data) - set(names))
+        if missing or unknown:
+            raise ResultSchemaError(f"episode record has missing keys {missing} / unknown keys {unknown}; "
+                                    f"expected keys: {names}")
+        return cls(**{k: data[k] for k in names})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvaluationResult:
+    """An evaluation: its episodes, their summary, and what is needed to reproduce it.
+
+    Attributes:
+        env_id: The registered PickSort id evaluated.
+        env_kwargs: Arguments of ``gym.make`` (JSON form; a lab given inline is withheld).
+        provenance: The env's ``provenance()``, as the env discloses it (for the lab: its name, never its physics).
+        policy: ``name`` and ``settings`` of the policy (None when it has none) and its ``class``.
+        base_seed: Base seed ``S``; episode ``i`` used ``episode_seeds(S, i)``.
+        records: One record per episode, in episode order.
+        versions: Versions of r2s2r_envs, MuJoCo, Gymnasium, NumPy and Python that produced the result.
+        seeding_convention: The seeding convention in words.
+        video: Path of the video of the first episode, if one was written.
+        wall_time_s: Wall-clock time of the evaluation, s (the only field that differs between identical runs).
+        schema_version: Version of the result format.
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    provenance: dict[str, Any]
+    policy: dict[str, Any]
+    base_seed: int
+    records: tuple[EpisodeRecord, ...]
+    versions: dict[str, str]
+    seeding_convention: str = SEEDING_CONVENTION
+    video: str | None = None
+    wall_time_s: float | None = None
+    schema_version: int = RESULT_SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", tuple(self.records))
+
+    @property
+    def episodes(self) -> int:
+        """Number of episodes."""
+        return len(self.records)
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """``summarize_episodes`` of the records: success rate at the end and at any step (each with its Wilson
+        95% interval), sort accuracy, mean time to sort, failure causes (episodes per first failure)."""
+        return summarize_episodes([r.to_dict() for r in self.records], FAILURE_CAUSES)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result file's content (checked against ``result_schema.json``)."""
+        return {
+            "format": RESULT_FORMAT,
+            "schema_version": self.schema_version,
+            "env_id": self.env_id,
+            "env_kwargs": self.env_kwargs,
+            "provenance": self.provenance,
+            "policy": self.policy,
+            "base_seed": self.base_seed,
+            "seeding_convention": self.seeding_convention,
+            "episodes": self.episodes,
+            "summary": self.summary,
+            "records": [r.to_dict() for r in self.records],
+            "versions": self.versions,
+            "video": self.video,
+            "wall_time_s": self.wall_time_s,
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        """The result as JSON text (strict JSON: no NaN or infinity)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationResult:
+        """Read a result dict, checking it against the schema and for internal consistency.
+
+        Raises:
+            ResultSchemaError: not a result, an unsupported ``schema_version``, a field that breaks the schema,
+                records out of order or with seeds that do not follow the seeding convention, or a summary
+                that does not match the records.
+        """
+        validate_result(data)
+        records = tuple(EpisodeRecord.from_dict(r) for r in data["records"])
+        result = cls(
+            env_id=data["env_id"], env_kwargs=dict(data["env_kwargs"]), provenance=dict(data["provenance"]),
+            policy=dict(data["policy"]), base_seed=data["base_seed"], records=records,
+            versions=dict(data["versions"]), seeding_convention=data["seeding_convention"], video=data["video"],
+            wall_time_s=data["wall_time_s"], schema_version=data["schema_version"],
+        )
+        if data["episodes"] != len(records):
+            raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
+        for i, r in enumerate(records):
+            if r.index != i:
+                raise ResultSchemaError(f"result.records[{i}] has index {r.index}; records must be in episode order")
+            if result.seeding_convention == SEEDING_CONVENTION and (r.env_seed, r.policy_seed) != episode_seeds(
+                result.base_seed, i
+            ):
+                raise ResultSchemaError(
+                    f"result.records[{i}] has seeds ({r.env_seed}, {r.policy_seed}) but the seeding convention "
+                    f"gives {episode_seeds(result.base_seed, i)} for base seed {result.base_seed}"
+                )
+        if not _same_json(data["summary"], result.summary):
+            raise ResultSchemaError("result.summary does not match its records (edited by hand?); "
+                                    f"the records give {result.summary}")
+        return result
+
+    @classmethod
+    def from_json(cls, text: str) -> EvaluationResult:
+        """Read :meth:`to_json` output; see :meth:`from_dict`.
+
+        Raises:
+            ResultSchemaError: not JSON, or not a valid result (see :meth:`from_dict`).
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ResultSchemaError(f"an evaluation result must be JSON: {e}") from e
+        return cls.from_dict(data)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+# ---------------------------------------------------------------------- result schema
+@lru_cache(maxsize=1)
+def result_schema() -> dict[str, Any]:
+    """The JSON Schema of a result file (``r2s2r_envs/evaluation/result_schema.json``)."""
+    return json.loads(resources.files("r2s2r_envs.evaluation").joinpath(_SCHEMA_FILE).read_text())
+
+
+def validate_result(data: Any) -> None:
+    """Check a result dict against ``result_schema.json`` (and that the lab's provenance holds no physics).
+
+    Checked by a small validator of the JSON Schema keywords the schema uses, so no dependency is needed.
+
+    Raises:
+        ResultSchemaError: names the first offending field, e.g. ``result.records[3].env_seed``, and what the
+            schema accepts there; an unsupported ``schema_version`` is refused before anything else.
+    """
+    if not isinstance(data, Mapping) or data.get("format") != RESULT_FORMAT:
+        found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+        raise ResultSchemaError(f"not an r2s2r_envs evaluation result: format is {found!r}, "
+                                f"expected {RESULT_FORMAT!r}")
+    version = data.get("schema_version")
+    if version != RESULT_SCHEMA_VERSION or isinstance(version, bool):
+        raise ResultSchemaError(
+            f"unsupported evaluation result schema_version {version!r}: r2s2r_envs {__version__} reads "
+            f"schema_version {RESULT_SCHEMA_VERSION} only (a result from another version of the package needs "
+            "that version to read it)"
+        )
+    schema = result_schema()
+    _validate(data, schema, schema, "result")
+    provenance = data["provenance"]
+    if provenance["domain"] == "real" and ("world_params" in provenance or "world" in provenance):
+        raise ResultSchemaError("result.provenance of the lab (domain 'real') holds physics ('world_params' or "
+                                "'world'); the lab must only disclose its name")
+
+
+_JSON_TYPES: dict[str, Any] = {"object": Mapping, "array": (list, tuple), "string": str, "boolean": bool,
+                               "null": type(None)}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("integer", "number"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        return isinstance(value, int) if name == "integer" else math.isfinite(value)
+    return isinstance(value, _JSON_TYPES[name])
+
+
+def _validate(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], path: str) -> None:
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        _validate(value, target, root, path)
+        return
+    if "type" in schema:
+        types = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
+        if not any(_is_type(value, t) for t in types):
+            raise ResultSchemaError(f"{path}: expected {' or '.join(types)}, got {value!r}")
+    if "const" in schema and not (type(value) is type(schema["const"]) and value == schema["const"]):
+        raise ResultSchemaError(f"{path}: expected {schema['const']!r}, got {value!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise ResultSchemaError(f"{path}: expected one of {schema['enum']}, got {value!r}")
+    if _is_type(value, "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise ResultSchemaError(f"{path}: expected >= {schema['minimum']}, got {value!r}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ResultSchemaError(f"{path}: expected <= {schema['maximum']}, got {value!r}")
+    if isinstance(value, Mapping):
+        props = schema.get("properties", {})
+        missing = [k for k in schema.get("required", []) if k not in value]
+        if missing:
+            raise ResultSchemaError(f"{path}: missing key(s) {missing}; required: {schema['required']}")
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ResultSchemaError(f"{path}: keys must be strings, got {key!r}")
+            if key in props:
+                _validate(item, props[key], root, f"{path}.{key}")
+            elif extra is False:
+                raise ResultSchemaError(f"{path}: unknown key {key!r}; valid keys: {sorted(props)}")
+            elif isinstance(extra, Mapping):
+                _validate(item, extra, root, f"{path}.{key}")
+    if isinstance(value, (list, tuple)):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            raise ResultSchemaError(f"{path}: expected at least {schema['minItems']} items, got {len(value)}")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise ResultSchemaError(f"{path}: expected at most {schema['maxItems']} items, got {len(value)}")
+        if "items" in schema:
+            for i, item in enumerate(value):
+                _validate(item, schema["items"], root, f"{path}[{i}]")
+
+
+# ---------------------------------------------------------------------- JSON forms
+def _jsonable(value: Any, where: str) -> Any:
+    """``value`` as plain JSON data (WorldParams-like objects through their ``to_dict``)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        value = value.item() if isinstance(value, np.generic) else value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TypeError(f"{where} is {value!r}; a result holds finite numbers only")
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist(), where)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _jsonable(to_dict(), where)
+    raise TypeError(f"{where}: a {type(value).__name__} cannot be written into a result; use JSON data "
+                    "(numbers, strings, lists, dicts) or an object with a to_dict() method")
+
+
+def _recorded_env_kwargs(env_kwargs: Mapping[str, Any], domain: str) -> dict[str, Any]:
+    recorded = {}
+    for key, value in env_kwargs.items():
+        if domain == "real" and key == "lab" and not isinstance(value, (str, os.PathLike)):
+            recorded[key] = LAB_WITHHELD  # an inline lab is its parameters
+        else:
+            recorded[key] = _jsonable(value, f"env_kwargs[{key!r}]")
+    return recorded
+
+
+def _env_provenance(env: gym.Env) -> dict[str, Any]:
+    unwrapped = env.unwrapped
+    provenance_fn = getattr(unwrapped, "provenance", None)
+    prov = dict(provenance_fn()) if callable(provenance_fn) else {}
+    prov.setdefault("domain", str(getattr(unwrapped, "domain", "sim")))
+    prov = _jsonable(prov, "provenance")
+    if prov["domain"] == "real" and ("world_params" in prov or "world" in prov):
+        raise RuntimeError(f"{env.spec.id if env.spec else type(unwrapped).__name__}.provenance() discloses the "
+                           "lab's physics; the lab must only disclose its name (a bug in the lab)")
+    return prov
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "r2s2r_envs": __version__,
+        "mujoco": mujoco.__version__,
+        "gymnasium": gym.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+# ---------------------------------------------------------------------- running
+def make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> gym.Env:
+    """``gym.make(env_id, **env_kwargs)`` for a registered PickSort id.
+
+    Raises:
+        UnknownEnvError: ``env_id`` is not a registered PickSort id.
+        EnvArgumentError: the env refused an argument; the message passes on what it accepts.
+    """
+    check_env_id(env_id)
+    kwargs = dict(env_kwargs or {})
+    try:
+        return gym.make(env_id, **kwargs)
+    except (TypeError, ValueError, KeyError, FileNotFoundError) as e:  # the env names what is valid
+        detail = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise EnvArgumentError(f"cannot make {env_id} with {kwargs}: {detail}") from e
+
+
+def run_episode(
+    env: gym.Env, policy: Policy, *, env_seed: int, policy_seed: int, index: int = 0, writer: Any = None
+) -> EpisodeRecord:
+    """Run one episode: ``env.reset(seed=env_seed)``, ``policy.reset(policy_seed)``, step until it ends.
+
+    Args:
+        env: A PickSort env.
+        policy: The policy.
+        env_seed: Seed of ``env.reset``.
+        policy_seed: Seed of ``policy.reset``.
+        index: Episode index recorded in the result.
+        writer: Optional imageio writer; every ``env.render()`` frame is appended to it, the reset frame
+            included (streamed, so memory stays flat however long the episode).
+
+    Returns:
+        The episode's record.
+
+    Raises:
+        RuntimeError: the env did not end the episode within its ``episode_steps``.
+    """
+    obs, info = env.reset(seed=int(env_seed))
+    policy.reset(int(policy_seed))
+    if writer is not None:
+        writer.append_data(env.render())
+    limit = getattr(env.unwrapped, "episode_steps", None)
+    success_any_step = bool(info.get("is_success", False))
+    total, steps = 0.0, 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        if limit is not None and steps >= limit:
+            raise RuntimeError(f"the env did not end episode {index} within its episode_steps={limit} steps")
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+        total += float(reward)
+        steps += 1
+        success_any_step = success_any_step or bool(info["is_success"])
+        if writer is not None:
+            writer.append_data(env.render())
+    return EpisodeRecord(
+        index=int(index),
+        env_seed=int(env_seed),
+        policy_seed=int(policy_seed),
+        is_success=bool(info["is_success"]),
+        success_any_step=success_any_step,
+        sort_accuracy=float(info["sort_accuracy"]),
+        time_to_sort=None if info["time_to_sort"] is None else float(info["time_to_sort"]),
+        failure_cause=None if info["failure_cause"] is None else str(info["failure_cause"]),
+        object_outcomes=tuple(info["object_outcomes"]),
+        steps=steps,
+        episode_return=total,
+        terminated=bool(terminated),
+        truncated=bool(truncated),
+        unstable=bool(info.get("unstable", False)),
+    )
+
+
+def _filmed_episode(env: gym.Env, policy: Policy, seeds: tuple[int, int], video: str) -> EpisodeRecord:
+    try:
+        env.reset(seed=seeds[0])  # the episode resets again from the same seed: this only checks rendering
+        env.render()
+    except mujoco.FatalError as e:
+        raise RenderError(f"{RENDER_HINT} (MuJoCo said: {e})") from e
+    import imageio.v2 as imageio
+
+    Path(video).parent.mkdir(parents=True, exist_ok=True)
+    # libx264 + yuv420p plays everywhere; the render size (480x640) is a multiple of the 16-px macro block.
+    writer = imageio.get_writer(video, format="FFMPEG", fps=env.metadata.get("render_fps", 20), codec="libx264",
+                                pixelformat="yuv420p")
+    try:
+        return run_episode(env, policy, env_seed=seeds[0], policy_seed=seeds[1], index=0, writer=writer)
+    finally:
+        writer.close()
+
+
+# State of a worker process: its env and policy, made once by _worker_init.
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(env_id: str, env_kwargs: dict[str, Any], policy: PolicyOrFactory) -> None:
+    env = make_env(env_id, env_kwargs)
+    _WORKER.update(env=env, policy=resolve_policy(policy, env))
+
+
+def _worker_episode(index: int, env_seed: int, policy_seed: int) -> EpisodeRecord:
+    return run_episode(_WORKER["env"], _WORKER["policy"], env_seed=env_seed, policy_seed=policy_seed, index=index)
+
+
+def _check_picklable(obj: Any, what: str) -> None:
+    try:
+        pickle.dumps(obj)
+    except Exception as e:  # noqa: BLE001 - pickling raises many kinds of errors
+        raise TypeError(f"{what} cannot be sent to worker processes ({type(e).__name__}: {e}); use workers=1, or "
+                        "pass a policy or factory defined at module level (not a lambda or local function)") from e
+
+
+def evaluate(
+    env_id: str,
+    policy: PolicyOrFactory,
+    *,
+    episodes: int,
+    base_seed: int = EVALUATION_BASE_SEED,
+    env_kwargs: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    video: str | os.PathLike[str] | None = None,
+    workers: int = 1,
+) -> EvaluationResult:
+    """Evaluate a policy on a PickSort env with the suite's protocol.
+
+    Episode ``i`` resets the env with ``env_seed`` and the policy with ``policy_seed``, where
+    ``(env_seed, policy_seed) = episode_seeds(base_seed, i)``, and steps until the env ends it.
+
+    Args:
+        env_id: A registered id starting with ``PickSort-``.
+        policy: A :class:`Policy`, or a factory ``f(env) -> Policy`` (e.g. ``r2s2r_envs.behavior.make_demonstrator``
+            for the env's own demonstrator).  A factory is called once per env made (once per worker).
+        episodes: Number of episodes, >= 1.
+        base_seed: Base seed ``S`` (default: the fixed protocol's ``EVALUATION_BASE_SEED``).
+        env_kwargs: Arguments of ``gym.make``, e.g. ``num_objects``, ``episode_steps`` (the episode's time limit),
+            ``obs_mode``, or ``lab`` for ``PickSort-Real-v0``.
+        progress: Show a tqdm progress bar on stderr.
+        video: Path of an MP4 of the first episode (the env is made with ``render_mode="rgb_array"``).
+        workers: Worker processes (spawned).  Records come back in episode order and do not depend on the number
+            of workers.  With more than one, ``policy`` is pickled to the workers, and a script calling this
+            must guard its entry point with ``if __name__ == "__main__":``; ids registered at run time by the
+            caller are not known to workers.
+
+    Returns:
+        The result: records, summary and provenance.
+
+    Raises:
+        UnknownEnvError: ``env_id`` is not a registered PickSort id (the message lists them).
+        EnvArgumentError: the env refused ``env_kwargs`` (the message passes on what it accepts).
+        RenderError: ``video`` was asked for but offscreen rendering is not available.
+        TypeError: ``policy`` is not a policy or factory, or cannot be pickled for workers.
+        ValueError: ``episodes`` < 1, ``workers`` < 1 or ``base_seed`` < 0.
+    """
+    from tqdm import tqdm
+
+    check_env_id(env_id)
+    for name, value, low in (("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    episodes, workers, base_seed = int(episodes), int(workers), int(base_seed)
+    kwargs = dict(env_kwargs or {})
+    seeds = evaluation_seeds(episodes, base_seed)
+    video = None if video is None else os.fspath(video)
+    start = time.perf_counter()
+    env = make_env(env_id, {**kwargs, "render_mode": "rgb_array"} if video is not None else kwargs)
+    try:
+        provenance = _env_provenance(env)
+        recorded_kwargs = _recorded_env_kwargs(kwargs, provenance["domain"])
+        main_policy = resolve_policy(policy, env)
+        policy_record = _policy_record(main_policy)
+        first = 1 if video is not None else 0
+        rest = range(first, episodes)
+        parallel = workers > 1 and len(rest) > 1
+        if parallel:
+            _check_picklable(policy, "the policy")
+            _check_picklable(kwargs, "env_kwargs")
+        records: list[EpisodeRecord | None] = [None] * episodes
+        with tqdm(total=episodes, desc=env_id, unit="ep", file=sys.stderr, disable=not progress) as bar:
+            if not parallel:
+                if video is not None:
+                    records[0] = _filmed_episode(env, main_policy, seeds[0], video)
+                    bar.update()
+                for i in rest:
+                    records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1],
+                                             index=i)
+                    bar.update()
+            else:
+                pool = ProcessPoolExecutor(max_workers=min(workers, len(rest)), mp_context=get_context("spawn"),
+                                           initializer=_worker_init, initargs=(env_id, kwargs, policy))
+                try:
+                    futures = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
+                    if video is not None:  # filmed here while the workers run the other episodes
+                        records[0] = _filmed_episode(env, main_policy, seeds[0], video)
+                        bar.update()
+                    for future in as_completed(futures):
+                        record = future.result()
+                        records[record.index] = record
+                        bar.update()
+                except BrokenProcessPool as e:
+                    raise RuntimeError(
+                        "a worker process died. If evaluate() was called from a script, guard the call with "
+                        "`if __name__ == '__main__':` (workers are spawned and import the main module)"
+                    ) from e
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        env.close()
+    return EvaluationResult(
+        env_id=env_id,
+        env_kwargs=recorded_kwargs,
+        provenance=provenance,
+        policy=policy_record,
+        base_seed=base_seed,
+        records=tuple(r for r in records if r is not None),  # all filled: every episode ran or raised
+        versions=_versions(),
+        video=video,
+        wall_time_s=time.perf_counter() - start,
+    )
+
+
+__all__ = [
+    "ENV_PREFIX",
+    "EVALUATION_BASE_SEED",
+    "LAB_WITHHELD",
+    "RENDER_HINT",
+    "RESULT_FORMAT",
+    "RESULT_SCHEMA_VERSION",
+    "SEEDING_CONVENTION",
+    "EnvArgumentError",
+    "EpisodeRecord",
+    "EvaluationResult",
+    "Policy",
+    "PolicyFactory",
+    "PolicyOrFactory",
+    "RenderError",
+    "ResultSchemaError",
+    "UnknownEnvError",
+    "check_env_id",
+    "evaluate",
+    "evaluation_seeds",
+    "make_env",
+    "picksort_env_ids",
+    "resolve_policy",
+    "result_schema",
+    "run_episode",
+    "validate_result",
+]
