@@ -27,7 +27,7 @@ N_FINGER = 16
 def finger_targets(scene: SceneView, a: np.ndarray) -> np.ndarray:
     """(16,) finger joint targets, rad, for normalized finger commands ``a`` in [-1, 1]."""
     lo, hi = scene.hand_range[:, 0], scene.hand_range[:, 1]
-    return lo + (a + 1.0) * 0.5 * (hi - lo)
+    return lo + (a + 1.0) * (0.5 * (hi - lo))
 
 
 def finger_command(scene: SceneView, q: np.ndarray) -> np.ndarray:
@@ -52,12 +52,14 @@ class TaskSpaceController:
         nv = scene.model.nv
         self._home_q = np.asarray(config.home_arm_qpos, dtype=float)
         self._ik_reg = config.ik_damping**2 * np.eye(6)
-        self._ws_low = np.asarray(config.workspace_low, dtype=float)
-        self._ws_high = np.asarray(config.workspace_high, dtype=float)
         self._jacp = np.zeros((3, nv))
         self._jacr = np.zeros((3, nv))
         self._jac = np.zeros((6, len(scene.arm_dof_adr)))
         self._err = np.zeros(6)
+        self._q_lo, self._q_hi = scene.arm_range[:, 0].copy(), scene.arm_range[:, 1].copy()
+        self._ws = (tuple(config.workspace_low), tuple(config.workspace_high))
+        self._dq, self._quat, self._local, self._rot_err = np.empty(4), np.empty(4), np.empty(3), np.empty(3)
+        self._jjt, self._sol = np.empty((6, 6)), np.empty(6)
         self.target_pos = np.zeros(3)
         self.target_quat = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -71,48 +73,57 @@ class TaskSpaceController:
 
         ``gain`` scales the joint displacement that reaches the servos (1 in a well-tuned robot).
         """
-        # Hot path (once per control step): small fixed-size math through MuJoCo's C helpers and ufuncs,
-        # not numpy's wrapper functions, whose overhead would dominate at these sizes.
+        # Hot path (once per control step): the 3-vectors in Python floats and the matrix work through MuJoCo's C
+        # helpers into preallocated buffers; numpy's per-call overhead would otherwise dominate at these sizes.
         cfg, scene = self.config, self.scene
-        tcp = data.site_xpos[scene.tcp_site]
-        target = np.minimum(np.maximum(self.target_pos + a[:3] * cfg.max_linear_step, self._ws_low), self._ws_high)
-        lead = target - tcp
-        dist = math.sqrt(lead @ lead)
+        tx, ty, tz = data.site_xpos[scene.tcp_site].tolist()
+        ax, ay, az, rx, ry, rz = a[:6].tolist()
+        (lx, ly, lz), (hx, hy, hz) = self._ws
+        px, py, pz = self.target_pos.tolist()
+        step = cfg.max_linear_step
+        gx = min(max(px + ax * step, lx), hx)
+        gy = min(max(py + ay * step, ly), hy)
+        gz = min(max(pz + az * step, lz), hz)
+        dx, dy, dz = gx - tx, gy - ty, gz - tz
+        dist = math.sqrt(dx * dx + dy * dy + dz * dz)
         if dist > cfg.max_target_lead:  # no wind-up while the arm is blocked
-            target = tcp + lead * (cfg.max_target_lead / dist)
-        self.target_pos = target
+            k = cfg.max_target_lead / dist
+            dx, dy, dz = dx * k, dy * k, dz * k
+            gx, gy, gz = tx + dx, ty + dy, tz + dz
+        self.target_pos = np.array((gx, gy, gz))
 
-        rot = a[3:6] * cfg.max_angular_step
-        angle = math.sqrt(rot @ rot)
+        angle = math.sqrt(rx * rx + ry * ry + rz * rz) * cfg.max_angular_step
         if angle > 0.0:
-            dq = np.empty(4)
-            mujoco.mju_axisAngle2Quat(dq, rot / angle, angle)
-            new_quat = np.empty(4)
+            norm = math.sqrt(rx * rx + ry * ry + rz * rz)
+            dq, new_quat = self._dq, np.empty(4)
+            mujoco.mju_axisAngle2Quat(dq, np.array((rx / norm, ry / norm, rz / norm)), angle)
             mujoco.mju_mulQuat(new_quat, dq, self.target_quat)
             mujoco.mju_normalize4(new_quat)
             self.target_quat = new_quat
 
         # Damped least squares on the 6-D TCP error, plus a null-space pull towards the home posture:
         # dq = J+ e + (I - J+ J) p  ==  J+ (e - J p) + p,  one 6x6 Cholesky solve per control step.
-        err = self._err
-        err[:3] = target - tcp
-        local = np.empty(3)
-        current = np.empty(4)
-        mujoco.mju_mat2Quat(current, data.site_xmat[scene.tcp_site])
+        err, local, current = self._err, self._local, self._quat
+        xmat = data.site_xmat[scene.tcp_site]
+        mujoco.mju_mat2Quat(current, xmat)
         mujoco.mju_subQuat(local, self.target_quat, current)
-        err[3:] = data.site_xmat[scene.tcp_site].reshape(3, 3) @ local
+        mujoco.mju_mulMatVec3(self._rot_err, xmat, local)
+        err[:3] = (dx, dy, dz)
+        err[3:] = self._rot_err
         mujoco.mj_jacSite(model, data, self._jacp, self._jacr, scene.tcp_site)
         jac = self._jac
-        jac[:3] = self._jacp[:, scene.arm_dof_adr]
-        jac[3:] = self._jacr[:, scene.arm_dof_adr]
-        q = data.qpos[scene.arm_qpos_adr]
+        jac[:3] = self._jacp[:, scene.arm_v]
+        jac[3:] = self._jacr[:, scene.arm_v]
+        q = data.qpos[scene.arm_q]
         pull = cfg.nullspace_gain * (self._home_q - q)
-        jjt = jac @ jac.T + self._ik_reg
+        jjt = np.dot(jac, jac.T, out=self._jjt)
+        jjt += self._ik_reg
         mujoco.mju_cholFactor(jjt, 0.0)
-        sol = np.empty(6)
-        mujoco.mju_cholSolve(sol, jjt, err - jac @ pull)
-        q_des = q + gain * (jac.T @ sol + pull)
-        return np.minimum(np.maximum(q_des, scene.arm_range[:, 0]), scene.arm_range[:, 1])
+        err -= jac @ pull
+        sol = self._sol
+        mujoco.mju_cholSolve(sol, jjt, err)
+        q_des = q + gain * (sol @ jac + pull)
+        return np.minimum(np.maximum(q_des, self._q_lo), self._q_hi)
 
 
 class JointController:

@@ -60,10 +60,25 @@ class TaskGeometry:
     bin_center: np.ndarray
     bin_half_size: np.ndarray
 
+    def __post_init__(self) -> None:
+        # Bin regions as plain-float boxes (x_lo, x_hi, y_lo, y_hi, z_top): the rules run every control step on a
+        # handful of objects, where Python float comparisons beat numpy's per-call overhead several times over.
+        c, h = np.asarray(self.bin_center, float), np.asarray(self.bin_half_size, float)
+        boxes = [(c[k, 0] - h[k, 0], c[k, 0] + h[k, 0], c[k, 1] - h[k, 1], c[k, 1] + h[k, 1], c[k, 2] + h[k, 2])
+                 for k in range(len(c))]
+        object.__setattr__(self, "_boxes", tuple(tuple(float(v) for v in b) for b in boxes))
+
     @property
     def bin_top(self) -> np.ndarray:
         """(3,) top of each bin's region."""
         return self.bin_center[:, 2] + self.bin_half_size[:, 2]
+
+    def bin_of(self, x: float, y: float, z: float) -> int:
+        """Index of the bin whose region holds the point (between its walls, below its top), or -1."""
+        for k, (x_lo, x_hi, y_lo, y_hi, z_top) in enumerate(self._boxes):
+            if x_lo <= x <= x_hi and y_lo <= y <= y_hi and z <= z_top:
+                return k
+        return -1
 
 
 def bin_index(pos: np.ndarray, geometry: TaskGeometry) -> np.ndarray:
@@ -72,9 +87,7 @@ def bin_index(pos: np.ndarray, geometry: TaskGeometry) -> np.ndarray:
     Args:
         pos: (N, 3) object centres.
     """
-    offset = np.abs(pos[:, None, :2] - geometry.bin_center[None, :, :2])  # (N, bins, 2)
-    inside = np.all(offset <= geometry.bin_half_size[None, :, :2], axis=2) & (pos[:, None, 2] <= geometry.bin_top)
-    return np.where(inside.any(axis=1), inside.argmax(axis=1), -1)
+    return np.array([geometry.bin_of(x, y, z) for x, y, z in np.asarray(pos).tolist()], dtype=int)
 
 
 def classify(
@@ -86,7 +99,7 @@ def classify(
     geometry: TaskGeometry,
     rules: OutcomeRules,
 ) -> tuple[list[str | None], np.ndarray]:
-    """Apply the rules to every object.
+    """Apply the rules to every object (arguments may be numpy arrays or lists).
 
     Args:
         pos: (N, 3) object centres, m.
@@ -98,32 +111,38 @@ def classify(
         rules: Thresholds.
 
     Returns:
-        The outcome each object reaches now (None: still pending) and the updated ``lifted`` flags (an object
-        lifted now counts as lifted for the rules already).
+        The outcome each object reaches now (None: still pending) and the updated ``lifted`` flags as a list (an
+        object lifted now counts as lifted for the rules already).
     """
-    lifted = lifted | (bottom > geometry.belt_top + rules.lift_height)
-    in_bin = bin_index(pos, geometry)
-    landed = (in_bin >= 0) & (speed < rules.settled_speed)
-    off_belt = (in_bin < 0) & (pos[:, 2] < geometry.belt_top - rules.below_belt)
-    passed = (in_bin < 0) & ~off_belt & (pos[:, 1] < rules.reach_limit_y)
-    passed &= pos[:, 2] < geometry.belt_top + rules.reach_band
-    outcomes: list[str | None] = []
-    for i in range(len(pos)):
-        if landed[i]:
-            outcomes.append("sorted" if in_bin[i] == category[i] else "wrong_bin")
-        elif off_belt[i]:
-            outcomes.append("dropped" if lifted[i] else "fell_off_belt")
-        elif passed[i]:
-            outcomes.append("dropped" if lifted[i] else "missed")
+    belt = geometry.belt_top
+    lift_z, off_z, band_z = belt + rules.lift_height, belt - rules.below_belt, belt + rules.reach_band
+    now_lifted, outcomes = [], []
+    for (x, y, z), v, b, up, cat in zip(_rows(pos), _rows(speed), _rows(bottom), _rows(lifted), _rows(category)):
+        up = up or b > lift_z
+        now_lifted.append(up)
+        k = geometry.bin_of(x, y, z)
+        if k >= 0:
+            outcome = ("sorted" if k == cat else "wrong_bin") if v < rules.settled_speed else None
+        elif z < off_z:
+            outcome = "dropped" if up else "fell_off_belt"
+        elif y < rules.reach_limit_y and z < band_z:
+            outcome = "dropped" if up else "missed"
         else:
-            outcomes.append(None)
-    return outcomes, lifted
+            outcome = None
+        outcomes.append(outcome)
+    return outcomes, now_lifted
 
 
-def held(pos: np.ndarray, bottom: np.ndarray, tcp: np.ndarray, geometry: TaskGeometry, rules: OutcomeRules) -> np.ndarray:
-    """(N,) whether each object is held: lifted off the belt and close to the TCP."""
-    near = np.sum((pos - tcp) ** 2, axis=1) < rules.hold_distance**2
-    return (bottom > geometry.belt_top + 0.5 * rules.lift_height) & near
+def held(pos: np.ndarray, bottom: np.ndarray, tcp: np.ndarray, geometry: TaskGeometry, rules: OutcomeRules) -> list[bool]:
+    """Whether each object is held: lifted off the belt and close to the TCP (arrays or lists)."""
+    tx, ty, tz = _rows(tcp)
+    z_min, d2 = geometry.belt_top + 0.5 * rules.lift_height, rules.hold_distance**2
+    return [b > z_min and (x - tx) ** 2 + (y - ty) ** 2 + (z - tz) ** 2 < d2 for (x, y, z), b in zip(_rows(pos), _rows(bottom))]
+
+
+def _rows(values: np.ndarray | list) -> list:
+    # Arrays become (nested) lists of Python scalars; lists pass through.
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def first_failure(outcomes: list[str], steps: list[int]) -> str | None:

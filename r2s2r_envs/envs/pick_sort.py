@@ -8,6 +8,7 @@ live in ``envs.controller``, the outcome rules in ``envs.outcomes``, the named v
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -220,7 +221,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._one_hot = np.zeros(3 * n, dtype=np.float32)
         self._outcomes = ["pending"] * n
         self._outcome_steps = [-1] * n
-        self._lifted = np.zeros(n, dtype=bool)
+        self._lifted = [False] * n
         self._half_height = np.zeros(n)
         self._steps = 0
         self._sort_step: int | None = None
@@ -265,6 +266,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             bin_center=d.site_xpos[s.bin_sites].copy(),
             bin_half_size=m.site_size[s.bin_sites].copy(),
         )
+
+    @property
+    def n_substeps(self) -> int:
+        """Physics steps per control step (``dt / model.opt.timestep``)."""
+        return self._n_substeps
 
     @property
     def world_params(self) -> WorldParams:
@@ -404,7 +410,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._controller.reset(d)
         self._outcomes = ["pending"] * self.num_objects
         self._outcome_steps = [-1] * self.num_objects
-        self._lifted[:] = False
+        self._lifted = [False] * self.num_objects
+        self._half_height_list = self._half_height.tolist()
+        self._category_list = self._categories.tolist()
         self._steps = 0
         self._sort_step = None
         self._unstable = False
@@ -476,8 +484,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def _apply_action(self, a: np.ndarray) -> None:
         m, d, s = self._model, self._data, self.scene
         n_arm = self._controller.arm_dim
-        d.ctrl[s.arm_actuators] = self._controller.arm_targets(m, d, a[:n_arm], self._command_gain())
-        d.ctrl[s.hand_actuators] = finger_targets(s, a[n_arm:])
+        d.ctrl[s.arm_u] = self._controller.arm_targets(m, d, a[:n_arm], self._command_gain())
+        d.ctrl[s.hand_u] = finger_targets(s, a[n_arm:])
 
     def _advance_belt(self) -> None:
         w = self._world
@@ -513,20 +521,19 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def _diverged(self) -> bool:
         d = self._data
-        # A NaN/inf anywhere makes the sum non-finite: one reduction instead of two element-wise checks.
-        if not np.isfinite(d.qpos.sum() + d.qvel.sum()):
+        # NaN fails every comparison, so "not <=" also catches a NaN velocity; a NaN/inf anywhere in qpos makes
+        # its sum non-finite.  Two reductions instead of element-wise checks.
+        if not np.abs(d.qvel).max() <= 1e3 or not math.isfinite(d.qpos.sum()):
             return True
-        if np.abs(d.qvel).max() > 1e3:
-            return True
-        return bool(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0)
+        return d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
 
     def _update_outcomes_and_rewards(self) -> dict[str, float]:
         d, s, g, rules = self._data, self.scene, self._geom, self.rules
-        pos = d.qpos[s.object_pos_idx].reshape(-1, 3)
-        vel = d.qvel[s.object_linvel_idx].reshape(-1, 3)
-        speed = np.sqrt(np.sum(vel * vel, axis=1))
-        bottom = pos[:, 2] - self._half_height
-        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._categories, g, rules)
+        # Plain floats: a handful of objects per step, where numpy's per-call overhead would dominate.
+        pos = d.qpos[s.object_pos_idx].reshape(-1, 3).tolist()
+        speed = [math.sqrt(x * x + y * y + z * z) for x, y, z in d.qvel[s.object_linvel_idx].reshape(-1, 3).tolist()]
+        bottom = [p[2] - h for p, h in zip(pos, self._half_height_list)]
+        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._category_list, g, rules)
         newly_sorted = newly_failed = 0
         for i, outcome in enumerate(decided):
             if outcome is not None and self._outcomes[i] == "pending":
@@ -535,31 +542,32 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                     newly_sorted += 1
                 else:
                     newly_failed += 1
-        if self._sort_step is None and all(o == "sorted" for o in self._outcomes):
+        if self._sort_step is None and self._outcomes.count("sorted") == self.num_objects:
             self._sort_step = self._steps
 
         # Shaping: progress on the object being worked on, the held one, else the next one downstream.
         raw_reach = raw_grasp = raw_transport = 0.0
-        pending = np.array([o == "pending" for o in self._outcomes])
-        if pending.any():
-            tcp = d.site_xpos[s.tcp_site]
-            holding = rules_mod.held(pos, bottom, tcp, g, rules) & pending
-            if holding.any():
-                i = int(np.argmax(holding))
+        pending = [i for i, o in enumerate(self._outcomes) if o == "pending"]
+        if pending:
+            tcp = d.site_xpos[s.tcp_site].tolist()
+            holding = rules_mod.held(pos, bottom, tcp, g, rules)
+            held = [i for i in pending if holding[i]]
+            p = pos
+            if held:
+                i = held[0]
                 raw_reach = raw_grasp = 1.0
-                to_bin = pos[i, :2] - g.bin_center[self._categories[i], :2]
-                raw_transport = 1.0 - np.tanh(5.0 * np.sqrt(to_bin @ to_bin))
+                bx, by = g.bin_center[self._categories[i], :2].tolist()
+                raw_transport = 1.0 - math.tanh(5.0 * math.hypot(p[i][0] - bx, p[i][1] - by))
             else:
-                i = int(np.argmin(np.where(pending, pos[:, 1], np.inf)))
-                to_tcp = pos[i] - tcp
-                raw_reach = 1.0 - np.tanh(10.0 * np.sqrt(to_tcp @ to_tcp))
+                i = min(pending, key=lambda k: p[k][1])
+                raw_reach = 1.0 - math.tanh(10.0 * math.dist(p[i], tcp))
         w = self.reward_weights
         return {
-            "reach": float(w.reach * raw_reach),
-            "grasp": float(w.grasp * raw_grasp),
-            "transport": float(w.transport * raw_transport),
-            "sort": float(w.sort * newly_sorted),
-            "failure": float(w.failure * newly_failed),
+            "reach": w.reach * raw_reach,
+            "grasp": w.grasp * raw_grasp,
+            "transport": w.transport * raw_transport,
+            "sort": w.sort * newly_sorted,
+            "failure": w.failure * newly_failed,
         }
 
     def _set_outcome(self, i: int, outcome: str) -> None:
@@ -571,10 +579,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         d, s = self._data, self.scene
         f32 = np.float32
         obs = {
-            "arm_qpos": d.qpos[s.arm_qpos_adr].astype(f32),
-            "arm_qvel": d.qvel[s.arm_dof_adr].astype(f32),
-            "hand_qpos": d.qpos[s.hand_qpos_adr].astype(f32),
-            "hand_qvel": d.qvel[s.hand_dof_adr].astype(f32),
+            "arm_qpos": d.qpos[s.arm_q].astype(f32),
+            "arm_qvel": d.qvel[s.arm_v].astype(f32),
+            "hand_qpos": d.qpos[s.hand_q].astype(f32),
+            "hand_qvel": d.qvel[s.hand_v].astype(f32),
             "eef_pos": d.site_xpos[s.tcp_site].astype(f32),
             "eef_quat": s.tcp_quat(d).astype(f32),
         }

@@ -63,6 +63,10 @@ class SceneView:
         self.object_geoms = np.array(
             [[m.geom(f"{C.object_prefix(i)}{c}").id for c in C.CATEGORIES] for i in range(num_objects)]
         )
+        # Hot-path indexers: a slice where the addresses are contiguous (a view, no fancy-indexing copy).
+        self.arm_q, self.arm_v = _indexer(self.arm_qpos_adr), _indexer(self.arm_dof_adr)
+        self.hand_q, self.hand_v = _indexer(self.hand_qpos_adr), _indexer(self.hand_dof_adr)
+        self.arm_u, self.hand_u = _indexer(self.arm_actuators), _indexer(self.hand_actuators)
         # Flat index arrays, so reading every object is one fancy-indexing operation.
         self.object_pos_idx = (self.object_qpos_adr[:, None] + np.arange(3)).ravel()
         self.object_quat_idx = (self.object_qpos_adr[:, None] + np.arange(3, 7)).ravel()
@@ -133,3 +137,10 @@ class SceneView:
     def bin_center(self, data: mujoco.MjData, category: int) -> np.ndarray:
         """(3,) centre of the bin region of ``category`` (index into ``constants.CATEGORIES``), m."""
         return data.site_xpos[self.bin_sites[category]].copy()
+
+
+def _indexer(adr: np.ndarray) -> slice | np.ndarray:
+    """``slice(a, b)`` if ``adr`` is ``a, a+1, ..., b-1``, else ``adr`` itself."""
+    if len(adr) and np.array_equal(adr, np.arange(adr[0], adr[0] + len(adr))):
+        return slice(int(adr[0]), int(adr[0]) + len(adr))
+    return adr

@@ -50,10 +50,15 @@ def asset_path(name: str) -> str:
     return str(path)
 
 
+@functools.lru_cache(maxsize=1)
+def _nominal_object_sizes() -> dict[str, tuple[float, ...]]:
+    spec = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))  # parsed once: set_world calls this per change
+    return {c: tuple(float(v) for v in spec.geom(c).size) for c in C.CATEGORIES}
+
+
 def object_half_sizes(params: WorldParams) -> dict[str, np.ndarray]:
     """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; sphere: radius)."""
-    spec = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))
-    return {c: np.array(spec.geom(c).size, dtype=float) * params.object_size_scale for c in C.CATEGORIES}
+    return {c: np.array(size) * params.object_size_scale for c, size in _nominal_object_sizes().items()}
 
 
 def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray:
