@@ -36,9 +36,8 @@ def _bin_drop_point(env: PickSortEnv, category: int) -> tuple[float, float, floa
     return float(center[0]), float(center[1]), 0.06
 
 
-def _categories(env: PickSortEnv) -> np.ndarray:
-    obs = env._get_obs()
-    return obs["object_category"].reshape(env.num_objects, len(C.CATEGORIES)).argmax(axis=1)
+def _categories(env: PickSortEnv) -> list[int]:
+    return [C.CATEGORIES.index(c) for c in env.object_categories]
 
 
 def _run(env: PickSortEnv, steps: int = 40):

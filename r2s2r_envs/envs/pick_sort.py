@@ -223,6 +223,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._outcome_steps = [-1] * n
         self._lifted = [False] * n
         self._half_height = np.zeros(n)
+        self._category_list = [0] * n
         self._steps = 0
         self._sort_step: int | None = None
         self._unstable = False
@@ -266,6 +267,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             bin_center=d.site_xpos[s.bin_sites].copy(),
             bin_half_size=m.site_size[s.bin_sites].copy(),
         )
+
+    @property
+    def object_categories(self) -> tuple[str, ...]:
+        """Category of each object this episode, in slot order (what ``object_category`` one-hot encodes)."""
+        return tuple(C.CATEGORIES[c] for c in self._category_list)
 
     @property
     def n_substeps(self) -> int:
