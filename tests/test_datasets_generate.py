@@ -1,5 +1,6 @@
-"""Generation (determinism, parallel workers, successes-only, interruption and resume), replay, CLI and the
-canonical datasets spec, on the physics-free toy env (r2s2r_envs.datasets.toy)."""
+"""Generation (determinism, parallel workers, successes-only, interruption and resume, locking, time limit, lab
+datasets), replay, the data-never-code rules, CLI and the canonical datasets spec, on the physics-free toy env
+(r2s2r_envs.datasets.toy)."""
 
 from __future__ import annotations
 
@@ -12,35 +13,38 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 
 import gymnasium as gym
 import h5py
+import numpy as np
 import pytest
 
-from r2s2r_envs.datasets import open_dataset
-from r2s2r_envs.datasets.canonical import load_spec, make_datasets
+from r2s2r_envs._version import __version__
+from r2s2r_envs.datasets import CoTrainingMixture, DatasetError, TrajectoryDataset, open_dataset
+from r2s2r_envs.datasets.canonical import default_spec_path, load_spec, make_datasets
 from r2s2r_envs.datasets.cli import add_subcommands
-from r2s2r_envs.datasets.generate import GenerationError, episode_seeds, generate
+from r2s2r_envs.datasets.generate import GenerationError, episode_seeds, generate, lab_record, writer_lock
 from r2s2r_envs.datasets.replay import replay_demo
-from r2s2r_envs.datasets.toy import TOY_SPEC
+from r2s2r_envs.datasets.toy import (
+    TOY_DEMONSTRATOR,
+    TOY_EPISODE_STEPS,
+    TOY_SPEC,
+    make_toy_demonstrator,
+    register_toy_env,
+)
+from r2s2r_envs.datasets.writer import _store_content_hash
+from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 
-TOY_DEMO = "r2s2r_envs.datasets.toy:make_toy_demonstrator"
 REPO = Path(__file__).resolve().parents[1]
+TOY = register_toy_env()  # envs are made from registered ids only
+ALLOW_TOY = (TOY,)  # replay rebuilds only PickSort-* ids unless told otherwise
 
 
-def _gen(out: Path, episodes: int, **kwargs) -> "object":
-    kwargs.setdefault("demonstrator", TOY_DEMO)
+def _gen(out: Path, episodes: int, **kwargs) -> object:
+    # A factory typed here, in Python: the file records its name and never imports it.
+    kwargs.setdefault("demonstrator", make_toy_demonstrator)
     kwargs.setdefault("progress", False)
-    return generate(TOY_SPEC, episodes, out, **kwargs)
-
-
-@pytest.fixture
-def registered_toy() -> Iterator[str]:
-    """Registers the toy env under its id for tests that go through env ids (CLI, canonical spec)."""
-    gym.register(id=TOY_SPEC.id, entry_point=TOY_SPEC.entry_point, max_episode_steps=TOY_SPEC.max_episode_steps)
-    yield TOY_SPEC.id
-    del gym.registry[TOY_SPEC.id]
+    return generate(TOY, episodes, out, **kwargs)
 
 
 def test_generated_file_records_provenance_and_seeds(tmp_path: Path) -> None:
@@ -56,7 +60,10 @@ def test_generated_file_records_provenance_and_seeds(tmp_path: Path) -> None:
         settings = {"gain_range": [0.05, 1.0], "action_noise": 0.05, "lead_s": 0.4}
         assert prov["demonstrator"] == {"name": "toy-reacher", "settings": settings}
         assert set(prov["versions"]) >= {"r2s2r_envs", "mujoco", "gymnasium", "numpy", "h5py", "python"}
-        assert prov["seed"] == 7 and prov["schema_version"] == 1
+        assert prov["versions"]["r2s2r_envs"] == __version__ != "unknown"
+        assert prov["seed"] == 7 and prov["schema_version"] == 2
+        assert prov["seeding"] == f.generation["seeding"] == SEEDING_CONVENTION
+        assert f.generation["demonstrator"] == {"callable": "r2s2r_envs.datasets.toy.make_toy_demonstrator"}
         assert f.env_args["env_name"] == "ToyPickSort-v0" and f.env_args["type"] == 2
         assert "object_category" in f.obs_keys and "scene_image" not in f.obs_keys
         for k in f.demo_ids:
@@ -95,7 +102,9 @@ def test_rgb_mode_stores_only_images(tmp_path: Path) -> None:
     _gen(out, 2, obs_mode="rgb", env_kwargs={"image_size": 8})
     with open_dataset(out) as f:
         assert f.obs_keys == ["scene_image", "wrist_image"]
-        assert f.env_args["env_kwargs"] == {"image_size": 8, "obs_mode": "state+rgb"}
+        # What robomimic passes to gym.make: the env arguments, including the time limit the demos ran under.
+        assert f.env_args["env_kwargs"] == {"image_size": 8, "obs_mode": "state+rgb",
+                                            "episode_steps": TOY_EPISODE_STEPS}
     subset = tmp_path / "subset.hdf5"
     _gen(subset, 2, obs_mode="state", obs_keys=["eef_pos", "arm_qpos"])
     with open_dataset(subset) as f:
@@ -105,7 +114,8 @@ def test_rgb_mode_stores_only_images(tmp_path: Path) -> None:
 
 
 def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
-    ref = _gen(tmp_path / "ref.hdf5", 12, seed=4)
+    # Same settings as the interrupted run: the content hash covers the generation settings (step_delay included).
+    ref = _gen(tmp_path / "ref.hdf5", 12, seed=4, env_kwargs={"step_delay": 0.002})
     out = tmp_path / "int.hdf5"
     # SIGINT arrives while episodes run (each toy step sleeps 2 ms, an episode takes ~0.1 s).
     timer = threading.Timer(0.4, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -118,7 +128,6 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
         assert not f.complete and f.num_demos == first.num_demos
     second = _gen(out, 12, seed=4, env_kwargs={"step_delay": 0.002})
     assert second.resumed and second.complete and second.new_demos == 12 - first.num_demos
-    # env_kwargs differ from the reference run (step_delay), which does not change the arrays.
     assert second.content_hash == ref.content_hash
 
 
@@ -166,10 +175,265 @@ def test_file_held_by_another_writer_is_never_overwritten(tmp_path: Path) -> Non
 
 
 def test_unknown_demonstrator_and_env(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="module:function"):
-        _gen(tmp_path / "x.hdf5", 1, demonstrator="no_colon")
-    with pytest.raises(GenerationError, match="cannot make env"):
-        generate("NoSuchEnv-v0", 1, tmp_path / "y.hdf5", demonstrator=TOY_DEMO, progress=False)
+    with pytest.raises(ValueError, match=r"unknown demonstrator 'no_such'; registered names: \[.*'toy-reacher'"):
+        _gen(tmp_path / "x.hdf5", 1, demonstrator="no_such")
+    with pytest.raises(ValueError, match="'module:function' is not accepted"):
+        _gen(tmp_path / "x.hdf5", 1, demonstrator="r2s2r_envs.datasets.toy:make_toy_demonstrator")
+    with pytest.raises(GenerationError, match="cannot make env 'NoSuchEnv-v0': not a registered id"):
+        generate("NoSuchEnv-v0", 1, tmp_path / "y.hdf5", progress=False)
+    with pytest.raises(GenerationError, match="registered env ids only"):
+        generate(TOY_SPEC, 1, tmp_path / "y.hdf5", progress=False)  # an EnvSpec is never made
+    assert not list(tmp_path.iterdir())  # nothing was created
+
+
+def test_registered_demonstrator_name_and_env_default(tmp_path: Path) -> None:
+    by_default = _gen(tmp_path / "a.hdf5", 3, seed=1, demonstrator=None)  # the env's own: toy-reacher
+    by_name = _gen(tmp_path / "b.hdf5", 3, seed=1, demonstrator=TOY_DEMONSTRATOR)
+    by_factory = _gen(tmp_path / "c.hdf5", 3, seed=1)
+    with open_dataset(by_default.path) as a, open_dataset(by_name.path) as b, open_dataset(by_factory.path) as c:
+        assert a.generation["demonstrator"] is None and b.generation["demonstrator"] == TOY_DEMONSTRATOR
+        assert a.provenance["demonstrator"]["name"] == b.provenance["demonstrator"]["name"] == "toy-reacher"
+        for k in a.demo_ids:  # the same demonstrator, so the same arrays
+            np.testing.assert_array_equal(a.read(k, "actions"), c.read(k, "actions"))
+    # The recorded choice is part of the settings: resuming with another one is refused.
+    with pytest.raises(GenerationError, match="demonstrator"):
+        _gen(tmp_path / "a.hdf5", 4, seed=1, demonstrator=TOY_DEMONSTRATOR)
+
+
+def test_env_owns_the_time_limit(tmp_path: Path) -> None:
+    assert gym.spec(TOY).max_episode_steps is None  # no Gymnasium TimeLimit: the env truncates itself
+    a = _gen(tmp_path / "a.hdf5", 6, seed=2, max_episode_steps=4)
+    b = _gen(tmp_path / "b.hdf5", 6, seed=2, episode_steps=4)
+    c = _gen(tmp_path / "c.hdf5", 6, seed=2, env_kwargs={"episode_steps": 4})
+    assert a.content_hash == b.content_hash == c.content_hash
+    with open_dataset(a.path) as f:
+        assert f.env_args["env_kwargs"] == {"episode_steps": 4, "obs_mode": "state"}  # what robomimic passes
+        assert f.generation["env_kwargs"] == {"episode_steps": 4}
+        lengths = [f.demo_length(k) for k in f.demo_ids]
+        assert max(lengths) == 4
+        timed_out = [f.demo_attrs(k) for k in f.demo_ids if f.demo_attrs(k)["truncated"]]
+        assert timed_out and all(a["failure_cause"] == "timeout" and set(a["object_outcomes"]) == {"timeout"}
+                                 for a in timed_out)
+    with open_dataset(_gen(tmp_path / "d.hdf5", 2, seed=2).path) as f:
+        assert max(f.demo_length(k) for k in f.demo_ids) <= TOY_EPISODE_STEPS
+    with pytest.raises(ValueError, match="same setting"):
+        _gen(tmp_path / "e.hdf5", 1, episode_steps=4, max_episode_steps=5)
+    with pytest.raises(ValueError, match="contradicts"):
+        _gen(tmp_path / "e.hdf5", 1, episode_steps=4, env_kwargs={"episode_steps": 5})
+    with pytest.raises(ValueError, match="gymnasium.make arguments"):
+        _gen(tmp_path / "e.hdf5", 1, env_kwargs={"max_episode_steps": 5})
+    with pytest.raises(ValueError, match="positive integer"):
+        _gen(tmp_path / "e.hdf5", 1, episode_steps=0)
+
+
+# -- lab datasets ------------------------------------------------------------------------------------
+
+
+def test_lab_dataset_is_a_black_box(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The toy env with domain="real" acts as the lab: get_state() raises, so rollout must never call it.
+    out = tmp_path / "lab.hdf5"
+    _gen(out, 4, seed=3, env_kwargs={"domain": "real"})
+    with open_dataset(out) as f:
+        assert f.domain == "real" and not f.has_states
+        assert f.provenance["world"] == {"domain": "real",
+                                         "lab": {"name": "toy-lab", "config_sha256": lab_config_hash()}}
+        assert f.provenance["demonstrator"]["settings"] is None
+        assert f.demo(0).states is None
+    with h5py.File(out, "r") as h:
+        names: list[str] = []
+        h.visit(names.append)
+        assert not [n for n in names if "states" in n]
+    with pytest.raises(DatasetError, match="lab datasets carry no simulator state and cannot be replayed"):
+        replay_demo(out, 0, check=True, allow_env_ids=ALLOW_TOY)
+    assert f.env_args["env_kwargs"] == {"domain": "real", "obs_mode": "state", "episode_steps": TOY_EPISODE_STEPS}
+    assert _cli(["replay", str(out), "--demo", "0", "--check"]) == 1
+    assert "cannot be replayed" in capsys.readouterr().err
+    # The loaders need no states: a lab file mixes with a sim file.
+    sim = tmp_path / "sim.hdf5"
+    _gen(sim, 4, seed=3)
+    mix = CoTrainingMixture([TrajectoryDataset(out, frame_stack=2), TrajectoryDataset(sim, frame_stack=2)], 0.5,
+                            normalize="minmax", seed=0)
+    batch = mix.sample(32)
+    assert batch["actions"].shape == (32, 1, 22) and 0 < batch["domain"].sum() < 32
+
+
+def lab_config_hash() -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps({"belt_speed": 0.5}, sort_keys=True).encode()).hexdigest()
+
+
+def test_lab_record_names_the_lab_only() -> None:
+    full = {"domain": "real", "lab": {"name": "default", "config_sha256": "ab" * 32}, "world_params": {"x": 1},
+            "control": {"gain": 2}, "num_objects": 3}
+    assert lab_record(full, "PickSort-Real-v0") == {"domain": "real", "lab": full["lab"]}
+    # Until the lab env reports a config hash, a bare name is accepted.
+    assert lab_record({"lab": "default", "control": {}}, "X") == {
+        "domain": "real", "lab": {"name": "default", "config_sha256": None}}
+    with pytest.raises(GenerationError, match="names no lab"):
+        lab_record({"domain": "real", "world_params": {}}, "X")
+
+
+# -- a dataset is data, never code ------------------------------------------------------------------------
+
+
+_MARKER_MODULE = """
+from pathlib import Path
+Path({marker!r}).write_text("imported")
+
+def make(env):
+    raise AssertionError("called")
+
+class Env:
+    pass
+"""
+
+
+@pytest.fixture
+def marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An importable module that writes a marker file when imported: nothing read from a file may import it."""
+    path = tmp_path / "imported.marker"
+    (tmp_path / "evil_marker_mod.py").write_text(_MARKER_MODULE.format(marker=str(path)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield path
+    assert "evil_marker_mod" not in sys.modules
+    assert not path.exists(), "a module named by a dataset file was imported"
+
+
+def _craft(path: Path, edit) -> None:
+    """Edits a file and re-stamps its hashes, as someone crafting a file would."""
+    with h5py.File(path, "r+") as f:
+        edit(f)
+        hashes = {int(g.attrs["demo_id"]): str(g.attrs["sha256"]) for g in f["data"].values()}
+        _store_content_hash(f, hashes)
+
+
+def test_replay_never_builds_an_env_from_a_file(tmp_path: Path, marker: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.hdf5"
+    _gen(out, 1, seed=2)
+    evil_spec = json.loads(TOY_SPEC.to_json())
+    evil_spec.update(id="Evil-v0", entry_point="evil_marker_mod:Env")
+
+    def as_spec(f: h5py.File) -> None:
+        for attrs, key, field in ((f.attrs, "generation", "env_id"), (f.attrs, "provenance", "env_spec")):
+            record = json.loads(attrs[key])
+            record[field] = evil_spec
+            attrs[key] = json.dumps(record)
+        env_args = json.loads(f["data"].attrs["env_args"])
+        env_args["env_name"] = "Evil-v0"
+        f["data"].attrs["env_args"] = json.dumps(env_args)
+
+    _craft(out, as_spec)
+    with open_dataset(out) as f:  # a valid file: it is refused for what it says, not for a broken hash
+        assert f.generation["env_id"]["entry_point"] == "evil_marker_mod:Env"
+    for allow in ((), ("Evil-v0",)):
+        with pytest.raises(DatasetError, match="never from a spec or entry point read from a file"):
+            replay_demo(out, 0, check=True, allow_env_ids=allow)
+    assert _cli(["replay", str(out), "--demo", "0", "--check"]) == 1
+    assert "registered id" in capsys.readouterr().err
+
+    # An id that is not registered, or not a PickSort id, is refused too (also when its name looks harmless).
+    for env_id, allow, message in (("PickSort-Evil-v0", (), "not registered"), ("Evil-v0", (), "PickSort-"),
+                                   (TOY, (), "PickSort-"), ("Evil-v0", ("Evil-v0",), "not registered")):
+        def set_env_id(f: h5py.File, env_id: str = env_id) -> None:
+            f.attrs["generation"] = json.dumps({**json.loads(f.attrs["generation"]), "env_id": env_id})
+
+        _craft(out, set_env_id)
+        with pytest.raises(DatasetError, match=message):
+            replay_demo(out, 0, check=True, allow_env_ids=allow)
+
+
+def test_stored_demonstrator_and_spec_demonstrator_are_never_imported(tmp_path: Path, marker: Path) -> None:
+    out = tmp_path / "g.hdf5"
+    _gen(out, 1, seed=2, demonstrator=None)
+    _craft(out, lambda f: f.attrs.__setitem__("generation", json.dumps(
+        {**json.loads(f.attrs["generation"]), "demonstrator": "evil_marker_mod:make"})))
+    with pytest.raises(GenerationError, match="different settings.*demonstrator"):  # compared as data
+        _gen(out, 2, seed=2, demonstrator=None)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"spec_version": 1, "datasets": [
+        {"name": "toy", "env_id": TOY, "episodes": 1, "seed": 0, "demonstrator": "evil_marker_mod:make"}]}))
+    with pytest.raises(ValueError, match="not a demonstrator name"):
+        make_datasets(spec, cache_dir=tmp_path / "cache", progress=False)
+    with pytest.raises(ValueError, match="not accepted"):
+        _gen(tmp_path / "h.hdf5", 1, demonstrator="evil_marker_mod:make")
+
+
+# -- concurrent writers ------------------------------------------------------------------------------------
+
+
+_RACER = """
+import json, sys, time
+from pathlib import Path
+from r2s2r_envs.datasets.generate import GenerationError, generate
+from r2s2r_envs.datasets.toy import make_toy_demonstrator, register_toy_env
+
+if __name__ == "__main__":
+    root, name, reps = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    env_id = register_toy_env()
+    for rep in range(reps):
+        (root / f"ready-{rep}-{name}").touch()
+        while not (root / f"go-{rep}").exists():
+            time.sleep(0.001)
+        try:
+            r = generate(env_id, 8, root / f"out-{rep}.hdf5", seed=rep, demonstrator=make_toy_demonstrator,
+                         env_kwargs={"step_delay": 0.002}, progress=False)
+            result = {"ok": r.content_hash}
+        except GenerationError as exc:
+            result = {"error": str(exc)}
+        (root / f"result-{rep}-{name}.json").write_text(json.dumps(result))
+"""
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_one_proceeds_one_fails_cleanly(tmp_path: Path) -> None:
+    reps = 5
+    script = tmp_path / "racer.py"
+    script.write_text(_RACER)
+    procs = {name: subprocess.Popen([sys.executable, str(script), str(tmp_path), name, str(reps)],
+                                    stderr=subprocess.PIPE, text=True) for name in ("a", "b")}
+    try:
+        for rep in range(reps):
+            deadline = time.monotonic() + 120
+            while not all((tmp_path / f"ready-{rep}-{n}").exists() for n in procs):
+                assert time.monotonic() < deadline, "racers did not start"
+                assert all(p.poll() is None for p in procs.values()), [p.stderr.read() for p in procs.values()]
+                time.sleep(0.01)
+            (tmp_path / f"go-{rep}").touch()  # both start at the same moment
+            while not all((tmp_path / f"result-{rep}-{n}.json").exists() for n in procs):
+                assert time.monotonic() < deadline, "racers did not finish"
+                time.sleep(0.01)
+            results = [json.loads((tmp_path / f"result-{rep}-{n}.json").read_text()) for n in procs]
+            ok = [r["ok"] for r in results if "ok" in r]
+            errors = [r["error"] for r in results if "error" in r]
+            assert len(ok) == 1 and len(errors) == 1, results
+            assert "another process is writing" in errors[0]
+            with open_dataset(tmp_path / f"out-{rep}.hdf5") as f:
+                assert f.complete and f.num_demos == 8 and f.content_hash == ok[0]
+            assert not (tmp_path / f"out-{rep}.hdf5.lock").exists()
+        for p in procs.values():
+            assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_held_lock_fails_at_once_and_creates_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "locked.hdf5"
+    with writer_lock(out) as lock:
+        assert lock.exists()
+        start = time.perf_counter()
+        for overwrite in (False, True):
+            with pytest.raises(GenerationError, match="another process is writing .*locked.hdf5"):
+                _gen(out, 2, overwrite=overwrite)
+        assert time.perf_counter() - start < 5.0
+        assert sorted(p.name for p in out.parent.iterdir()) == ["locked.hdf5.lock"]
+    assert not lock.exists()
+    assert _gen(out, 2).complete
+    assert sorted(p.name for p in out.parent.iterdir()) == ["locked.hdf5"]
 
 
 @pytest.mark.slow
@@ -184,9 +448,9 @@ def test_two_workers_write_the_same_file_as_one(tmp_path: Path) -> None:
 _KILL_CHILD = """
 import sys
 from r2s2r_envs.datasets.generate import generate
-from r2s2r_envs.datasets.toy import TOY_SPEC
+from r2s2r_envs.datasets.toy import make_toy_demonstrator, register_toy_env
 if __name__ == "__main__":
-    generate(TOY_SPEC, 30, sys.argv[1], seed=11, demonstrator="r2s2r_envs.datasets.toy:make_toy_demonstrator",
+    generate(register_toy_env(), 30, sys.argv[1], seed=11, demonstrator=make_toy_demonstrator,
              progress=False, env_kwargs={"step_delay": 0.003}, workers=int(sys.argv[2]))
 """
 
@@ -248,23 +512,53 @@ def test_replay_recreates_states_and_renders_video(tmp_path: Path) -> None:
 
     out = tmp_path / "r.hdf5"
     _gen(out, 2, seed=2, env_kwargs={"image_size": 16})
-    result = replay_demo(out, 1, video=tmp_path / "demo.mp4", check=True)
+    result = replay_demo(out, 1, video=tmp_path / "demo.mp4", check=True, allow_env_ids=ALLOW_TOY)
     assert result.first_divergent_step is None and result.max_state_error == 0.0
     with open_dataset(out) as f:
         assert result.num_steps == f.demo_length(1)
     with imageio.get_reader(tmp_path / "demo.mp4") as reader:
         assert reader.count_frames() == result.num_steps
-    replay_demo(out, 0, video=tmp_path / "demo.gif")
+    replay_demo(out, 0, video=tmp_path / "demo.gif", allow_env_ids=ALLOW_TOY)
     assert len(imageio.mimread(tmp_path / "demo.gif")) > 1
 
 
 def test_replay_check_detects_tampered_actions(tmp_path: Path) -> None:
     out = tmp_path / "r.hdf5"
     _gen(out, 1, seed=2)
-    with h5py.File(out, "r+") as f:
-        f["data/demo_0/actions"][2:] = 0.0
-    result = replay_demo(out, 0, check=True)
+    # A damaged byte in the stored actions fails its checksum: replay never runs altered actions.
+    damaged = tmp_path / "damaged.hdf5"
+    damaged.write_bytes(out.read_bytes())
+    with h5py.File(damaged, "r") as f:
+        offset = f["data/demo_0/actions"].id.get_chunk_info(0).byte_offset + 9
+    data = bytearray(damaged.read_bytes())
+    data[offset] ^= 0x04
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(DatasetError, match="'actions' of demo 0.*checksum"):
+        replay_demo(damaged, 0, check=True, allow_env_ids=ALLOW_TOY)
+    # Changed actions with re-stamped hashes (a file that verifies): only re-simulation can tell.
+    _craft(out, lambda f: f["data/demo_0/actions"].__setitem__(slice(2, None), 0.0))
+    result = replay_demo(out, 0, check=True, allow_env_ids=ALLOW_TOY)
     assert result.first_divergent_step == 3
+
+
+def test_replay_of_a_version_1_file_maps_its_time_limit(tmp_path: Path) -> None:
+    out = tmp_path / "v1.hdf5"
+    _gen(out, 2, seed=2, episode_steps=5)
+    with h5py.File(out, "r+") as f:  # as version 1 recorded it: Gymnasium's max_episode_steps
+        generation = json.loads(f.attrs["generation"])
+        generation["max_episode_steps"] = generation["env_kwargs"].pop("episode_steps")
+        f.attrs["generation"] = json.dumps(generation)
+        hashes = {}
+        for grp in f["data"].values():
+            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = str(grp.attrs["arrays_sha256"])
+            del grp.attrs["arrays_sha256"]
+        del f.attrs["content_parts"]
+        f.attrs["r2s2r_schema_version"] = 1
+        from r2s2r_envs.datasets.schema import dataset_hash_v1
+
+        f.attrs["content_sha256"] = dataset_hash_v1(hashes)
+    result = replay_demo(out, 1, check=True, allow_env_ids=ALLOW_TOY)
+    assert result.first_divergent_step is None and result.num_steps <= 5
 
 
 # -- CLI ---------------------------------------------------------------------------------------------
@@ -277,20 +571,31 @@ def _cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_cli_generate_info_verify_replay(
-    tmp_path: Path, registered_toy: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_generate_info_verify_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cli.hdf5"
-    code = _cli(["generate", registered_toy, "--episodes", "3", "--out", str(out), "--seed", "1",
-                 "--demonstrator", TOY_DEMO, "--env-kwargs", '{"num_objects": 2}', "--no-progress"])
+    # No --demonstrator: the env's own (a registered name); --max-episode-steps is the older name of --episode-steps.
+    code = _cli(["generate", TOY, "--episodes", "3", "--out", str(out), "--seed", "1",
+                 "--env-kwargs", '{"num_objects": 2}', "--max-episode-steps", "30", "--no-progress"])
     assert code == 0
     assert "3 demos" in capsys.readouterr().out
+    same = tmp_path / "same.hdf5"
+    assert _cli(["generate", TOY, "--episodes", "3", "--out", str(same), "--seed", "1", "--demonstrator",
+                 TOY_DEMONSTRATOR, "--env-kwargs", '{"num_objects": 2}', "--episode-steps", "30",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
     assert _cli(["datasets", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["demos"] == 3 and info["provenance"]["world"]["num_objects"] == 2
+    assert info["schema_version"] == 2
+    with open_dataset(out) as a, open_dataset(same) as b:
+        assert a.env_args["env_kwargs"]["episode_steps"] == 30
+        for k in a.demo_ids:
+            np.testing.assert_array_equal(a.read(k, "actions"), b.read(k, "actions"))
     assert _cli(["datasets", "verify", str(out)]) == 0
-    assert _cli(["replay", str(out), "--demo", "2", "--check"]) == 0
-    assert "re-simulates exactly" in capsys.readouterr().out
+    # The command line replays PickSort ids only; Python may allow the toy id explicitly.
+    assert _cli(["replay", str(out), "--demo", "2", "--check"]) == 1
+    assert "replay rebuilds only registered PickSort-* ids" in capsys.readouterr().err
+    assert replay_demo(out, 2, check=True, allow_env_ids=ALLOW_TOY).first_divergent_step is None
     broken = tmp_path / "broken.hdf5"
     broken.write_bytes(out.read_bytes()[:3000])
     assert _cli(["datasets", "verify", str(broken)]) == 1
@@ -302,6 +607,10 @@ def test_cli_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.Cap
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot make env 'NoSuchEnv-v0'")
+    code = _cli(["generate", TOY, "--episodes", "1", "--out", str(tmp_path / "x.hdf5"), "--no-progress",
+                 "--demonstrator", "r2s2r_envs.datasets.toy:make_toy_demonstrator"])
+    assert code == 1
+    assert "'module:function' is not accepted" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _cli(["generate", "X-v0", "--episodes", "1", "--out", "x.hdf5", "--env-kwargs", "[1]"])
 
@@ -309,14 +618,23 @@ def test_cli_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.Cap
 # -- canonical datasets ------------------------------------------------------------------------------
 
 
-def test_repository_spec_lists_the_benchmark_datasets() -> None:
-    entries = {e.name: e for e in load_spec(REPO / "benchmarks" / "datasets.json")}
+def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixture[str]) -> None:
+    path = default_spec_path()
+    assert path == REPO / "r2s2r_envs" / "datasets" / "canonical.json"
+    assert not (REPO / "benchmarks" / "datasets.json").exists()  # one spec, shipped in the wheel
+    entries = {e.name: e for e in load_spec()}  # read through importlib.resources
+    assert entries == {e.name: e for e in load_spec(path)}
     lab = [e for e in entries.values() if e.env_id == "PickSort-Real-v0"]
     assert len(lab) == 1 and lab[0].episodes == 50
     sim = [e for e in entries.values() if e.env_id != "PickSort-Real-v0"]
     assert {e.env_id for e in sim} >= {"PickSort-Ungrounded-v0"}
     assert all(e.episodes == 1000 for e in sim)
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
+    # Re-pinned by `r2s2r datasets make --all --update-spec` after this version's physics and sensing changes.
+    assert all(e.sha256 is None for e in entries.values())
+    assert all(e.demonstrator is None for e in entries.values())
+    assert _cli(["datasets", "list"]) == 0
+    assert "lab-50" in capsys.readouterr().out
 
 
 def test_spec_command_must_match_fields(tmp_path: Path) -> None:
@@ -328,9 +646,9 @@ def test_spec_command_must_match_fields(tmp_path: Path) -> None:
         load_spec(path)
 
 
-def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, registered_toy: str) -> None:
+def test_datasets_make_builds_verifies_and_skips(tmp_path: Path) -> None:
     spec = {"spec_version": 1, "datasets": [
-        {"name": "toy", "env_id": registered_toy, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMO},
+        {"name": "toy", "env_id": TOY, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMONSTRATOR},
         {"name": "future", "env_id": "PickSort-NotBuiltYet-v0", "episodes": 3, "seed": 0},
     ]}
     path = tmp_path / "spec.json"

@@ -15,7 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from r2s2r_envs.datasets import CoTrainingMixture, EmptyDatasetError, TrajectoryDataset, suggest_real_fraction
+from r2s2r_envs.datasets import (
+    CoTrainingMixture,
+    EmptyDatasetError,
+    TrajectoryDataset,
+    open_dataset,
+    suggest_real_fraction,
+)
 from r2s2r_envs.datasets.mixture import draw_domains
 from r2s2r_envs.datasets.toy import write_synthetic_dataset
 
@@ -224,6 +230,8 @@ def test_mixture_batch_composition_is_statistically_right(files: dict[str, Path]
 
 
 def test_mixture_domain_labels_match_the_data_origin(files: dict[str, Path]) -> None:
+    with open_dataset(files["real_a"]) as f, open_dataset(files["sim"]) as g:
+        assert not f.has_states and g.has_states  # lab files store no simulator states; loaders need none
     sim = TrajectoryDataset(files["sim"])
     real = TrajectoryDataset(files["real_a"])
     # arm_qpos[:, 2] is random per row: it identifies which file a sample came from.
@@ -289,7 +297,8 @@ def test_suggest_real_fraction_rule() -> None:
     assert s.rule_applies
     assert s.low == pytest.approx(50 / 1050)
     assert s.high == pytest.approx(math.sqrt(0.05))
-    assert (round(s.low, 3), round(s.high, 2)) == (0.048, 0.22)  # the example in DESIGN.md section 1
+    # The worked example of docs/concepts.md ("real_fraction").
+    assert (round(s.low, 3), round(s.high, 2)) == (0.048, 0.22)
     low, high = s
     assert low < high
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import r2s2r_envs  # noqa: F401 - registers the envs
-from r2s2r_envs.datasets import TrajectoryDataset, open_dataset
+from r2s2r_envs.datasets import DatasetError, TrajectoryDataset, open_dataset
 from r2s2r_envs.datasets.generate import generate
 from r2s2r_envs.datasets.replay import replay_demo
 
 STATE_KEYS = {"arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat", "object_pos", "object_quat",
               "object_vel", "object_category"}
-SHORT = {"env_kwargs": {"num_objects": 1}, "max_episode_steps": 25, "progress": False}
+SHORT = {"env_kwargs": {"num_objects": 1}, "episode_steps": 25, "progress": False}
 
 
 @pytest.mark.parametrize("env_id,domain", [("PickSort-Ungrounded-v0", "sim"), ("PickSort-Real-v0", "real")])
@@ -31,17 +31,27 @@ def test_generate_records_env_and_replays_exactly(tmp_path: Path, env_id: str, d
         assert set(f.obs_keys) == STATE_KEYS
         assert f.action_dim == 22
         assert f.obs_spec()["object_pos"][0] == (3,)
-        assert f.provenance["world"]  # the env's own provenance() record
+        assert f.env_args["env_kwargs"]["episode_steps"] == 25  # the env's own time limit, for robomimic too
         demo = f.demo(0)
-        assert demo.states.dtype == np.float64 and demo.states.shape[0] == demo.num_samples == 25
+        assert demo.num_samples == 25
         if domain == "real":
-            # The lab's operator stays a black box to code reading its datasets.
+            # A lab dataset names its lab (name and config hash) and nothing else; it stores no simulator state,
+            # and the lab's operator stays a black box to code reading its datasets.
+            assert set(f.provenance["world"]) == {"domain", "lab"}
+            assert f.provenance["world"]["lab"]["name"] == "default"
+            assert demo.states is None and not f.has_states
             assert f.provenance["demonstrator"]["settings"] is None
         else:
+            assert f.provenance["world"]  # the env's own provenance() record
+            assert demo.states.dtype == np.float64 and demo.states.shape[0] == demo.num_samples
             assert isinstance(f.provenance["demonstrator"]["settings"], dict)
-    # The stored seed and actions re-simulate the stored MuJoCo states exactly.
-    check = replay_demo(out, 1, check=True)
-    assert check.first_divergent_step is None and check.max_state_error == 0.0
+    if domain == "sim":
+        # The stored seed and actions re-simulate the stored MuJoCo states exactly.
+        check = replay_demo(out, 1, check=True)
+        assert check.first_divergent_step is None and check.max_state_error == 0.0
+    else:
+        with pytest.raises(DatasetError, match="lab datasets carry no simulator state and cannot be replayed"):
+            replay_demo(out, 1, check=True)
     ds = TrajectoryDataset(out, frame_stack=2, action_chunk=4, normalize="minmax")
     assert ds.get_batch(np.arange(4))["actions"].shape == (4, 4, 22)
 
@@ -53,14 +63,18 @@ def test_inline_lab_parameters_never_reach_the_dataset(tmp_path: Path) -> None:
     secret_latency = 0.0437  # a value that appears nowhere else
     kwargs = {"num_objects": 1, "lab": {"world": {"control_latency": secret_latency}}}
     out = tmp_path / "lab.hdf5"
-    generate("PickSort-Real-v0", 1, out, seed=0, env_kwargs=kwargs, max_episode_steps=5, progress=False)
+    generate("PickSort-Real-v0", 1, out, seed=0, env_kwargs=kwargs, episode_steps=5, progress=False)
     texts: list[str] = []
     with h5py.File(out, "r") as f:
         f.visititems(lambda name, obj: texts.extend(str(v) for v in obj.attrs.values()))
         texts.extend(str(v) for v in f.attrs.values())
+        names: list[str] = []
+        f.visit(names.append)
     blob = "\n".join(texts)
     assert "control_latency" not in blob and str(secret_latency) not in blob
+    assert "world_params" not in blob
     assert "withheld" in blob  # the kwarg is marked as withheld, not silently dropped
+    assert not [n for n in names if "states" in n]  # nothing derived from the hidden world
     with open_dataset(out) as f:
         assert f.domain == "real" and f.num_demos == 1
 
@@ -81,7 +95,7 @@ from r2s2r_envs.datasets.generate import generate
 from r2s2r_envs.datasets.replay import replay_demo
 out, video = sys.argv[1], sys.argv[2]
 generate("PickSort-Ungrounded-v0", 1, out, obs_mode="rgb", env_kwargs={"num_objects": 1, "image_size": 32},
-         max_episode_steps=5, progress=False)
+         episode_steps=5, progress=False)
 with open_dataset(out) as f:
     print("KEYS", ",".join(f.obs_keys))
     print("SHAPE", f.obs_spec()["scene_image"][0])

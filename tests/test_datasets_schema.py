@@ -1,4 +1,5 @@
-"""Dataset schema, writer and reader: round trip, content hash, ordering, masks, statistics, bad files."""
+"""Dataset schema, writer and reader: round trip, content hash, ordering, masks, statistics, integrity, bad files,
+schema version 1."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from r2s2r_envs.datasets import (
     EmptyDatasetError,
     HashMismatchError,
     NotADatasetError,
+    TrajectoryDataset,
     UnsupportedSchemaError,
     open_dataset,
+    schema,
 )
-from r2s2r_envs.datasets import schema
 from r2s2r_envs.datasets.toy import synthetic_episode, write_synthetic_dataset
+from r2s2r_envs.datasets.writer import _store_content_hash
 
 LENGTHS = [5, 3, 8, 6, 4, 7, 5, 9, 3, 6, 4, 5]
 
@@ -33,16 +36,17 @@ def small_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_round_trip_keeps_every_array(tmp_path: Path) -> None:
+@pytest.mark.parametrize("domain", ["sim", "real"])
+def test_round_trip_keeps_every_array(tmp_path: Path, domain: str) -> None:
     path = tmp_path / "rt.hdf5"
-    episodes = [synthetic_episode(n, tag=k, image_size=4) for k, n in enumerate([4, 2, 6])]
-    with DatasetWriter.create(path, provenance={"domain": "real", "env_id": "X-v0"},
+    episodes = [synthetic_episode(n, tag=k, image_size=4, states=domain == "sim") for k, n in enumerate([4, 2, 6])]
+    with DatasetWriter.create(path, provenance={"domain": domain, "env_id": "X-v0"},
                               env_args={"env_name": "X-v0", "type": 2, "env_kwargs": {}}) as w:
         for ep in episodes:
             w.append(ep)
     with open_dataset(path) as f:
         assert f.demo_ids == [0, 1, 2]
-        assert f.domain == "real"
+        assert f.domain == domain and f.has_states == (domain == "sim")
         assert f.num_samples == 12
         for k, ep in enumerate(episodes):
             demo = f.demo(k)
@@ -50,12 +54,42 @@ def test_round_trip_keeps_every_array(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(demo.obs[key], seq[:-1])
                 np.testing.assert_array_equal(demo.next_obs[key], seq[1:])
             np.testing.assert_array_equal(demo.actions, ep.actions)
-            np.testing.assert_array_equal(demo.states, ep.states)
+            if domain == "sim":
+                np.testing.assert_array_equal(demo.states, ep.states)
+            else:
+                assert demo.states is None
+            assert f.demo(k, states=False).states is None
             assert demo.dones.tolist() == [0] * (ep.num_samples - 1) + [1]
             assert demo.attrs["seed"] == k
             assert demo.attrs["time_to_sort"] == pytest.approx(ep.time_to_sort)
             assert demo.attrs["failure_cause"] is None
             assert demo.attrs["object_outcomes"] == ep.object_outcomes
+
+
+def test_lab_datasets_store_no_states_and_sim_datasets_need_them(tmp_path: Path) -> None:
+    real = tmp_path / "real.hdf5"
+    write_synthetic_dataset(real, [3, 4], domain="real")
+    with h5py.File(real, "r") as f:
+        names: list[str] = []
+        f.visit(names.append)
+    assert names and not [n for n in names if n.endswith("states")]
+    with DatasetWriter.create(tmp_path / "r2.hdf5", provenance={"domain": "real"}, env_args={}) as w:
+        with pytest.raises(ValueError, match="stores no simulator states"):
+            w.append(synthetic_episode(3, states=True))
+    with DatasetWriter.create(tmp_path / "s.hdf5", provenance={"domain": "sim"}, env_args={}) as w:
+        with pytest.raises(ValueError, match="needs its simulator states"):
+            w.append(synthetic_episode(3, states=False))
+    with pytest.raises(ValueError, match="domain"):
+        DatasetWriter.create(tmp_path / "x.hdf5", provenance={"domain": "lab"}, env_args={})
+
+
+def test_reader_refuses_a_lab_file_holding_states(tmp_path: Path) -> None:
+    path = tmp_path / "real.hdf5"
+    write_synthetic_dataset(path, [3, 4], domain="real")
+    with h5py.File(path, "r+") as f:
+        f["data/demo_1"].create_dataset("states", data=np.zeros((4, 5)))
+    with pytest.raises(CorruptDatasetError, match="holds simulator 'states'"):
+        open_dataset(path, verify="none")
 
 
 def test_robomimic_layout_and_provenance_attributes(small_file: Path) -> None:
@@ -71,6 +105,11 @@ def test_robomimic_layout_and_provenance_attributes(small_file: Path) -> None:
             assert grp["obs/scene_image"].shape == (n, 4, 4, 3)
             assert grp["obs/scene_image"].compression == "gzip"
         masks = {key: sorted(v.decode() for v in f[f"mask/{key}"][()]) for key in f["mask"]}
+        # Every array carries HDF5's fletcher32 checksum (which needs chunked storage).
+        arrays: list[h5py.Dataset] = []
+        f.visititems(lambda name, obj: arrays.append(obj) if isinstance(obj, h5py.Dataset) else None)
+        assert len(arrays) > len(LENGTHS) * 20
+        assert all(d.fletcher32 and d.chunks is not None for d in arrays)
     # The split is decided from the id: demo 9 is the first of every ten in "valid".
     assert masks["valid"] == ["demo_9"]
     assert len(masks["train"]) == len(LENGTHS) - 1
@@ -98,7 +137,7 @@ def test_stored_statistics_match_numpy(small_file: Path) -> None:
     assert "obs/scene_image" not in stats  # images are not normalized
 
 
-def test_content_hash_ignores_compression_but_sees_values(tmp_path: Path) -> None:
+def test_content_hash_is_deterministic_and_sees_values(tmp_path: Path) -> None:
     a = write_synthetic_dataset(tmp_path / "a.hdf5", [3, 4], seed=1)
     b = write_synthetic_dataset(tmp_path / "b.hdf5", [3, 4], seed=1)
     c = write_synthetic_dataset(tmp_path / "c.hdf5", [3, 4], seed=2)
@@ -106,6 +145,38 @@ def test_content_hash_ignores_compression_but_sees_values(tmp_path: Path) -> Non
     assert a != c
     with open_dataset(tmp_path / "a.hdf5") as f:
         assert f.content_hash == a
+
+
+def _restored(src: Path, dst: Path, **storage: object) -> None:
+    """Copies ``src`` to ``dst`` with every array stored with other HDF5 options (chunks, compression)."""
+    with h5py.File(src, "r") as fin, h5py.File(dst, "w") as fout:
+        def copy_attrs(a: h5py.AttributeManager, b: h5py.AttributeManager) -> None:
+            for key, value in a.items():
+                b[key] = value
+
+        copy_attrs(fin.attrs, fout.attrs)
+
+        def visit(name: str, obj: object) -> None:
+            if isinstance(obj, h5py.Group):
+                copy_attrs(obj.attrs, fout.require_group(name).attrs)
+            elif isinstance(obj, h5py.Dataset):
+                maxshape = (None,) if name.startswith("mask/") else None
+                fout.create_dataset(name, data=obj[()], maxshape=maxshape, **storage)
+                copy_attrs(obj.attrs, fout[name].attrs)
+
+        fin.visititems(visit)
+
+
+def test_content_hash_does_not_depend_on_storage(small_file: Path, tmp_path: Path) -> None:
+    with open_dataset(small_file) as f:
+        original = f.content_hash
+    for i, storage in enumerate([{"chunks": True}, {"compression": "gzip", "compression_opts": 9, "chunks": True},
+                                 {"compression": "lzf", "shuffle": True, "chunks": True}]):
+        other = tmp_path / f"restored{i}.hdf5"
+        _restored(small_file, other, **storage)
+        assert other.read_bytes() != small_file.read_bytes()
+        with open_dataset(other, verify="full") as f:
+            assert f.content_hash == original
 
 
 def test_hash_is_byte_order_independent() -> None:
@@ -128,6 +199,151 @@ def test_edited_hash_list_fails_quick_verification(small_file: Path) -> None:
         f["data/demo_1"].attrs["sha256"] = "0" * 64
     with pytest.raises(HashMismatchError, match="modified"):
         open_dataset(small_file, verify="quick")
+
+
+# -- integrity: everything a reader trusts is covered ---------------------------------------------------
+
+
+def _edit_json(attrs: h5py.AttributeManager, key: str, **changes: object) -> None:
+    record = json.loads(attrs[key])
+    record.update(changes)
+    attrs[key] = json.dumps(record, sort_keys=True)
+
+
+def _edit_stats_mean(f: h5py.File) -> None:
+    mean = np.array(f["stats/actions"].attrs["mean"])
+    mean[0] += 0.5
+    f["stats/actions"].attrs["mean"] = mean
+
+
+EDITS = {
+    "domain": (lambda f: _edit_json(f.attrs, "provenance", domain="real"), "provenance"),
+    "provenance seed": (lambda f: _edit_json(f.attrs, "provenance", seed=123), "provenance"),
+    "env_args": (lambda f: _edit_json(f["data"].attrs, "env_args", env_name="Other-v0"), "env_args"),
+    "generation": (lambda f: _edit_json(f.attrs, "generation", seed=5), "generation settings"),
+    "success": (lambda f: f["data/demo_3"].attrs.__setitem__("success", True), "attributes of demo 3"),
+    "seed": (lambda f: f["data/demo_2"].attrs.__setitem__("seed", 99), "attributes of demo 2"),
+    "failure_cause": (lambda f: f["data/demo_3"].attrs.__setitem__("failure_cause", ""), "attributes of demo 3"),
+    "outcomes": (lambda f: f["data/demo_0"].attrs.__setitem__("object_outcomes", '["sorted"]'),
+                 "attributes of demo 0"),
+    "stats mean": (_edit_stats_mean, "normalization statistics"),
+    "stats count": (lambda f: f["stats/actions"].attrs.__setitem__("count", 1), "normalization statistics"),
+    "attempts": (lambda f: f.attrs.__setitem__("attempts", 1000), "summary counters"),
+    "complete": (lambda f: f.attrs.__setitem__("complete", False), "summary counters"),
+    "mask": (lambda f: f["mask/valid"].__setitem__(0, b"demo_0"), "filter keys"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_edited_metadata_fails_verification(small_file: Path, edit: str) -> None:
+    change, named = EDITS[edit]
+    with h5py.File(small_file, "r+") as f:
+        change(f)
+    for mode in ("quick", "full"):
+        with pytest.raises(HashMismatchError, match=named) as info:
+            open_dataset(small_file, verify=mode)
+        assert str(small_file) in str(info.value) and "modified" in str(info.value)
+    # The loaders verify too (fully, by default): no wrongly normalized actions, no sim data labelled real.
+    with pytest.raises(HashMismatchError):
+        TrajectoryDataset(small_file, normalize="standard")
+
+
+def test_full_verification_recomputes_the_statistics(small_file: Path) -> None:
+    # Statistics that are wrong although their hash was recomputed (as by a buggy writer) pass the quick check only.
+    with h5py.File(small_file, "r+") as f:
+        _edit_stats_mean(f)
+        hashes = {int(g.attrs["demo_id"]): str(g.attrs["sha256"]) for g in f["data"].values()}
+        _store_content_hash(f, hashes)
+    with open_dataset(small_file, verify="quick"):
+        pass
+    with pytest.raises(HashMismatchError, match="normalization statistics of 'actions' do not match its arrays"):
+        open_dataset(small_file, verify="full")
+
+
+def _flip_byte(path: Path, dataset: str, *, at: int = 3) -> None:
+    """Flips one bit of one byte inside the stored data of ``dataset`` (its first chunk), as disk damage would."""
+    with h5py.File(path, "r") as f:
+        dset = f[dataset]
+        # Chunked storage (fletcher32 needs it): get_offset() is for contiguous data, chunks have their own address.
+        info = dset.id.get_chunk_info(0)
+        assert info.size > at
+        offset = info.byte_offset + at
+    with open(path, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([byte[0] ^ 0x10]))
+
+
+@pytest.mark.parametrize("array", ["actions", "obs/arm_qpos", "obs/scene_image", "states", "rewards"])
+def test_one_flipped_byte_in_array_data_is_never_returned(small_file: Path, array: str) -> None:
+    _flip_byte(small_file, f"data/demo_2/{array}")
+    # Quick verification reads no arrays; the checksum then fails when the array is read, naming file and demo.
+    with open_dataset(small_file, verify="quick") as f:
+        assert f.demo(1).actions.shape == (LENGTHS[1], 22)  # other demos stay readable
+        with pytest.raises(CorruptDatasetError, match=rf"{small_file}.*'{array}' of demo 2.*checksum"):
+            f.demo(2)
+        with pytest.raises(CorruptDatasetError, match="demo 2"):
+            f.read(2, array)
+    with pytest.raises(CorruptDatasetError, match=rf"'{array}' of demo 2"):
+        open_dataset(small_file, verify="full")
+    if array in ("actions", "obs/arm_qpos"):  # what a loader reads
+        with pytest.raises(CorruptDatasetError, match="demo 2"):
+            TrajectoryDataset(small_file, verify="quick")
+
+
+def test_float_schema_version_is_refused(small_file: Path) -> None:
+    for value in (1.7, 2.0):
+        with h5py.File(small_file, "r+") as f:
+            f.attrs["r2s2r_schema_version"] = value
+        with pytest.raises(CorruptDatasetError, match="schema version must be an integer"):
+            open_dataset(small_file)
+    with h5py.File(small_file, "r+") as f:
+        f.attrs["r2s2r_schema_version"] = "2"
+    with pytest.raises(CorruptDatasetError, match="schema version must be an integer"):
+        open_dataset(small_file)
+
+
+# -- schema version 1 -----------------------------------------------------------------------------------
+
+
+def _downgrade_to_v1(path: Path) -> str:
+    """Rewrites a version-2 file the way version 1 stored it (array-only hashes); returns its v1 content hash."""
+    with h5py.File(path, "r+") as f:
+        hashes = {}
+        for grp in f["data"].values():
+            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = str(grp.attrs["arrays_sha256"])
+            del grp.attrs["arrays_sha256"]
+        del f.attrs["content_parts"]
+        f.attrs["r2s2r_schema_version"] = 1
+        f.attrs["content_sha256"] = digest = schema.dataset_hash_v1(hashes)
+    return digest
+
+
+def test_version_1_sim_files_are_still_read(small_file: Path) -> None:
+    digest = _downgrade_to_v1(small_file)
+    with open_dataset(small_file, verify="full") as f:
+        assert f.schema_version == 1 and f.content_hash == digest
+        assert f.demo(0).states is not None
+    assert len(TrajectoryDataset(small_file)) == sum(LENGTHS)
+    # Version 1's rules: the arrays are covered.
+    with h5py.File(small_file, "r+") as f:
+        f["data/demo_2/actions"][0, 0] += 1.0
+    with pytest.raises(HashMismatchError, match="demo 2"):
+        open_dataset(small_file)
+    with pytest.raises(schema.UnsupportedSchemaError, match="schema version 2"):
+        DatasetWriter.resume(small_file)
+
+
+def test_version_1_lab_files_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "lab_v1.hdf5"
+    write_synthetic_dataset(path, [3, 4], domain="sim")
+    _downgrade_to_v1(path)
+    with h5py.File(path, "r+") as f:
+        _edit_json(f.attrs, "provenance", domain="real")  # version 1 wrote lab files with states
+    for mode in ("full", "none"):
+        with pytest.raises(UnsupportedSchemaError, match="hidden simulator state.*must be regenerated"):
+            open_dataset(path, verify=mode)
 
 
 # -- bad files ---------------------------------------------------------------------------------------
@@ -163,15 +379,15 @@ def test_foreign_robomimic_file_is_named_as_such(tmp_path: Path) -> None:
         demo.create_dataset("actions", data=np.zeros((2, 7)))
     with pytest.raises(NotADatasetError, match=r"robomimic dataset from 'Lift'") as info:
         open_dataset(path)
-    assert "schema version(s) 1" in str(info.value)
+    assert "schema version(s) 1, 2" in str(info.value)
 
 
 def test_newer_schema_version_names_supported_versions(small_file: Path) -> None:
     with h5py.File(small_file, "r+") as f:
         f.attrs["r2s2r_schema_version"] = max(SUPPORTED_SCHEMA_VERSIONS) + 1
-    with pytest.raises(UnsupportedSchemaError, match=r"schema version 2, which is newer") as info:
+    with pytest.raises(UnsupportedSchemaError, match=r"schema version 3, which is newer") as info:
         open_dataset(small_file)
-    assert "reads schema version(s) 1" in str(info.value)
+    assert "reads schema version(s) 1, 2" in str(info.value)
     assert "upgrade" in str(info.value)
 
 
@@ -233,7 +449,7 @@ def test_failed_append_leaves_no_partial_demo(tmp_path: Path) -> None:
         w.append(good)
         bad = synthetic_episode(3)
         bad.observations["arm_qpos"] = np.zeros((4, 7), dtype=object)  # HDF5 cannot store object arrays
-        with pytest.raises(Exception):
+        with pytest.raises(TypeError):
             w.append(bad)
         w.append(synthetic_episode(2, tag=1))
     with open_dataset(path) as f:
@@ -274,7 +490,6 @@ def test_datasets_code_never_imports_the_lab() -> None:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("r2s2r_envs.lab")]
     assert not offenders
-
 
 
 def test_file_being_written_by_another_process_is_reported_as_locked(tmp_path: Path) -> None:

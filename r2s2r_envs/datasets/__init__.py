@@ -1,6 +1,7 @@
 """Datasets: robomimic-compatible HDF5 with provenance, generation, loaders and co-training mixtures.
 
-* :mod:`~r2s2r_envs.datasets.schema`: the file layout, schema version, content hash and errors.
+* :mod:`~r2s2r_envs.datasets.schema`: the file layout, schema version, content hash and errors
+  (docs/datasets.md).
 * :class:`DatasetWriter` / :func:`open_dataset`: crash-safe writing and validated reading.
 * :func:`~r2s2r_envs.datasets.generate.generate`: run an env's demonstrator (parallel, resumable) into a file.
 * :class:`TrajectoryDataset`: in-memory numpy loader (frame stacks, action chunks, padding, normalization).
@@ -10,23 +11,10 @@
 
 from __future__ import annotations
 
-import functools
-
-
-@functools.cache
-def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("r2s2r_envs")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-from r2s2r_envs.datasets.loaders import TrajectoryDataset  # noqa: E402
-from r2s2r_envs.datasets.mixture import CoTrainingMixture, RealFractionSuggestion, suggest_real_fraction  # noqa: E402
-from r2s2r_envs.datasets.reader import DatasetFile, Demo, open_dataset  # noqa: E402
-from r2s2r_envs.datasets.schema import (  # noqa: E402
+from r2s2r_envs.datasets.loaders import TrajectoryDataset
+from r2s2r_envs.datasets.mixture import CoTrainingMixture, RealFractionSuggestion, suggest_real_fraction
+from r2s2r_envs.datasets.reader import DatasetFile, Demo, open_dataset
+from r2s2r_envs.datasets.schema import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
     CorruptDatasetError,
@@ -36,9 +24,8 @@ from r2s2r_envs.datasets.schema import (  # noqa: E402
     NotADatasetError,
     UnsupportedSchemaError,
 )
-from r2s2r_envs.datasets.stats import Normalizer, RunningStats  # noqa: E402
-from r2s2r_envs.datasets.writer import DatasetWriter, Episode  # noqa: E402
-
+from r2s2r_envs.datasets.stats import Normalizer, RunningStats
+from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 
 __all__ = [
     "SCHEMA_VERSION",

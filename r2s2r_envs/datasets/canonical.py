@@ -1,26 +1,37 @@
 """The benchmark's canonical datasets: one spec file, built on demand into a cache and hash-checked.
 
-The spec (``benchmarks/datasets.json`` in the repository) lists each dataset with the settings that make
-it, the equivalent ``r2s2r generate`` command and its content hash. ``r2s2r datasets make --all`` builds
-the missing ones (resuming interrupted builds), verifies every hash and reports datasets whose env is not
-registered in this installation (a grounded variant not built yet) as skipped.
+The spec (``canonical.json``, shipped inside the package so it works from a pip install; docs/datasets.md,
+"Canonical datasets") lists each dataset with the settings that make it, the equivalent ``r2s2r generate``
+command and its content hash. ``r2s2r datasets make --all`` builds the missing ones (resuming interrupted builds),
+verifies every hash and reports datasets whose env is not registered in this installation (a grounded variant not
+built yet) as skipped.
+
+The spec is data, never code: its ``demonstrator`` is a registered demonstrator name (or null for the env's own),
+never an importable ``module:function``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import json
 import os
+import re
 import shlex
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from r2s2r_envs.datasets.reader import open_dataset
-from r2s2r_envs.datasets.schema import DatasetError
+from r2s2r_envs.datasets.schema import SCHEMA_VERSION, DatasetError
 
 SPEC_VERSION = 1
 #: Environment variable naming the cache directory.
 CACHE_ENV_VAR = "R2S2R_DATA_DIR"
+#: Resource name of the spec shipped inside the package ``r2s2r_envs.datasets``.
+SPEC_RESOURCE = "canonical.json"
+# What a registered demonstrator name looks like: no ':' or '/', so nothing in a spec reads as an importable path.
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 Status = Literal["built", "present", "skipped", "hash-mismatch", "failed"]
 
@@ -36,8 +47,8 @@ class CanonicalDataset:
         seed: base seed.
         successes_only: keep only successful episodes.
         obs_mode: observation mode stored.
-        env_kwargs: extra ``gymnasium.make`` arguments.
-        demonstrator: ``"module:function"`` making the demonstrator (``None``: the env's own).
+        env_kwargs: env arguments (JSON object).
+        demonstrator: a registered demonstrator name (``None``: the env's own).
         file: file name inside the cache directory.
         sha256: expected content hash (``None`` until pinned with ``--update-spec``).
         command: the equivalent ``r2s2r generate`` command (must agree with the fields).
@@ -96,17 +107,35 @@ class MakeReport:
 
 
 def default_spec_path() -> Path:
-    """``benchmarks/datasets.json`` from the working directory, else from the source checkout."""
-    candidates = [
-        Path.cwd() / "benchmarks" / "datasets.json",
-        Path(__file__).resolve().parents[2] / "benchmarks" / "datasets.json",
-    ]
-    for path in candidates:
-        if path.exists():
-            return path
+    """The spec shipped inside the package (``r2s2r_envs/datasets/canonical.json``), as a file path.
+
+    Raises:
+        FileNotFoundError: the package is installed without it, or not as plain files (e.g. zipped); pass a spec.
+    """
+    resource = importlib.resources.files("r2s2r_envs.datasets").joinpath(SPEC_RESOURCE)
+    if isinstance(resource, Path) and resource.is_file():
+        return resource
     raise FileNotFoundError(
-        f"no canonical datasets spec found (looked at {[str(c) for c in candidates]}); pass --spec PATH"
+        f"the package's canonical datasets spec {SPEC_RESOURCE} is not available as a file ({resource}); "
+        "pass --spec PATH"
     )
+
+
+def read_spec_text(path: str | os.PathLike[str] | None = None) -> str:
+    """The text of the spec at ``path``, or of the one shipped inside the package (read through importlib.resources).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist, or the package was installed without its spec.
+    """
+    if path is not None:
+        return Path(path).read_text()
+    resource = importlib.resources.files("r2s2r_envs.datasets").joinpath(SPEC_RESOURCE)
+    try:
+        return resource.read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"the package's canonical datasets spec {SPEC_RESOURCE} is missing (a broken install?); pass --spec PATH"
+        ) from None
 
 
 def default_cache_dir() -> Path:
@@ -115,40 +144,63 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "r2s2r_envs" / "datasets"
 
 
-def load_spec(path: str | os.PathLike[str]) -> list[CanonicalDataset]:
-    """Reads and checks the spec file.
+def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDataset]:
+    """Reads and checks a spec file.
+
+    Args:
+        path: the spec; ``None`` for the one shipped inside the package.
 
     Raises:
-        ValueError: naming the entry and field at fault (unknown fields, duplicates, a ``command`` that
-            does not match the fields).
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: naming the entry and field at fault (unknown fields, duplicates, a ``demonstrator`` that is not
+            a name, a ``command`` that does not match the fields).
     """
-    raw = json.loads(Path(path).read_text())
-    if raw.get("spec_version") != SPEC_VERSION:
-        raise ValueError(f"{path}: spec_version {raw.get('spec_version')!r}; this code reads version {SPEC_VERSION}")
+    where = str(path) if path is not None else f"r2s2r_envs/datasets/{SPEC_RESOURCE}"
+    try:
+        raw = json.loads(read_spec_text(path))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict) or raw.get("spec_version") != SPEC_VERSION:
+        version = raw.get("spec_version") if isinstance(raw, dict) else None
+        raise ValueError(f"{where}: spec_version {version!r}; this code reads version {SPEC_VERSION}")
     fields = {f.name for f in dataclasses.fields(CanonicalDataset)}
     entries: list[CanonicalDataset] = []
     for i, item in enumerate(raw.get("datasets", [])):
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: datasets[{i}] must be a JSON object, got {item!r}")
         unknown = sorted(set(item) - fields)
         if unknown:
-            raise ValueError(f"{path}: datasets[{i}] has unknown field(s) {unknown}; known: {sorted(fields)}")
-        entry = CanonicalDataset(**item)
+            raise ValueError(f"{where}: datasets[{i}] has unknown field(s) {unknown}; known: {sorted(fields)}")
+        demonstrator = item.get("demonstrator")
+        if demonstrator is not None and not (isinstance(demonstrator, str) and _NAME_PATTERN.fullmatch(demonstrator)):
+            raise ValueError(
+                f"{where}: datasets[{i}] demonstrator {demonstrator!r} is not a demonstrator name: a spec names a "
+                "registered demonstrator (r2s2r_envs.behavior.demonstrator_names()) or null for the env's own, and "
+                "never an importable 'module:function'"
+            )
+        if not isinstance(item.get("env_kwargs", {}), dict):
+            raise ValueError(f"{where}: datasets[{i}] env_kwargs must be a JSON object")
+        try:
+            entry = CanonicalDataset(**item)
+        except TypeError as exc:
+            raise ValueError(f"{where}: datasets[{i}]: {exc}") from None
         if not entry.file:
             entry = dataclasses.replace(entry, file=f"{entry.name}.hdf5")
         expected = entry.generate_command()
         if entry.command and entry.command != expected:
             raise ValueError(
-                f"{path}: dataset {entry.name!r}: command {entry.command!r} does not match its fields ({expected!r})"
+                f"{where}: dataset {entry.name!r}: command {entry.command!r} does not match its fields ({expected!r})"
             )
         entries.append(entry)
     names = [e.name for e in entries]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"{path}: duplicate dataset names {duplicates}")
+        raise ValueError(f"{where}: duplicate dataset names {duplicates}")
     return entries
 
 
 def make_datasets(
-    spec_path: str | os.PathLike[str],
+    spec_path: str | os.PathLike[str] | None = None,
     *,
     names: Sequence[str] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -159,11 +211,12 @@ def make_datasets(
     """Builds missing canonical datasets into the cache and verifies every hash.
 
     Args:
-        spec_path: the spec file.
+        spec_path: the spec file (default: the one shipped inside the package).
         names: datasets to make (default: all).
         cache_dir: where the files go (default :func:`default_cache_dir`).
         workers: worker processes per generation.
-        update_spec: write the hashes of datasets that have none into the spec file.
+        update_spec: write the hashes of datasets that have none into the spec file (the package's own spec
+            when ``spec_path`` is ``None``: meant for a source checkout).
         progress: show progress bars.
 
     Returns:
@@ -171,18 +224,20 @@ def make_datasets(
 
     Raises:
         KeyError: for a name not in the spec (the message lists the names).
+        ValueError: the spec is invalid.
     """
     import gymnasium as gym
 
     import r2s2r_envs  # noqa: F401 - registers the envs
-    from r2s2r_envs.datasets.generate import DEFAULT_DEMONSTRATOR, GenerationError, generate
+    from r2s2r_envs.datasets.generate import GenerationError, generate
 
     entries = load_spec(spec_path)
     by_name = {e.name: e for e in entries}
     if names:
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise KeyError(f"no dataset(s) {unknown} in {spec_path}; it lists {sorted(by_name)}")
+            where = spec_path if spec_path is not None else "the canonical datasets spec"
+            raise KeyError(f"no dataset(s) {unknown} in {where}; it lists {sorted(by_name)}")
         selected = [by_name[n] for n in names]
     else:
         selected = entries
@@ -200,16 +255,20 @@ def make_datasets(
             if not path.exists() or not _complete(path):
                 generate(entry.env_id, entry.episodes, path, workers=workers, seed=entry.seed,
                          successes_only=entry.successes_only, obs_mode=entry.obs_mode,
-                         env_kwargs=entry.env_kwargs, demonstrator=entry.demonstrator or DEFAULT_DEMONSTRATOR,
-                         progress=progress)
+                         env_kwargs=entry.env_kwargs, demonstrator=entry.demonstrator, progress=progress)
                 status = "built"
             with open_dataset(path, verify="full") as f:
                 digest = f.content_hash
                 complete = f.complete
-        except (DatasetError, GenerationError) as exc:
+                version = f.schema_version
+        except (DatasetError, GenerationError, ValueError) as exc:
             reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=None, message=str(exc)))
             continue
-        if not complete:
+        if version != SCHEMA_VERSION:
+            # An older file's hash follows older rules: it can never match (or be pinned as) a current hash.
+            reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=digest,
+                                      message=f"built with schema version {version}; delete it to rebuild"))
+        elif not complete:
             reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=digest,
                                       message="generation was interrupted; run the command again to resume"))
         elif entry.sha256 is None:
@@ -227,7 +286,7 @@ def make_datasets(
                 MakeReport(name=entry.name, path=path, status=status, sha256=digest, message="hash verified")
             )
     if update_spec and pinned:
-        _write_hashes(Path(spec_path), pinned)
+        _write_hashes(Path(spec_path) if spec_path is not None else default_spec_path(), pinned)
     return reports
 
 

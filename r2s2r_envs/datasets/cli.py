@@ -25,13 +25,14 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 
-def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``generate``, ``replay`` and ``datasets`` to the ``r2s2r`` command.
 
     Args:
         subparsers: the object returned by ``parser.add_subparsers()``.
     """
-    from r2s2r_envs.datasets.generate import DEFAULT_DEMONSTRATOR, OBS_MODES
+    from r2s2r_envs.behavior import demonstrator_names
+    from r2s2r_envs.datasets.generate import OBS_MODES
 
     gen = subparsers.add_parser(
         "generate",
@@ -50,17 +51,30 @@ def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentPar
     gen.add_argument(
         "--env-kwargs", type=_json_object, default={}, help='JSON object of env arguments, e.g. \'{"num_objects": 1}\''
     )
-    gen.add_argument("--max-episode-steps", type=int, default=None, help="override the env's time limit")
+    gen.add_argument(
+        "--episode-steps", "--max-episode-steps", dest="episode_steps", type=int, default=None, metavar="N",
+        help="the env's time limit in steps (its episode_steps argument; pending objects then time out); "
+        "--max-episode-steps is the older name",
+    )
     gen.add_argument(
         "--max-attempts", type=int, default=None, help="give up after this many attempts (default 20 x episodes)"
     )
-    gen.add_argument("--demonstrator", default=DEFAULT_DEMONSTRATOR, help="module:function making the demonstrator")
+    gen.add_argument(
+        "--demonstrator", default=None, metavar="NAME",
+        help=f"registered demonstrator name (default: the env's own); registered: {', '.join(demonstrator_names())}",
+    )
     gen.add_argument("--valid-fraction", type=float, default=0.1, help="share of demos in mask/valid (default 0.1)")
     gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")
     gen.set_defaults(func=cmd_generate)
 
-    rep = subparsers.add_parser("replay", help="re-render a stored demo to a video, or check that it re-simulates")
+    rep = subparsers.add_parser(
+        "replay",
+        help="re-render a stored simulated demo to a video, or check that it re-simulates",
+        description="Re-render a demo of a simulated dataset from its stored MuJoCo states, or replay its actions "
+        "and compare states. Lab datasets carry no simulator state and cannot be replayed. The env is rebuilt only "
+        "from a registered PickSort-* id.",
+    )
     rep.add_argument("file", type=Path, metavar="FILE", help="dataset file")
     rep.add_argument("--demo", type=int, required=True, help="demo id (k of data/demo_k)")
     rep.add_argument("--video", type=Path, default=None, help="write a video (.mp4 or .gif)")
@@ -74,16 +88,16 @@ def add_subcommands(subparsers: "argparse._SubParsersAction[argparse.ArgumentPar
     make = ds_sub.add_parser("make", help="build missing canonical datasets into the cache and verify hashes")
     make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
     make.add_argument("--all", action="store_true", help="make every dataset of the spec")
-    make.add_argument("--spec", type=Path, default=None, help="spec file (default benchmarks/datasets.json)")
+    make.add_argument("--spec", type=Path, default=None, help="spec file (default: the one shipped with the package)")
     make.add_argument(
         "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
     )
     make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
-    make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec")
+    make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec (a checkout's)")
     make.add_argument("--no-progress", action="store_true", help="no progress bars")
     make.set_defaults(func=cmd_datasets_make)
     lst = ds_sub.add_parser("list", help="list the canonical datasets and whether they are cached")
-    lst.add_argument("--spec", type=Path, default=None)
+    lst.add_argument("--spec", type=Path, default=None, help="spec file (default: the one shipped with the package)")
     lst.add_argument("--cache-dir", type=Path, default=None)
     lst.set_defaults(func=cmd_datasets_list)
     info = ds_sub.add_parser("info", help="print a dataset file's summary and provenance")
@@ -107,7 +121,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         result = generate(
             args.env_id, args.episodes, args.out, workers=args.workers, seed=args.seed,
             successes_only=args.successes_only, obs_mode=args.obs_mode, obs_keys=args.obs_keys,
-            env_kwargs=args.env_kwargs, demonstrator=args.demonstrator, max_episode_steps=args.max_episode_steps,
+            env_kwargs=args.env_kwargs, demonstrator=args.demonstrator, episode_steps=args.episode_steps,
             max_attempts=args.max_attempts, valid_fraction=args.valid_fraction, overwrite=args.overwrite,
             progress=not args.no_progress,
         )
@@ -153,15 +167,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_datasets_make(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r datasets make``."""
-    from r2s2r_envs.datasets.canonical import default_spec_path, make_datasets
+    from r2s2r_envs.datasets.canonical import make_datasets
 
     if not args.all and not args.names:
         return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"))
     try:
-        spec = args.spec or default_spec_path()
-        reports = make_datasets(spec, names=None if args.all else args.names, cache_dir=args.cache_dir,
+        reports = make_datasets(args.spec, names=None if args.all else args.names, cache_dir=args.cache_dir,
                                 workers=args.workers, update_spec=args.update_spec, progress=not args.no_progress)
-    except (FileNotFoundError, KeyError, ValueError) as exc:
+    except (OSError, KeyError, ValueError) as exc:
         return _fail(exc)
     for r in reports:
         digest = r.sha256[:16] if r.sha256 else "-"
@@ -171,10 +184,10 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
 
 def cmd_datasets_list(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r datasets list``."""
-    from r2s2r_envs.datasets.canonical import default_cache_dir, default_spec_path, load_spec, spec_entries_for_display
+    from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec, spec_entries_for_display
 
     try:
-        entries = load_spec(args.spec or default_spec_path())
+        entries = load_spec(args.spec)
     except (FileNotFoundError, ValueError) as exc:
         return _fail(exc)
     for row in spec_entries_for_display(entries, args.cache_dir or default_cache_dir()):

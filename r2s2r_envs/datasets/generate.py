@@ -1,14 +1,20 @@
 """Generate demonstration datasets by running an env's demonstrator, in parallel, resumably.
 
 Attempt ``i`` of a run with base seed ``S`` resets the env with ``env_seed`` and the demonstrator with
-``demonstrator_seed``, where ``(env_seed, demonstrator_seed) = SeedSequence(S, spawn_key=(i,))
-.generate_state(2, uint32)``. An episode is determined by its seeds, and results are written in attempt
-order whatever worker finished first, so any number of workers writes the same file content. With
-``successes_only`` failed attempts are skipped (and counted), the kept demos are the first successful
-attempts in attempt order.
+``demonstrator_seed`` from the suite's one seeding convention (:mod:`r2s2r_envs.envs.seeding`, docs/architecture.md,
+"Seeding"): ``(env_seed, demonstrator_seed) = SeedSequence(S, spawn_key=(i,)).generate_state(2, uint32)``. An
+episode is determined by its seeds, and results are written in attempt order whatever worker finished first, so any
+number of workers writes the same file content. With ``successes_only`` failed attempts are skipped (and counted),
+the kept demos are the first successful attempts in attempt order.
 
 The writer flushes after every demo (see :mod:`r2s2r_envs.datasets.writer`): an interrupted run leaves a
-valid file with every completed demo, and running the same call again resumes from the next attempt.
+valid file with every completed demo, and running the same call again resumes from the next attempt. A run holds
+an exclusive lock on ``<out>.lock`` from before it creates anything until it returns, so a second run on the same
+file fails at once with a :class:`GenerationError` instead of racing the first.
+
+A dataset is data, never code: envs are made only from registered Gymnasium ids and demonstrators only from
+registered names (:func:`r2s2r_envs.behavior.demonstrator_names`) or a factory passed in Python; nothing read from a
+file is imported or called.
 
 Example:
     >>> from r2s2r_envs.datasets.generate import generate  # doctest: +SKIP
@@ -17,8 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import importlib
+import errno
 import json
 import multiprocessing as mp
 import os
@@ -28,21 +35,32 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from r2s2r_envs.datasets import _package_version, schema
+from r2s2r_envs._version import __version__
+from r2s2r_envs.datasets import schema
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
+from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
+from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
 
-#: The demonstrator factory used unless another is named (``"module:function"``, called with the env).
-DEFAULT_DEMONSTRATOR = "r2s2r_envs.behavior:make_demonstrator"
+#: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
+DEFAULT_DEMONSTRATOR: str | None = None
 OBS_MODES: tuple[str, ...] = ("state", "rgb", "state+rgb")
+#: ``gymnasium.make`` arguments that are not env arguments. ``max_episode_steps`` would add Gymnasium's outer
+#: TimeLimit, which cuts episodes without giving pending objects an outcome; the env's ``episode_steps`` is the
+#: one time limit.
+GYM_MAKE_ARGUMENTS: tuple[str, ...] = ("max_episode_steps", "disable_env_checker")
+
+#: A demonstrator: a registered name, ``None`` (the env's own), or a factory ``f(env) -> demonstrator``.
+DemonstratorSpec = str | None | Callable[[gym.Env], Any]
 
 # An env without a time limit must still end; past this many steps the rollout is abandoned.
 _MAX_STEPS_WITHOUT_LIMIT = 100_000
@@ -59,31 +77,29 @@ class GenerationConfig:
     """Everything that determines a dataset's content (stored in the file as ``generation``).
 
     Attributes:
-        env_id: registered id, or an :class:`~gymnasium.envs.registration.EnvSpec` for unregistered envs.
-        env_kwargs: extra keyword arguments for ``gymnasium.make`` (JSON-able).
+        env_id: a registered Gymnasium id.
+        env_kwargs: keyword arguments of the env (JSON-able), including ``episode_steps`` when overridden.
         obs_mode: observation mode the dataset stores: ``"state"``, ``"rgb"`` or ``"state+rgb"``.
         obs_keys: store only these observation keys (default: all keys of ``obs_mode``).
         seed: base seed.
         successes_only: keep only successful episodes.
-        demonstrator: ``"module:function"`` that makes the demonstrator from the env.
-        max_episode_steps: override of the env's time limit.
+        demonstrator: a registered demonstrator name, ``None`` for the env's own, or a factory ``f(env)``.
         valid_fraction: share of demos in the ``valid`` filter key.
     """
 
-    env_id: str | EnvSpec
+    env_id: str
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     obs_mode: str = "state"
     obs_keys: tuple[str, ...] | None = None
     seed: int = 0
     successes_only: bool = False
-    demonstrator: str = DEFAULT_DEMONSTRATOR
-    max_episode_steps: int | None = None
+    demonstrator: DemonstratorSpec = DEFAULT_DEMONSTRATOR
     valid_fraction: float = 0.1
 
     @property
     def env_name(self) -> str:
-        """The env id as a string."""
-        return self.env_id.id if isinstance(self.env_id, EnvSpec) else str(self.env_id)
+        """The env id."""
+        return self.env_id
 
     @property
     def env_obs_mode(self) -> str:
@@ -92,19 +108,16 @@ class GenerationConfig:
 
     def to_json_dict(self) -> dict[str, Any]:
         """JSON-able form, compared when a run resumes."""
-        env = json.loads(self.env_id.to_json()) if isinstance(self.env_id, EnvSpec) else self.env_id
         return {
-            "env_id": env,
+            "env_id": self.env_id,
             "env_kwargs": dict(self.env_kwargs),
             "obs_mode": self.obs_mode,
             "obs_keys": None if self.obs_keys is None else list(self.obs_keys),
             "seed": int(self.seed),
             "successes_only": bool(self.successes_only),
-            "demonstrator": self.demonstrator,
-            "max_episode_steps": self.max_episode_steps,
+            "demonstrator": demonstrator_record(self.demonstrator),
             "valid_fraction": float(self.valid_fraction),
-            "seeding": "attempt i: (env_seed, demonstrator_seed) = "
-            "SeedSequence(seed, spawn_key=(i,)).generate_state(2, uint32)",
+            "seeding": SEEDING_CONVENTION,
         }
 
 
@@ -142,46 +155,128 @@ class GenerationResult:
         return 60.0 * self.new_demos / self.elapsed_s if self.elapsed_s > 0 else float("nan")
 
 
-def episode_seeds(seed: int, attempt: int) -> tuple[int, int]:
-    """The ``(env_seed, demonstrator_seed)`` of attempt ``attempt`` of a run with base seed ``seed``."""
-    state = np.random.SeedSequence(int(seed), spawn_key=(int(attempt),)).generate_state(2, dtype=np.uint32)
-    return int(state[0]), int(state[1])
+def demonstrator_record(demonstrator: DemonstratorSpec) -> str | dict[str, str] | None:
+    """How a demonstrator choice is recorded in the generation settings (a description, never imported).
+
+    A registered name or ``None`` as is; a factory as ``{"callable": "<module>.<qualified name>"}``.
+    """
+    if demonstrator is None or isinstance(demonstrator, str):
+        return demonstrator
+    module = getattr(demonstrator, "__module__", None) or "?"
+    name = getattr(demonstrator, "__qualname__", None) or type(demonstrator).__qualname__
+    return {"callable": f"{module}.{name}"}
 
 
-def load_callable(ref: str) -> Callable[..., Any]:
-    """Imports ``"module:attribute"``.
+def check_demonstrator(demonstrator: DemonstratorSpec) -> None:
+    """Checks a demonstrator choice before anything runs.
 
     Raises:
-        ValueError: if ``ref`` is not of that form or the attribute does not exist.
+        ValueError: a string that is not a registered demonstrator name (the message lists them).
+        TypeError: neither a name, ``None`` nor a callable.
     """
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"expected 'module:function', got {ref!r}")
-    module = importlib.import_module(module_name)
+    if demonstrator is None or callable(demonstrator):
+        return
+    if not isinstance(demonstrator, str):
+        raise TypeError(
+            f"demonstrator must be a registered name, None (the env's own) or a callable f(env), got {demonstrator!r}"
+        )
+    from r2s2r_envs.behavior import demonstrator_names
+
+    names = demonstrator_names()
+    if demonstrator in names:
+        return
+    hint = ""
+    if ":" in demonstrator:
+        hint = (
+            " Demonstrators are named, not imported: 'module:function' is not accepted. Register yours with "
+            "r2s2r_envs.behavior.register_demonstrator(name, factory), or pass the factory itself in Python."
+        )
+    raise ValueError(f"unknown demonstrator {demonstrator!r}; registered names: {names}.{hint}")
+
+
+def make_demonstrator_for(env: gym.Env, demonstrator: DemonstratorSpec) -> Any:
+    """Builds the demonstrator for ``env``: a registered name, ``None`` (the env's own) or a factory ``f(env)``.
+
+    Raises:
+        GenerationError: the env names no registered demonstrator of its own.
+    """
+    check_demonstrator(demonstrator)
+    if callable(demonstrator):
+        return demonstrator(env)
+    from r2s2r_envs.behavior import demonstrator_names, make_demonstrator
+
+    if demonstrator is None:
+        own = getattr(env.unwrapped, "demonstrator", None)
+        if own not in demonstrator_names():
+            raise GenerationError(
+                f"env {_env_id_of(env)!r} names no registered demonstrator of its own (env.unwrapped.demonstrator "
+                f"is {own!r}); pass demonstrator=<one of {demonstrator_names()}> or a factory f(env)"
+            )
+    return make_demonstrator(env, demonstrator)
+
+
+def check_env_id(env_id: Any) -> str:
+    """Checks that ``env_id`` is a registered Gymnasium id and returns it.
+
+    Raises:
+        GenerationError: not a string, or not registered (the message lists the registered PickSort ids).
+    """
+    if isinstance(env_id, EnvSpec) or not isinstance(env_id, str):
+        raise GenerationError(
+            f"cannot make env {env_id!r}: datasets are generated from registered env ids only (a str; register an "
+            "unregistered env with gymnasium.register first)"
+        )
+    if env_id not in gym.registry:
+        known = sorted(k for k in gym.registry if k.startswith("PickSort-"))
+        raise GenerationError(f"cannot make env {env_id!r}: not a registered id; registered PickSort ids: {known}")
+    return env_id
+
+
+def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks that ``env_kwargs`` holds env arguments only, JSON-able; returns a copy.
+
+    Raises:
+        ValueError: a ``gymnasium.make`` argument (e.g. ``max_episode_steps``: use ``episode_steps``) or a value
+            JSON cannot hold.
+    """
+    kwargs = dict(env_kwargs)
+    wrong = sorted(k for k in kwargs if k in GYM_MAKE_ARGUMENTS)
+    if wrong:
+        raise ValueError(
+            f"env_kwargs {wrong} are gymnasium.make arguments, not env arguments; the env's own episode_steps is the "
+            "one time limit (pass episode_steps=N, or --episode-steps N)"
+        )
     try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"{module_name} has no attribute {attr!r}") from None
+        schema.to_json(kwargs)
+    except TypeError as exc:
+        raise ValueError(f"env_kwargs must be JSON-able (they are stored in the file): {exc}") from None
+    return kwargs
 
 
 def make_env(config: GenerationConfig, *, obs_mode: str | None = None, render_mode: str | None = None) -> gym.Env:
-    """Makes the env of a generation config (in ``config.env_obs_mode`` unless ``obs_mode`` is given)."""
+    """Makes the env of a generation config (in ``config.env_obs_mode`` unless ``obs_mode`` is given).
+
+    Raises:
+        GenerationError: the id is not registered or the env cannot be made with these arguments.
+    """
+    check_env_id(config.env_id)
     kwargs = dict(config.env_kwargs)
     kwargs["obs_mode"] = obs_mode or config.env_obs_mode
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    if config.max_episode_steps is not None:
-        kwargs["max_episode_steps"] = config.max_episode_steps
     try:
         return gym.make(config.env_id, **kwargs)
-    except gym.error.Error as exc:
-        raise GenerationError(f"cannot make env {config.env_name!r}: {exc}") from exc
+    except (gym.error.Error, TypeError, ValueError) as exc:
+        raise GenerationError(f"cannot make env {config.env_name!r} with {sorted(kwargs)}: {exc}") from exc
 
 
 def rollout(
     env: gym.Env, demonstrator: Any, *, env_seed: int, demonstrator_seed: int, obs_keys: Sequence[str], attempt: int = 0
 ) -> Episode:
     """Runs one episode of ``demonstrator`` in ``env`` and records it.
+
+    The simulator state before every step is recorded for simulated envs only: a lab env (``env.unwrapped.domain
+    == "real"``) is a black box whose state is never read (docs/concepts.md, "Honesty rules").
 
     Args:
         env: the env (its observations must include the state keys the demonstrator reads).
@@ -195,6 +290,7 @@ def rollout(
         The recorded episode.
     """
     unwrapped = env.unwrapped
+    record_states = str(getattr(unwrapped, "domain", "sim")) != "real"
     obs, info = env.reset(seed=env_seed)
     demonstrator.reset(seed=demonstrator_seed)
     observations: dict[str, list[np.ndarray]] = {k: [np.array(obs[k], copy=True)] for k in obs_keys}
@@ -206,7 +302,8 @@ def rollout(
     terminated = truncated = False
     steps = 0
     while not (terminated or truncated):
-        states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
+        if record_states:
+            states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
         obs, reward, terminated, truncated, info = env.step(action)
         actions.append(action)
@@ -217,14 +314,12 @@ def rollout(
         unstable |= bool(info.get("unstable", False))
         steps += 1
         if steps >= _MAX_STEPS_WITHOUT_LIMIT:
-            raise GenerationError(
-                f"episode did not end after {steps} steps; give the env a time limit (max_episode_steps)"
-            )
+            raise GenerationError(f"episode did not end after {steps} steps; give the env a time limit (episode_steps)")
     return Episode(
         observations={k: np.stack(v) for k, v in observations.items()},
         actions=np.stack(actions),
         rewards=np.asarray(rewards, dtype=np.float32),
-        states=np.stack(states),
+        states=np.stack(states) if record_states else None,
         terminated=bool(terminated),
         truncated=bool(truncated),
         seed=env_seed,
@@ -260,14 +355,41 @@ def withhold_inline_labs(record: Any) -> Any:
     return record
 
 
+def lab_record(world: Mapping[str, Any], env_id: str) -> dict[str, Any]:
+    """What a lab dataset says about its lab: its name and config hash, nothing else (docs/concepts.md).
+
+    Args:
+        world: the lab env's ``provenance()``; its ``"lab"`` is the lab's name (str) or
+            ``{"name": str, "config_sha256": str}``. Every other field is dropped.
+        env_id: the env, for error messages.
+
+    Raises:
+        GenerationError: the record names no lab.
+    """
+    lab = world.get("lab")
+    if isinstance(lab, str):
+        name, config_hash = lab, None
+    elif isinstance(lab, Mapping) and isinstance(lab.get("name"), str):
+        name, config_hash = lab["name"], lab.get("config_sha256")
+        if config_hash is not None and not isinstance(config_hash, str):
+            raise GenerationError(f"env {env_id!r}: provenance()['lab']['config_sha256'] must be a str or None")
+    else:
+        raise GenerationError(
+            f"env {env_id!r} reports domain 'real' but its provenance() names no lab: expected 'lab' to be a name "
+            f"or {{'name': str, 'config_sha256': str}}, got {lab!r}"
+        )
+    return {"domain": "real", "lab": {"name": name, "config_sha256": config_hash}}
+
+
 def build_provenance(
     env: gym.Env, demonstrator: Any, config: GenerationConfig, obs_keys: Sequence[str]
 ) -> dict[str, Any]:
     """The provenance record of a dataset made by ``demonstrator`` in ``env``.
 
-    For the lab (domain ``"real"``) the world record is whatever the env's ``provenance()`` discloses (its
-    name, not its hidden parameters) and the operator's settings are withheld: grounding code reads
-    datasets and must see the lab only as a black box.
+    For the lab (domain ``"real"``) the world record is the lab's name and config hash only, inline lab configs in
+    the env spec are withheld, and the operator's settings are withheld: grounding code reads datasets and must see
+    the lab only as a black box (docs/concepts.md, "Honesty rules"). The recorded env spec is a description; it is
+    never used to make an env.
     """
     unwrapped = env.unwrapped
     domain = str(getattr(unwrapped, "domain", "sim"))
@@ -281,6 +403,8 @@ def build_provenance(
     world = unwrapped.provenance() if hasattr(unwrapped, "provenance") else {}
     demo_record: dict[str, Any] = {"name": str(getattr(demonstrator, "name", type(demonstrator).__name__))}
     if domain == "real":
+        world = lab_record(world, config.env_name)
+        spec_json = withhold_inline_labs(spec_json)
         demo_record["settings"] = None
         demo_record["settings_withheld"] = "the lab's operator is a black box to grounding code"
     else:
@@ -288,8 +412,6 @@ def build_provenance(
     import h5py
     import mujoco
 
-    if domain == "real":
-        spec_json = withhold_inline_labs(spec_json)
     return {
         "schema_version": schema.SCHEMA_VERSION,
         "env_id": spec.id if spec is not None else config.env_name,
@@ -301,9 +423,10 @@ def build_provenance(
         "obs_mode": config.obs_mode,
         "obs_keys": list(obs_keys),
         "seed": int(config.seed),
+        "seeding": SEEDING_CONVENTION,
         "successes_only": bool(config.successes_only),
         "versions": {
-            "r2s2r_envs": _package_version(),
+            "r2s2r_envs": __version__,
             "mujoco": mujoco.__version__,
             "gymnasium": gym.__version__,
             "numpy": np.__version__,
@@ -314,7 +437,7 @@ def build_provenance(
 
 
 def generate(
-    env_id: str | EnvSpec,
+    env_id: str,
     episodes: int,
     out: str | os.PathLike[str],
     *,
@@ -324,7 +447,8 @@ def generate(
     obs_mode: str = "state",
     obs_keys: Sequence[str] | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
-    demonstrator: str = DEFAULT_DEMONSTRATOR,
+    demonstrator: DemonstratorSpec = DEFAULT_DEMONSTRATOR,
+    episode_steps: int | None = None,
     max_episode_steps: int | None = None,
     max_attempts: int | None = None,
     valid_fraction: float = 0.1,
@@ -335,7 +459,7 @@ def generate(
     """Generates (or resumes generating) a dataset of demonstrations.
 
     Args:
-        env_id: a registered env id (e.g. ``"PickSort-Ungrounded-v0"``) or an ``EnvSpec``.
+        env_id: a registered env id (e.g. ``"PickSort-Ungrounded-v0"``).
         episodes: number of demos the file should hold.
         out: the HDF5 file. If it exists and was made with the same settings, generation resumes.
         workers: processes running episodes in parallel (the file content does not depend on it).
@@ -343,9 +467,13 @@ def generate(
         successes_only: keep only successful episodes; the attempts are recorded.
         obs_mode: ``"state"``, ``"rgb"`` or ``"state+rgb"``: which observations the file stores.
         obs_keys: store only these observation keys.
-        env_kwargs: extra ``gymnasium.make`` keyword arguments (e.g. ``{"num_objects": 1}``).
-        demonstrator: ``"module:function"`` making the demonstrator from the env.
-        max_episode_steps: override of the env's time limit.
+        env_kwargs: env arguments (e.g. ``{"num_objects": 1}``), JSON-able.
+        demonstrator: a registered demonstrator name (:func:`r2s2r_envs.behavior.demonstrator_names`), ``None``
+            for the env's own, or a factory ``f(env) -> demonstrator`` (recorded by its qualified name; with
+            ``workers > 1`` it must be picklable, e.g. a module-level function).
+        episode_steps: the env's time limit in steps (its ``episode_steps`` argument; pending objects then time
+            out). Default: the env's own.
+        max_episode_steps: the same as ``episode_steps`` (the older name); give one of them.
         max_attempts: give up after this many attempts (default ``20 * episodes``).
         valid_fraction: share of demos under ``mask/valid``.
         overwrite: start over even if ``out`` exists.
@@ -362,7 +490,8 @@ def generate(
         ``if __name__ == "__main__":``.
 
     Raises:
-        GenerationError: settings differ from the existing file's, a worker failed, or the env is unusable.
+        GenerationError: another process is writing ``out``, settings differ from the existing file's, a worker
+            failed, or the env is not registered or unusable.
         DatasetError: ``out`` exists but is not a usable dataset (pass ``overwrite=True`` to replace it).
         ValueError: invalid arguments.
     """
@@ -371,52 +500,164 @@ def generate(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be >= 0 (a SeedSequence entropy), got {seed}")
     if obs_mode not in OBS_MODES:
         raise ValueError(f"unknown obs_mode {obs_mode!r}; choose one of {OBS_MODES}")
+    check_env_id(env_id)
+    check_demonstrator(demonstrator)
+    kwargs = check_env_kwargs(env_kwargs or {})
+    steps = _episode_steps(episode_steps, max_episode_steps, kwargs)
+    if steps is not None:
+        kwargs["episode_steps"] = steps
     config = GenerationConfig(
         env_id=env_id,
-        env_kwargs=dict(env_kwargs or {}),
+        env_kwargs=kwargs,
         obs_mode=obs_mode,
         obs_keys=None if obs_keys is None else tuple(obs_keys),
         seed=int(seed),
         successes_only=successes_only,
         demonstrator=demonstrator,
-        max_episode_steps=max_episode_steps,
         valid_fraction=valid_fraction,
     )
     max_attempts = 20 * episodes if max_attempts is None else int(max_attempts)
     out = Path(out)
 
-    env = make_env(config)
-    try:
-        demo = load_callable(config.demonstrator)(env)
-        stored_keys = _stored_obs_keys(config, env)
-        provenance = build_provenance(env, demo, config, stored_keys)
-        writer, resumed = _open_writer(out, config, provenance, episodes, overwrite)
-        demos_before = writer.num_demos
+    with writer_lock(out):
+        env = make_env(config)
         try:
-            interrupted = _run(writer, config, episodes, stored_keys, workers, max_attempts, env, demo, progress,
-                               handle_signals)
-            result = GenerationResult(
-                path=out,
-                num_demos=writer.num_demos,
-                attempts=writer.attempts,
-                successes=writer.successes,
-                new_demos=writer.num_demos - demos_before,
-                resumed=resumed,
-                complete=writer.num_demos >= episodes,
-                interrupted=interrupted,
-                content_hash=writer.content_hash,
-                elapsed_s=time.perf_counter() - start,
-            )
+            demo = make_demonstrator_for(env, config.demonstrator)
+            stored_keys = _stored_obs_keys(config, env)
+            provenance = build_provenance(env, demo, config, stored_keys)
+            writer, resumed = _open_writer(out, config, provenance, episodes, overwrite, _time_limit(env))
+            demos_before = writer.num_demos
+            try:
+                interrupted = _run(writer, config, episodes, stored_keys, workers, max_attempts, env, demo, progress,
+                                   handle_signals)
+                result = GenerationResult(
+                    path=out,
+                    num_demos=writer.num_demos,
+                    attempts=writer.attempts,
+                    successes=writer.successes,
+                    new_demos=writer.num_demos - demos_before,
+                    resumed=resumed,
+                    complete=writer.num_demos >= episodes,
+                    interrupted=interrupted,
+                    content_hash=writer.content_hash,
+                    elapsed_s=time.perf_counter() - start,
+                )
+            finally:
+                writer.close()
         finally:
-            writer.close()
-    finally:
-        env.close()
+            env.close()
     return result
 
 
+@contextlib.contextmanager
+def writer_lock(out: Path) -> Iterator[Path]:
+    """Holds the exclusive lock of dataset file ``out`` (``<out>.lock``) for the duration of a generation run.
+
+    The lock is taken before anything is created, atomically (``flock`` on a file opened with ``O_CREAT``), so of
+    two runs started together on one file exactly one proceeds. The kernel releases it if the process dies, so a
+    lock file left by a killed run is never stale. The lock file is removed on release.
+
+    Raises:
+        GenerationError: another process holds the lock.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.with_name(out.name + ".lock")
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: an exclusive create, removed on release (a crash leaves it to delete by hand)
+        yield from _exclusive_create_lock(out, lock)
+        return
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise GenerationError(_locked_message(out, lock)) from None
+            raise
+        # The holder before us removes the lock file as it releases: if the name now points elsewhere (or nowhere),
+        # we locked a file nobody else will look at, so start over with the current one.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield lock
+    finally:
+        try:
+            os.unlink(lock)  # before unlocking, so no one locks a name that is about to vanish
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _exclusive_create_lock(out: Path, lock: Path) -> Iterator[Path]:
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise GenerationError(
+            _locked_message(out, lock) + f"; if no run is active (a crashed one), delete {lock}"
+        ) from None
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield lock
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+
+
+def _locked_message(out: Path, lock: Path) -> str:
+    return (
+        f"another process is writing {out} (it holds the lock {lock.name}); wait for that generation to finish or "
+        "stop it, then run again to resume"
+    )
+
+
 # -- internals -------------------------------------------------------------------------------------
+
+
+def _env_id_of(env: gym.Env) -> str:
+    return env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+
+
+def _episode_steps(
+    episode_steps: int | None, max_episode_steps: int | None, env_kwargs: Mapping[str, Any]
+) -> int | None:
+    """The time-limit override from ``episode_steps``/``max_episode_steps`` (aliases), checked against env_kwargs."""
+    given = {k: v for k, v in (("episode_steps", episode_steps), ("max_episode_steps", max_episode_steps))
+             if v is not None}
+    if len(set(given.values())) > 1:
+        raise ValueError(f"episode_steps and max_episode_steps are the same setting; got {given}")
+    if not given:
+        return None
+    steps = next(iter(given.values()))
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"episode_steps must be a positive integer, got {steps!r}")
+    if "episode_steps" in env_kwargs and env_kwargs["episode_steps"] != steps:
+        raise ValueError(
+            f"env_kwargs['episode_steps'] = {env_kwargs['episode_steps']!r} contradicts episode_steps={steps}"
+        )
+    return int(steps)
+
+
+def _time_limit(env: gym.Env) -> int | None:
+    """The env's own time limit (``episode_steps``), if it has one."""
+    steps = getattr(env.unwrapped, "episode_steps", None)
+    return int(steps) if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) else None
 
 
 def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
@@ -438,17 +679,21 @@ def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
 
 
 def _open_writer(
-    out: Path, config: GenerationConfig, provenance: Mapping[str, Any], episodes: int, overwrite: bool
+    out: Path,
+    config: GenerationConfig,
+    provenance: Mapping[str, Any],
+    episodes: int,
+    overwrite: bool,
+    episode_steps: int | None,
 ) -> tuple[DatasetWriter, bool]:
     """Creates the file or opens it to resume; returns the writer and whether it resumed."""
     generation = config.to_json_dict()
-    env_args = {
-        "env_name": config.env_name,
-        "type": schema.ROBOMIMIC_GYM_ENV_TYPE,
-        "env_kwargs": {**dict(config.env_kwargs), "obs_mode": config.env_obs_mode},
-    }
-    if config.max_episode_steps is not None:  # gym.make(env_name, **env_kwargs) then has the same time limit
-        env_args["env_kwargs"]["max_episode_steps"] = config.max_episode_steps
+    # robomimic makes the env with gym.make(env_name, **env_kwargs): the time limit the demos ran under goes with
+    # them, so a robomimic rollout has the same horizon even if the env's default changes.
+    env_kwargs = {**dict(config.env_kwargs), "obs_mode": config.env_obs_mode}
+    if episode_steps is not None:
+        env_kwargs.setdefault("episode_steps", episode_steps)
+    env_args = {"env_name": config.env_name, "type": schema.ROBOMIMIC_GYM_ENV_TYPE, "env_kwargs": env_kwargs}
     if provenance.get("domain") == "real":
         generation = withhold_inline_labs(generation)
         env_args = withhold_inline_labs(env_args)
@@ -467,7 +712,8 @@ def _open_writer(
         writer = DatasetWriter.resume(out)
     except DatasetError as exc:
         raise DatasetError(f"cannot resume into {out}: {exc}. Pass overwrite=True (--overwrite) to start over") from exc
-    differences = _differences(writer.generation, generation, ignore=()) + _differences(
+    # Compared as data, never imported or called: a stored demonstrator or env spec is only a description.
+    differences = _differences(writer.generation, json.loads(schema.to_json(generation)), ignore=()) + _differences(
         writer.provenance, json.loads(schema.to_json(dict(provenance))), ignore=()
     )
     if differences:
@@ -482,7 +728,7 @@ def _open_writer(
 
 
 def _check_not_locked(path: Path) -> None:
-    """Refuses a file another process is writing: resuming would fail and overwriting would lose its data."""
+    """Refuses a file another program has open for writing: resuming would fail and overwriting would lose its data."""
     import h5py
 
     try:
@@ -627,8 +873,11 @@ def _run_parallel(
     ctx = mp.get_context("spawn")  # MuJoCo/GL state does not survive fork safely
     tasks: Any = ctx.Queue()
     results: Any = ctx.Queue()
+    # This process's registration of the id (not anything read from a file): a spawned worker re-imports only the
+    # main module, so an id registered at run time (a test's, a notebook's) would be unknown there.
+    spec = gym.spec(config.env_id)
     procs = [
-        ctx.Process(target=_worker_main, args=(config, obs_keys, tasks, results, os.getpid()), daemon=True)
+        ctx.Process(target=_worker_main, args=(config, spec, obs_keys, tasks, results, os.getpid()), daemon=True)
         for _ in range(workers)
     ]
     for p in procs:
@@ -655,7 +904,7 @@ def _run_parallel(
                         f"a worker process died (exit code {dead[0].exitcode}) without reporting an error. If "
                         "generate() was called from a script, guard the call with `if __name__ == '__main__':` "
                         "(worker processes are spawned and import the main module)"
-                    )
+                    ) from None
                 continue
             if kind == "error":
                 raise GenerationError(f"attempt {attempt} failed in a worker:\n{payload}")
@@ -675,15 +924,19 @@ def _run_parallel(
         results.cancel_join_thread()
 
 
-def _worker_main(config: GenerationConfig, obs_keys: list[str], tasks: Any, results: Any, parent_pid: int) -> None:
+def _worker_main(
+    config: GenerationConfig, spec: EnvSpec, obs_keys: list[str], tasks: Any, results: Any, parent_pid: int
+) -> None:
     """Worker process: builds the env and demonstrator once, then runs the attempts it is given."""
     # The parent handles Ctrl-C; a worker interrupted mid-episode would only lose work.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
     env = None
     try:
+        if config.env_id not in gym.registry:
+            gym.registry[config.env_id] = spec
         env = make_env(config)
-        demo = load_callable(config.demonstrator)(env)
+        demo = make_demonstrator_for(env, config.demonstrator)
         while True:
             try:
                 attempt = tasks.get(timeout=1.0)

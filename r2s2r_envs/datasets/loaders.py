@@ -13,7 +13,8 @@ For torch, wrap it with :class:`r2s2r_envs.datasets.torch_data.TorchTrajectoryDa
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 

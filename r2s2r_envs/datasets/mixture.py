@@ -5,16 +5,17 @@ on what "alpha" means, sim weight in one and real weight in another, hence the e
 domain, samples are drawn uniformly over all samples of that domain's datasets, so a dataset's share of
 its domain is proportional to its size.
 
-:func:`suggest_real_fraction` gives the range recommended by the co-training study cited in DESIGN.md
-section 1: with ``N`` real and ``M`` simulated demos and ``M / N > 5``, a real weight between the natural
-share ``N / (N + M)`` and ``sqrt(N / M)``.
+:func:`suggest_real_fraction` gives the range of the mixing rule in docs/concepts.md ("real_fraction"): with
+``N`` real and ``M`` simulated demos and ``M / N > 5``, a real weight between the natural share ``N / (N + M)``
+and ``sqrt(N / M)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Iterator, Literal, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, merge_stats
 Composition = Literal["bernoulli", "stratified"]
 COMPOSITIONS: tuple[str, ...] = ("bernoulli", "stratified")
 
-# Below this sim-to-real ratio the study's rule does not apply (DESIGN.md section 1).
+# Below this sim-to-real ratio the mixing rule does not apply (docs/concepts.md, "real_fraction").
 _RULE_MIN_SIM_TO_REAL = 5.0
 
 
@@ -52,9 +53,9 @@ class RealFractionSuggestion:
 def suggest_real_fraction(n_real: int, n_sim: int) -> RealFractionSuggestion:
     """Suggests a ``real_fraction`` range from the number of real and simulated demos.
 
-    The rule (DESIGN.md section 1): with ``N`` real and ``M`` simulated demonstrations and ``M / N > 5``,
-    weight real data between ``N / (N + M)`` and ``sqrt(N / M)``; e.g. 50 real and 1,000 sim give 0.048
-    to 0.22. Outside that regime only the natural share is returned.
+    The mixing rule (docs/concepts.md, "real_fraction"): with ``N`` real and ``M`` simulated demonstrations and
+    ``M / N > 5``, weight real data between ``N / (N + M)`` and ``sqrt(N / M)``; e.g. 50 real and 1,000 sim give
+    0.048 to 0.22. Outside that regime only the natural share is returned.
 
     Args:
         n_real: number of real demonstrations ``N`` (at least 1).

@@ -1,7 +1,9 @@
 """Reader of r2s2r_envs datasets: validates the schema and the content hash, then serves demos.
 
 Every problem with a file surfaces as a :class:`~r2s2r_envs.datasets.schema.DatasetError` subclass whose
-message names the file, what is wrong and what is accepted, never as a traceback from inside h5py.
+message names the file, what is wrong and what is accepted, never as a traceback from inside h5py. A damaged
+array (its HDF5 fletcher32 checksum fails) raises :class:`~r2s2r_envs.datasets.schema.CorruptDatasetError`
+naming the file, the demo and the array when it is read.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 import h5py
 import numpy as np
@@ -32,7 +35,21 @@ VERIFY_MODES: tuple[str, ...] = ("full", "quick", "none")
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _ROOT_ATTRS = ("provenance", "generation", "content_sha256", "num_demos", "attempts", "successes", "complete")
+# Schema version 2 adds what its content hash needs.
+_ROOT_ATTRS_V2 = (*_ROOT_ATTRS, "content_parts", "episodes_requested", "valid_fraction")
 _DEMO_ATTRS = ("demo_id", "num_samples", "sha256", "seed", "success")
+_DEMO_ATTRS_V2 = (*_DEMO_ATTRS, "arrays_sha256")
+# Relative tolerance of full verification's recomputed statistics (float sums may round differently across machines).
+_STATS_RTOL = 1e-9
+# What a reader is told about each part of the file that the version-2 content hash covers.
+_PART_NAMES = {
+    "provenance": "the provenance (root attribute 'provenance': env, domain, world, demonstrator, versions)",
+    "env_args": "robomimic's env_args (attribute data.env_args)",
+    "generation": "the generation settings (root attribute 'generation')",
+    "summary": "the summary counters (num_demos, total, attempts, successes, complete, ...)",
+    "masks": "the filter keys under /mask",
+    "stats": "the normalization statistics under /stats",
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,7 +63,8 @@ class Demo:
         actions: ``(T, A)`` float32.
         rewards: ``(T,)`` float32.
         dones: ``(T,)`` uint8, 1 at the last step.
-        states: ``(T, S)`` float64 simulator states (empty ``(0, 0)`` if not requested).
+        states: ``(T, S)`` float64 simulator states; ``None`` if not requested or the file has none (a lab
+            dataset never has: docs/datasets.md, "Schema version 2").
         attrs: seed, demonstrator_seed, attempt, success, success_any_step, failure_cause (``None`` on
             success), time_to_sort (``None`` if unsorted), unstable, terminated, truncated,
             object_outcomes (list), episode_return, sha256.
@@ -58,7 +76,7 @@ class Demo:
     actions: np.ndarray
     rewards: np.ndarray
     dones: np.ndarray
-    states: np.ndarray
+    states: np.ndarray | None
     attrs: dict[str, Any]
 
     @property
@@ -98,13 +116,18 @@ class DatasetFile:
         return str(self.provenance.get("domain", "sim"))
 
     @property
+    def has_states(self) -> bool:
+        """Whether demos carry simulator ``states`` (simulated datasets do, lab datasets never)."""
+        return self.domain == "sim"
+
+    @property
     def env_id(self) -> str:
         """The id of the env that made the data."""
         return str(self.provenance.get("env_id", self.env_args.get("env_name", "")))
 
     @property
     def content_hash(self) -> str:
-        """SHA-256 over the arrays (see :mod:`r2s2r_envs.datasets.schema`)."""
+        """SHA-256 over the file's content (see :mod:`r2s2r_envs.datasets.schema`; version 1: arrays only)."""
         return str(self._f.attrs["content_sha256"])
 
     @property
@@ -202,15 +225,22 @@ class DatasetFile:
         try:
             return grp[path][()]
         except (OSError, RuntimeError, ValueError) as exc:
-            raise CorruptDatasetError(f"{self.path}: cannot read {path!r} of demo {demo_id}: {exc}") from exc
+            raise _read_error(self.path, demo_id, path, exc) from exc
 
     def read_into(self, demo_id: int, path: str, out: np.ndarray) -> None:
-        """Reads one array of one demo straight into ``out`` (no temporary copy)."""
+        """Reads one array of one demo straight into ``out`` (no temporary copy).
+
+        Raises:
+            KeyError: naming the paths that exist, if ``path`` does not.
+            CorruptDatasetError: if HDF5 cannot read the data (e.g. a failed checksum).
+        """
         grp = self._f["data"][self._groups[self._check_id(demo_id)]]
+        if path not in grp:
+            raise KeyError(f"{self.path}: demo {demo_id} has no array {path!r}; it has {_array_paths(grp)}")
         try:
             grp[path].read_direct(out)
         except (OSError, RuntimeError, ValueError, TypeError) as exc:
-            raise CorruptDatasetError(f"{self.path}: cannot read {path!r} of demo {demo_id}: {exc}") from exc
+            raise _read_error(self.path, demo_id, path, exc) from exc
 
     def demo(
         self,
@@ -226,7 +256,7 @@ class DatasetFile:
             demo_id: which demo.
             obs_keys: observation keys to read (default: all).
             next_obs: also read ``next_obs``.
-            states: also read the simulator states.
+            states: also read the simulator states, if the file has them (``Demo.states`` is ``None`` otherwise).
         """
         keys = self._check_obs_keys(obs_keys)
         return Demo(
@@ -236,7 +266,7 @@ class DatasetFile:
             actions=self.read(demo_id, "actions"),
             rewards=self.read(demo_id, "rewards"),
             dones=self.read(demo_id, "dones"),
-            states=self.read(demo_id, "states") if states else np.zeros((0, 0)),
+            states=self.read(demo_id, "states") if states and self.has_states else None,
             attrs=self.demo_attrs(demo_id),
         )
 
@@ -251,18 +281,58 @@ class DatasetFile:
         """Checks the content hash.
 
         Args:
-            mode: ``"quick"`` checks the file hash against the per-demo hashes; ``"full"`` also recomputes
-                every demo's hash from its arrays (reads the whole file); ``"none"`` does nothing.
+            mode: ``"quick"`` recomputes every hash from the stored metadata: the provenance, ``env_args``,
+                generation settings, summary counters, filter keys, normalization statistics and every demo's
+                attributes (reads no arrays; a damaged array still fails its checksum when read). ``"full"`` also
+                recomputes every demo's array hash and the normalization statistics from the arrays (reads the
+                whole file). ``"none"`` does nothing. Version-1 files: arrays only, as that version defined.
 
         Raises:
-            HashMismatchError: naming the first demo whose arrays do not match.
+            HashMismatchError: naming what does not match (a part of the file, or the first such demo).
+            CorruptDatasetError: if an array cannot be read (e.g. a failed checksum).
         """
         if mode not in VERIFY_MODES:
             raise ValueError(f"unknown verify mode {mode!r}; choose one of {VERIFY_MODES}")
         if mode == "none":
             return
+        if self.schema_version == 1:
+            self._verify_v1(mode)
+            return
+        modified = "was modified after the file was written"
+        parts = self._verify_parts()
+        for demo_id in self.demo_ids:
+            attrs = self._f["data"][self._groups[demo_id]].attrs
+            if schema.demo_hash(str(attrs["arrays_sha256"]), dict(attrs)) != self._hashes[demo_id]:
+                raise HashMismatchError(
+                    f"{self.path}: the attributes of demo {demo_id} (success, seed, outcomes, ...) {modified}; "
+                    "they do not match the demo's stored hash"
+                )
         expected = self.content_hash
-        if schema.dataset_hash(self._hashes) != expected:
+        if schema.content_hash(parts, self._hashes) != expected:
+            raise HashMismatchError(
+                f"{self.path}: the part and demo hashes do not combine to the stored content hash {expected[:12]}...; "
+                "the file was modified after it was written"
+            )
+        if mode == "quick":
+            return
+        recomputed: dict[str, RunningStats] = {}
+        for demo_id in self.demo_ids:
+            items = self._demo_arrays(demo_id)
+            stored = str(self._f["data"][self._groups[demo_id]].attrs["arrays_sha256"])
+            if schema.array_items_hash(items) != stored:
+                raise HashMismatchError(
+                    f"{self.path}: the arrays of demo {demo_id} do not match its stored hash; the file is "
+                    "damaged or was modified after it was written"
+                )
+            for name, arr in items:
+                if schema.is_stats_stream(name, arr):
+                    new = RunningStats.from_array(arr)
+                    recomputed[name] = new if name not in recomputed else recomputed[name].merge(new)
+        self._check_stats(recomputed)
+
+    def _verify_v1(self, mode: VerifyMode) -> None:
+        expected = self.content_hash
+        if schema.dataset_hash_v1(self._hashes) != expected:
             raise HashMismatchError(
                 f"{self.path}: the per-demo hashes do not combine to the stored content hash {expected[:12]}...; "
                 "the file was modified after it was written"
@@ -270,21 +340,56 @@ class DatasetFile:
         if mode == "quick":
             return
         for demo_id in self.demo_ids:
-            grp = self._f["data"][self._groups[demo_id]]
-            try:
-                items: list[tuple[str, np.ndarray]] = []
-
-                def collect(name: str, obj: Any) -> None:
-                    if isinstance(obj, h5py.Dataset):
-                        items.append((name, obj[()]))
-
-                grp.visititems(collect)
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise CorruptDatasetError(f"{self.path}: demo {demo_id} cannot be read: {exc}") from exc
-            if schema.array_items_hash(items) != self._hashes[demo_id]:
+            if schema.array_items_hash(self._demo_arrays(demo_id)) != self._hashes[demo_id]:
                 raise HashMismatchError(
                     f"{self.path}: the arrays of demo {demo_id} do not match its stored hash; the file is "
                     "damaged or was modified after it was written"
+                )
+
+    def _verify_parts(self) -> dict[str, str]:
+        """Checks the file-level parts of the version-2 content hash against ``content_parts``; returns them."""
+        try:
+            stored = json.loads(self._f.attrs["content_parts"])
+        except (TypeError, ValueError) as exc:
+            raise CorruptDatasetError(f"{self.path}: content_parts is not valid JSON ({exc})") from None
+        if not isinstance(stored, dict):
+            raise CorruptDatasetError(f"{self.path}: content_parts must be a JSON object, got {type(stored).__name__}")
+        parts = schema.file_parts(self._f)
+        for name in schema.CONTENT_PARTS:
+            if parts[name] != stored.get(name):
+                raise HashMismatchError(
+                    f"{self.path}: {_PART_NAMES[name]} was modified after the file was written; its hash does not "
+                    "match the one stored with the file"
+                )
+        return parts
+
+    def _demo_arrays(self, demo_id: int) -> list[tuple[str, np.ndarray]]:
+        grp = self._f["data"][self._groups[demo_id]]
+        items: list[tuple[str, np.ndarray]] = []
+        for path in _array_paths(grp):
+            try:
+                items.append((path, grp[path][()]))
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise _read_error(self.path, demo_id, path, exc) from exc
+        return items
+
+    def _check_stats(self, recomputed: dict[str, RunningStats]) -> None:
+        """Compares the stored normalization statistics with those recomputed from the arrays."""
+        stored = self.stats()
+        if sorted(stored) != sorted(recomputed):
+            raise HashMismatchError(
+                f"{self.path}: /stats has statistics of {sorted(stored)}, the arrays give {sorted(recomputed)}"
+            )
+        for name, want in recomputed.items():
+            have = stored[name]
+            same = have.count == want.count and all(
+                np.allclose(getattr(have, f), getattr(want, f), rtol=_STATS_RTOL, atol=1e-12)
+                for f in ("mean", "m2", "min", "max")
+            )
+            if not same:
+                raise HashMismatchError(
+                    f"{self.path}: the normalization statistics of {name!r} do not match its arrays; "
+                    "the file was modified after it was written"
                 )
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -294,7 +399,7 @@ class DatasetFile:
         if self._f.id.valid:
             self._f.close()
 
-    def __enter__(self) -> "DatasetFile":
+    def __enter__(self) -> DatasetFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -334,8 +439,12 @@ class DatasetFile:
         """Reads and checks the demo list (ids, lengths, arrays present)."""
         data = self._f["data"]
         first_keys: list[str] | None = None
+        required_attrs = _DEMO_ATTRS if self.schema_version == 1 else _DEMO_ATTRS_V2
+        required_arrays = schema.array_keys(self.domain)
         for name, grp in data.items():
-            missing = [a for a in _DEMO_ATTRS if a not in grp.attrs]
+            if not isinstance(grp, h5py.Group):
+                raise CorruptDatasetError(f"{self.path}: data/{name} is not a demo group")
+            missing = [a for a in required_attrs if a not in grp.attrs]
             if missing:
                 raise CorruptDatasetError(f"{self.path}: data/{name} lacks attribute(s) {missing}")
             demo_id = int(grp.attrs["demo_id"])
@@ -345,7 +454,12 @@ class DatasetFile:
                     f"expected data/{schema.demo_group_name(demo_id)}"
                 )
             n = int(grp.attrs["num_samples"])
-            for key in schema.ARRAY_KEYS:
+            if self.domain == "real" and "states" in grp:
+                raise CorruptDatasetError(
+                    f"{self.path}: data/{name} of a lab dataset (domain 'real') holds simulator 'states', which lab "
+                    "datasets never store (they reveal the lab's hidden physics); regenerate the file"
+                )
+            for key in required_arrays:
                 if key not in grp:
                     raise CorruptDatasetError(f"{self.path}: data/{name} lacks the array {key!r}")
                 if grp[key].shape[0] != n:
@@ -448,10 +562,15 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
     version = f.attrs.get("r2s2r_schema_version")
     if version is None:
         raise NotADatasetError(_foreign_message(path, f))
-    try:
-        version = int(version)
-    except (TypeError, ValueError):
-        raise CorruptDatasetError(f"{path}: r2s2r_schema_version is {version!r}, not an integer") from None
+    # A stored 1.7 must not pass as version 1: only integer types are accepted.
+    if isinstance(version, np.ndarray) and version.shape in ((), (1,)):
+        version = version.reshape(()).item() if version.dtype.kind in "iu" else version
+    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
+        raise CorruptDatasetError(
+            f"{path}: schema version must be an integer, the file stores r2s2r_schema_version = {version!r} "
+            f"({type(version).__name__}); {schema.supported_versions_text()}"
+        )
+    version = int(version)
     if version not in schema.SUPPORTED_SCHEMA_VERSIONS:
         newer = version > max(schema.SUPPORTED_SCHEMA_VERSIONS)
         hint = "upgrade r2s2r_envs to read it" if newer else "regenerate it with this version"
@@ -459,7 +578,7 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
             f"{path} has schema version {version}, which is {'newer than' if newer else 'not'} a supported one: "
             f"{schema.supported_versions_text()}; {hint}"
         )
-    missing = [a for a in _ROOT_ATTRS if a not in f.attrs]
+    missing = [a for a in (_ROOT_ATTRS if version == 1 else _ROOT_ATTRS_V2) if a not in f.attrs]
     for group in ("data", "mask", "stats"):
         if group not in f:
             missing.append(f"/{group}")
@@ -468,6 +587,18 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
     if missing:
         raise CorruptDatasetError(f"{path}: schema version {version} requires {missing}, which are missing")
     dataset = DatasetFile(path, f)
+    if version >= 2 and verify != "none":
+        # Before anything is read from the metadata, so an edited domain is reported as an edit.
+        dataset._verify_parts()
+    domain = dataset.provenance.get("domain", "sim") if isinstance(dataset.provenance, dict) else None
+    if domain not in schema.DOMAINS:
+        raise CorruptDatasetError(f"{path}: provenance domain is {domain!r}; expected one of {schema.DOMAINS}")
+    if version == 1 and domain == "real":
+        raise UnsupportedSchemaError(
+            f"{path} is a schema-version-1 lab dataset (domain 'real'): it holds the lab's hidden simulator state "
+            "(MuJoCo states, which reveal the lab's physics) and must be regenerated with this version "
+            f"(r2s2r generate ...), whose lab datasets store none; {schema.supported_versions_text()}"
+        )
     dataset._index_demos()
     if dataset.num_demos == 0 and not allow_empty:
         raise EmptyDatasetError(
@@ -488,6 +619,17 @@ def _foreign_message(path: Path, f: h5py.File) -> str:
             pass
         base += f"; it looks like a robomimic dataset from {env_name!r}, which robomimic reads directly"
     return f"{base}. {schema.supported_versions_text()}"
+
+
+def _read_error(path: Path, demo_id: int, array: str, exc: BaseException) -> CorruptDatasetError:
+    text = str(exc)
+    if "checksum" in text.lower() or "filter" in text.lower():
+        why = "its HDF5 checksum fails: the bytes on disk were damaged or altered after writing"
+    else:
+        why = f"HDF5 says: {text}"
+    return CorruptDatasetError(
+        f"{path}: cannot read {array!r} of demo {demo_id}: {why}. Regenerate the file or restore it from a copy"
+    )
 
 
 def _array_paths(grp: h5py.Group) -> list[str]:

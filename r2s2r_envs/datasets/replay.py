@@ -1,4 +1,11 @@
-"""Replay a stored demo: re-render it from its MuJoCo states, and check it re-simulates from its actions.
+"""Replay a stored simulated demo: re-render it from its MuJoCo states, and check it re-simulates from its actions.
+
+Replay is for simulated datasets: a lab dataset (domain ``"real"``) carries no simulator state, so there is nothing
+to re-render or compare (docs/datasets.md, "Schema version 2").
+
+A dataset is data, never code: the env is rebuilt only from a registered id whose name starts with ``PickSort-``
+(or an id the caller allows explicitly in Python), with the env arguments recorded in the file. No env spec, entry
+point or other ``module:function`` read from the file is ever imported or passed to Gymnasium.
 
 Example:
     r2s2r replay demos.hdf5 --demo 3 --video demo3.mp4 --check
@@ -7,16 +14,22 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
 
 from r2s2r_envs.datasets.reader import DatasetFile, open_dataset
+from r2s2r_envs.datasets.schema import DatasetError
+
+#: Registered ids replay rebuilds without being told: the suite's own envs.
+REPLAYABLE_PREFIX = "PickSort-"
+# gymnasium.make's own arguments: never taken from a file (version-1 files recorded the time limit as
+# max_episode_steps; it maps onto the env's episode_steps).
+_GYM_MAKE_ARGUMENTS = ("disable_env_checker",)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -39,23 +52,82 @@ class ReplayResult:
     first_divergent_step: int | None = None
 
 
-def make_env_for(dataset: DatasetFile, *, render_mode: str | None = "rgb_array") -> gym.Env:
-    """Makes the env that generated ``dataset`` (same id, keyword arguments and time limit), state observations.
+def replay_env_id(dataset: DatasetFile, *, allow_env_ids: Collection[str] = ()) -> str:
+    """The registered id replay may rebuild for ``dataset``.
+
+    Args:
+        dataset: the open file.
+        allow_env_ids: ids to accept besides the registered ``PickSort-*`` ones (e.g. a test env registered in
+            this process); they must be registered too.
 
     Raises:
-        gymnasium.error.Error: if that env is not registered in this installation.
+        DatasetError: a lab dataset, an env recorded as a spec rather than an id, or an id that is not registered or
+            not allowed.
+    """
+    _refuse_real(dataset)
+    generation = dataset.generation
+    env_ref: Any = generation.get("env_id", dataset.env_args.get("env_name"))
+    if not isinstance(env_ref, str):
+        raise DatasetError(
+            f"{dataset.path} records its env as {type(env_ref).__name__} (an env spec), not a registered id: replay "
+            "makes envs only from registered ids, never from a spec or entry point read from a file"
+        )
+    if not (env_ref.startswith(REPLAYABLE_PREFIX) or env_ref in set(allow_env_ids)):
+        raise DatasetError(
+            f"{dataset.path} was made by env {env_ref!r}: replay rebuilds only registered {REPLAYABLE_PREFIX}* ids "
+            "(or ids allowed explicitly in Python: replay_demo(..., allow_env_ids=[...]))"
+        )
+    if env_ref not in gym.registry:
+        raise DatasetError(
+            f"{dataset.path} was made by env {env_ref!r}, which is not registered in this installation; "
+            f"registered {REPLAYABLE_PREFIX}* ids: {sorted(k for k in gym.registry if k.startswith(REPLAYABLE_PREFIX))}"
+        )
+    return env_ref
+
+
+def replay_env_kwargs(dataset: DatasetFile) -> dict[str, Any]:
+    """The env arguments recorded in ``dataset`` (JSON values), with the time limit as ``episode_steps``.
+
+    Raises:
+        DatasetError: the recorded arguments are not a JSON object or hold ``gymnasium.make``'s own arguments.
     """
     generation = dataset.generation
-    env_ref: Any = generation.get("env_id", dataset.env_id)
-    if isinstance(env_ref, dict):  # an unregistered env stored as its EnvSpec JSON
-        env_ref = EnvSpec.from_json(json.dumps(env_ref))
-    kwargs = dict(generation.get("env_kwargs", dataset.env_args.get("env_kwargs", {})))
+    recorded = generation.get("env_kwargs") if "env_id" in generation else dataset.env_args.get("env_kwargs", {})
+    if not isinstance(recorded, Mapping):
+        raise DatasetError(f"{dataset.path}: the recorded env arguments are not a JSON object: {recorded!r}")
+    kwargs = dict(recorded)
+    # Version 1 kept the time limit as Gymnasium's max_episode_steps; the env's own episode_steps replaces it.
+    steps = kwargs.pop("max_episode_steps", None) or generation.get("max_episode_steps")
+    if steps is not None:
+        kwargs.setdefault("episode_steps", steps)
+    wrong = sorted(k for k in kwargs if k in _GYM_MAKE_ARGUMENTS)
+    if wrong:
+        raise DatasetError(f"{dataset.path}: the recorded env arguments hold gymnasium.make arguments {wrong}")
+    return kwargs
+
+
+def make_env_for(
+    dataset: DatasetFile, *, render_mode: str | None = "rgb_array", allow_env_ids: Collection[str] = ()
+) -> gym.Env:
+    """Makes the env that generated ``dataset`` (same registered id and env arguments), state observations.
+
+    Args:
+        dataset: the open file (a simulated dataset).
+        render_mode: the env's render mode.
+        allow_env_ids: ids to accept besides the registered ``PickSort-*`` ones (see :func:`replay_env_id`).
+
+    Raises:
+        DatasetError: the dataset cannot be replayed (see :func:`replay_env_id`) or the env refuses its arguments.
+    """
+    env_id = replay_env_id(dataset, allow_env_ids=allow_env_ids)
+    kwargs = replay_env_kwargs(dataset)
     kwargs["obs_mode"] = "state"
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    if generation.get("max_episode_steps") is not None:
-        kwargs["max_episode_steps"] = generation["max_episode_steps"]
-    return gym.make(env_ref, **kwargs)
+    try:
+        return gym.make(env_id, **kwargs)
+    except (gym.error.Error, TypeError, ValueError) as exc:
+        raise DatasetError(f"{dataset.path}: cannot make env {env_id!r} with the recorded arguments: {exc}") from exc
 
 
 def replay_demo(
@@ -66,24 +138,33 @@ def replay_demo(
     fps: float | None = None,
     check: bool = False,
     tolerance: float = 1e-9,
+    allow_env_ids: Collection[str] = (),
 ) -> ReplayResult:
-    """Re-renders a demo from its stored states and/or re-simulates it from its seed and actions.
+    """Re-renders a simulated demo from its stored states and/or re-simulates it from its seed and actions.
 
     Args:
-        path: the dataset file.
+        path: the dataset file (a simulated dataset).
         demo_id: which demo.
         video: write a video of the demo here (``.mp4`` or ``.gif``), one frame per stored state.
         fps: video frame rate (default: the env's ``render_fps``).
         check: reset the env with the demo's seed, replay its actions and compare states (a deterministic
             sim reproduces them exactly; differences reveal nondeterminism or a changed env).
         tolerance: state difference above which a step counts as divergent.
+        allow_env_ids: registered ids to rebuild besides the ``PickSort-*`` ones (a test env, say).
 
     Returns:
         What was replayed and, with ``check``, how closely.
+
+    Raises:
+        DatasetError: the file is unusable, a lab dataset (no simulator state), or made by an env replay does
+            not rebuild.
+        KeyError: no such demo.
     """
     with open_dataset(path, verify="quick") as f:
+        _refuse_real(f)
         demo = f.demo(demo_id, obs_keys=[], next_obs=False)
-        env = make_env_for(f, render_mode="rgb_array" if video is not None else None)
+        env = make_env_for(f, render_mode="rgb_array" if video is not None else None, allow_env_ids=allow_env_ids)
+    assert demo.states is not None  # a simulated dataset always has them (checked when the file was opened)
     video_path: Path | None = None
     max_err: float | None = None
     first_bad: int | None = None
@@ -121,3 +202,11 @@ def replay_demo(
         max_state_error=max_err,
         first_divergent_step=first_bad,
     )
+
+
+def _refuse_real(dataset: DatasetFile) -> None:
+    if dataset.domain == "real":
+        raise DatasetError(
+            f"{dataset.path} is a lab dataset (domain 'real'): lab datasets carry no simulator state and cannot be "
+            "replayed; replay is for simulated datasets"
+        )

@@ -1,33 +1,45 @@
-"""The r2s2r_envs dataset schema: robomimic's HDF5 layout plus provenance.
+"""The r2s2r_envs dataset schema: robomimic's HDF5 layout plus provenance and a content hash.
 
 A dataset file is a robomimic dataset (robomimic and its users read it as it is) with extra,
-namespaced metadata. Layout of schema version 1::
+namespaced metadata. Layout of schema version 2 (docs/datasets.md, "Layout")::
 
     /                                   attrs: r2s2r_schema_version (int), r2s2r_format (str),
                                                provenance (JSON), generation (JSON),
-                                               content_sha256, num_demos, complete, episodes_requested,
-                                               attempts, successes
+                                               content_sha256, content_parts (JSON), num_demos, complete,
+                                               episodes_requested, valid_fraction, attempts, successes
     /data                               attrs: total (samples over all demos), env_args (JSON, robomimic)
     /data/demo_<k>                      attrs: demo_id (int k, the order), num_samples, seed,
                                                demonstrator_seed, attempt, success, success_any_step,
                                                failure_cause, time_to_sort, unstable, terminated,
-                                               truncated, object_outcomes (JSON), episode_return, sha256
+                                               truncated, object_outcomes (JSON), episode_return,
+                                               arrays_sha256, sha256
     /data/demo_<k>/obs/<key>            (T, ...) observation at step t
     /data/demo_<k>/next_obs/<key>       (T, ...) observation after the action at step t
     /data/demo_<k>/actions              (T, A) float32
     /data/demo_<k>/rewards              (T,)   float32
     /data/demo_<k>/dones                (T,)   uint8, 1 at the last step of the demo
-    /data/demo_<k>/states               (T, S) float64, full MuJoCo state before step t (replay)
+    /data/demo_<k>/states               (T, S) float64, full MuJoCo state before step t (replay);
+                                               simulated datasets only: a lab dataset (domain "real") has none
     /mask/<filter>                      demo group names (bytes): train, valid, success
     /stats/<name>                       attrs count, mean, m2, std, min, max for "actions" and every
                                         low-dimensional "obs/<key>" (normalization statistics)
 
-Everything the writer changes between two flushes is HDF5 metadata (attributes, links) or new space
-at the end of the file, so a file is valid after every flush (see ``writer.py``).
+Every array is chunked with HDF5's fletcher32 checksum, so a damaged byte fails when it is read.
 
-The content hash covers the arrays only (not attributes): per demo, SHA-256 over every array's path,
-dtype, shape and bytes, in sorted path order; per file, SHA-256 over the list of ``demo_id:demo_hash``
-lines in demo-id order. It does not depend on compression, chunking or how many workers wrote the file.
+Content hash of version 2: everything a reader trusts (docs/datasets.md, "Integrity").
+
+* Per demo, ``arrays_sha256`` is SHA-256 over every array's path, dtype, shape and bytes, in sorted path order
+  (:func:`array_items_hash`), and ``sha256`` is SHA-256 over ``arrays_sha256`` and the canonical JSON of the
+  demo's other attributes (:func:`demo_hash`): success, seed, failure cause, outcomes, ...
+* Per file, :func:`file_parts` hashes the stored provenance, ``env_args`` and generation settings (their JSON text),
+  the summary counters, the filter keys under ``/mask`` and the normalization statistics under ``/stats``;
+  ``content_parts`` stores these part hashes so a reader can name what was modified.
+* ``content_sha256`` is SHA-256 over the part hashes and the ``demo_id:sha256`` lines in demo-id order
+  (:func:`content_hash`).
+
+Everything is hashed by value, so the hash depends neither on compression or chunking nor on how many workers
+wrote the file. Version 1 hashed the arrays only (:func:`dataset_hash_v1`); version-1 files of simulated data are
+still read under that rule, version-1 lab files are refused (they hold the lab's hidden simulator state).
 """
 
 from __future__ import annotations
@@ -35,14 +47,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import h5py
+
 #: Schema version this code writes.
-SCHEMA_VERSION: int = 1
+SCHEMA_VERSION: int = 2
 #: Schema versions this code reads.
-SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1,)
+SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
 #: Value of the root ``r2s2r_format`` attribute, marks a file as ours.
 FORMAT_NAME: str = "r2s2r_envs.datasets"
 
@@ -51,12 +67,20 @@ ROBOMIMIC_GYM_ENV_TYPE: int = 2
 
 DOMAINS: tuple[str, ...] = ("real", "sim")
 
-# Names of the robomimic per-demo arrays besides obs/next_obs.
-ARRAY_KEYS: tuple[str, ...] = ("actions", "rewards", "dones", "states")
+#: Per-demo arrays (besides obs/next_obs) every dataset has.
+COMMON_ARRAY_KEYS: tuple[str, ...] = ("actions", "rewards", "dones")
+#: Per-demo arrays of a simulated dataset: the common ones plus the simulator ``states`` (exact replay).
+SIM_ARRAY_KEYS: tuple[str, ...] = (*COMMON_ARRAY_KEYS, "states")
 # Filter keys written under /mask.
 MASK_KEYS: tuple[str, ...] = ("train", "valid", "success")
+#: Parts of the file (besides the demos) covered by the version-2 content hash, as stored in ``content_parts``.
+CONTENT_PARTS: tuple[str, ...] = ("env_args", "generation", "masks", "provenance", "stats", "summary")
+# Demo attributes that hold hashes: everything else in a demo group's attributes is covered by its sha256.
+DEMO_HASH_ATTRS: tuple[str, ...] = ("arrays_sha256", "sha256")
 
-_HASH_PREFIX = b"r2s2r-content-v1\n"
+_HASH_PREFIX_V1 = b"r2s2r-content-v1\n"
+_HASH_PREFIX = b"r2s2r-content-v2\n"
+_DEMO_PREFIX = b"r2s2r-demo-v2\n"
 
 
 class DatasetError(ValueError):
@@ -76,7 +100,7 @@ class CorruptDatasetError(DatasetError):
 
 
 class HashMismatchError(CorruptDatasetError):
-    """The arrays in the file do not match the content hash stored with them."""
+    """The file's content does not match the content hash stored with it."""
 
 
 class EmptyDatasetError(DatasetError):
@@ -85,10 +109,24 @@ class EmptyDatasetError(DatasetError):
 
 def supported_versions_text() -> str:
     """Returns a short phrase naming the schema versions this code reads."""
-    from r2s2r_envs.datasets import _package_version
+    from r2s2r_envs._version import __version__
 
     versions = ", ".join(str(v) for v in SUPPORTED_SCHEMA_VERSIONS)
-    return f"r2s2r_envs {_package_version()} reads schema version(s) {versions}"
+    return f"r2s2r_envs {__version__} reads schema version(s) {versions}"
+
+
+def array_keys(domain: str) -> tuple[str, ...]:
+    """The per-demo arrays (besides ``obs``/``next_obs``) a dataset of ``domain`` must have.
+
+    A lab dataset (``"real"``) stores no simulator ``states``: they would reveal the lab's hidden physics
+    (docs/concepts.md, "Honesty rules").
+
+    Raises:
+        ValueError: for a domain other than ``"real"`` or ``"sim"``.
+    """
+    if domain not in DOMAINS:
+        raise ValueError(f"unknown domain {domain!r}; expected one of {DOMAINS}")
+    return COMMON_ARRAY_KEYS if domain == "real" else SIM_ARRAY_KEYS
 
 
 def demo_group_name(demo_id: int) -> str:
@@ -110,9 +148,16 @@ def _json_default(obj: Any) -> Any:
         return obj.tolist()
     if isinstance(obj, np.generic):
         return obj.item()
+    if isinstance(obj, bytes):
+        return obj.decode()
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON-serializable: {obj!r}")
+
+
+def sha256_text(text: str | bytes) -> str:
+    """SHA-256 hex digest of a string (UTF-8) or bytes."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
 def array_items_hash(items: Iterable[tuple[str, np.ndarray]]) -> str:
@@ -126,6 +171,7 @@ def array_items_hash(items: Iterable[tuple[str, np.ndarray]]) -> str:
     """
     h = hashlib.sha256()
     for name, arr in sorted(items, key=lambda item: item[0]):
+        arr = np.asarray(arr)
         # Little-endian bytes, so the hash does not depend on the machine.
         little = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
         shape = ",".join(str(s) for s in little.shape)
@@ -134,12 +180,106 @@ def array_items_hash(items: Iterable[tuple[str, np.ndarray]]) -> str:
     return h.hexdigest()
 
 
-def dataset_hash(demo_hashes: Mapping[int, str]) -> str:
-    """Combines per-demo hashes into the file's content hash (in demo-id order)."""
-    h = hashlib.sha256(_HASH_PREFIX)
+def demo_attrs_json(attrs: Mapping[str, Any]) -> str:
+    """Canonical JSON of a demo's attributes as stored (numpy scalars as plain values), hash attributes left out."""
+    return to_json({str(k): v for k, v in attrs.items() if k not in DEMO_HASH_ATTRS})
+
+
+def demo_hash(arrays_sha256: str, attrs: Mapping[str, Any]) -> str:
+    """A demo's version-2 hash: over its arrays' hash and its other attributes (success, seed, outcomes, ...)."""
+    h = hashlib.sha256(_DEMO_PREFIX)
+    h.update(f"arrays:{arrays_sha256}\nattrs:".encode())
+    h.update(demo_attrs_json(attrs).encode())
+    return h.hexdigest()
+
+
+def dataset_hash_v1(demo_hashes: Mapping[int, str]) -> str:
+    """Schema version 1's file hash: combines per-demo array hashes in demo-id order (arrays only)."""
+    h = hashlib.sha256(_HASH_PREFIX_V1)
     for demo_id in sorted(demo_hashes):
         h.update(f"{int(demo_id)}:{demo_hashes[demo_id]}\n".encode())
     return h.hexdigest()
+
+
+def content_hash(parts: Mapping[str, str], demo_hashes: Mapping[int, str]) -> str:
+    """Schema version 2's file hash: the part hashes (:data:`CONTENT_PARTS`) and the demo hashes in demo-id order.
+
+    Raises:
+        KeyError: if a part is missing.
+    """
+    h = hashlib.sha256(_HASH_PREFIX)
+    for name in CONTENT_PARTS:
+        h.update(f"{name}:{parts[name]}\n".encode())
+    for demo_id in sorted(demo_hashes):
+        h.update(f"demo {int(demo_id)}:{demo_hashes[demo_id]}\n".encode())
+    return h.hexdigest()
+
+
+def summary_record(f: h5py.File) -> dict[str, Any]:
+    """The summary counters a reader trusts (demo and sample counts, attempts, successes, completeness)."""
+    return {
+        "num_demos": int(f.attrs["num_demos"]),
+        "total": int(f["data"].attrs["total"]),
+        "attempts": int(f.attrs["attempts"]),
+        "successes": int(f.attrs["successes"]),
+        "complete": bool(f.attrs["complete"]),
+        "episodes_requested": int(f.attrs["episodes_requested"]),
+        "valid_fraction": float(f.attrs["valid_fraction"]),
+    }
+
+
+def masks_hash(masks: Mapping[str, Sequence[str]]) -> str:
+    """SHA-256 over every filter key and the demo names under it, in stored order."""
+    h = hashlib.sha256()
+    for key in sorted(masks):
+        h.update(f"{key}:{','.join(masks[key])}\n".encode())
+    return h.hexdigest()
+
+
+def stats_hash(stats: Mapping[str, Mapping[str, Any]]) -> str:
+    """SHA-256 over normalization statistics as stored: per ``/stats`` group name, every attribute by value."""
+    items: list[tuple[str, np.ndarray]] = []
+    for name in sorted(stats):
+        items.extend((f"{name}/{key}", np.asarray(value)) for key, value in sorted(stats[name].items()))
+    return array_items_hash(items)
+
+
+def content_parts(
+    *,
+    provenance_json: str,
+    env_args_json: str,
+    generation_json: str,
+    summary: Mapping[str, Any],
+    masks: Mapping[str, Sequence[str]],
+    stats: Mapping[str, Mapping[str, Any]],
+) -> dict[str, str]:
+    """The hash of every file-level part covered by the version-2 content hash (keys: :data:`CONTENT_PARTS`).
+
+    The JSON attributes are hashed as stored text, so any edit of them, even one that keeps the meaning, counts.
+    """
+    return {
+        "env_args": sha256_text(env_args_json),
+        "generation": sha256_text(generation_json),
+        "masks": masks_hash(masks),
+        "provenance": sha256_text(provenance_json),
+        "stats": stats_hash(stats),
+        "summary": sha256_text(to_json(dict(summary))),
+    }
+
+
+def file_parts(f: h5py.File) -> dict[str, str]:
+    """:func:`content_parts` of an open file, from what it stores (what a reader checks)."""
+    masks = {
+        key: [n.decode() if isinstance(n, bytes) else str(n) for n in f["mask"][key][()]] for key in f["mask"].keys()
+    }
+    return content_parts(
+        provenance_json=str(f.attrs["provenance"]),
+        env_args_json=str(f["data"].attrs["env_args"]),
+        generation_json=str(f.attrs["generation"]),
+        summary=summary_record(f),
+        masks=masks,
+        stats={name: dict(grp.attrs) for name, grp in f["stats"].items()},
+    )
 
 
 def is_low_dim(arr_shape: tuple[int, ...], dtype: np.dtype) -> bool:
@@ -150,6 +290,11 @@ def is_low_dim(arr_shape: tuple[int, ...], dtype: np.dtype) -> bool:
         dtype: the array dtype.
     """
     return len(arr_shape) <= 1 and np.issubdtype(dtype, np.floating)
+
+
+def is_stats_stream(name: str, arr: np.ndarray) -> bool:
+    """Whether the writer keeps normalization statistics of the demo array at ``name`` (``actions``, low-dim obs)."""
+    return name == "actions" or (name.startswith("obs/") and is_low_dim(arr.shape[1:], arr.dtype))
 
 
 def is_valid_split(demo_id: int, valid_fraction: float) -> bool:

@@ -7,7 +7,8 @@ mixture, so sim and real samples are normalized with one set of statistics.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class RunningStats:
     max: np.ndarray
 
     @classmethod
-    def from_array(cls, x: np.ndarray) -> "RunningStats":
+    def from_array(cls, x: np.ndarray) -> RunningStats:
         """Statistics of the rows of ``x`` (``(n, d)`` or ``(n,)``), with ``n >= 1``."""
         x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
         if len(x) == 0:
@@ -56,7 +57,7 @@ class RunningStats:
         """Population standard deviation per dimension."""
         return np.sqrt(self.m2 / max(self.count, 1))
 
-    def merge(self, other: "RunningStats") -> "RunningStats":
+    def merge(self, other: RunningStats) -> RunningStats:
         """Statistics of the union of the two row sets."""
         if self.mean.shape != other.mean.shape:
             raise ValueError(f"cannot merge statistics of shapes {self.mean.shape} and {other.mean.shape}")
@@ -76,7 +77,7 @@ class RunningStats:
                 "min": self.min, "max": self.max}
 
     @classmethod
-    def from_attrs(cls, attrs: Mapping[str, object]) -> "RunningStats":
+    def from_attrs(cls, attrs: Mapping[str, object]) -> RunningStats:
         """Reads statistics written by :meth:`to_attrs`."""
         return cls(
             count=int(attrs["count"]),  # type: ignore[arg-type]

@@ -1,34 +1,43 @@
 """A physics-free stand-in for PickSort, for testing and benchmarking dataset code fast.
 
 ``ToyPickSortEnv`` has PickSort's observation keys, action shape, ``info`` keys and the
-``get_state``/``set_state``/``provenance``/``domain`` interface the dataset code relies on, with trivial
-kinematics instead of MuJoCo: the end effector follows the arm joints, objects ride a belt, an episode
-succeeds when the end effector reaches the first object before it leaves the workspace. It is not
-registered; make it with :data:`TOY_SPEC` (``gymnasium.make(TOY_SPEC)``) and pair it with
-:func:`make_toy_demonstrator` (``demonstrator="r2s2r_envs.datasets.toy:make_toy_demonstrator"``).
-Episodes are fully determined by their seed, lengths vary and some fail, like real demos.
+``get_state``/``set_state``/``provenance``/``domain``/``demonstrator`` interface the dataset code relies on, with
+trivial kinematics instead of MuJoCo: the end effector follows the arm joints, objects ride a belt, an episode
+succeeds when the end effector reaches the first object before it leaves the workspace. Like PickSort it owns its
+time limit (``episode_steps``; pending objects then time out), and with ``domain="real"`` it behaves like the lab
+(``get_state`` refuses, ``provenance`` names a lab only). It is not registered by default: call
+:func:`register_toy_env` to register :data:`TOY_ENV_ID`. Importing this module registers its demonstrator,
+``"toy-reacher"`` (:class:`ToyDemonstrator`), the env's own. Episodes are fully determined by their seed, lengths
+vary and some fail, like real demos.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
+from r2s2r_envs.behavior import register_demonstrator
+
 if TYPE_CHECKING:
     from r2s2r_envs.datasets.writer import Episode
 
-#: Spec to pass to :func:`gymnasium.make` (or as ``env_id`` to :func:`r2s2r_envs.datasets.generate.generate`).
-TOY_SPEC = EnvSpec(
-    id="ToyPickSort-v0",
-    entry_point="r2s2r_envs.datasets.toy:ToyPickSortEnv",
-    max_episode_steps=60,
-)
+#: The id :func:`register_toy_env` registers.
+TOY_ENV_ID = "ToyPickSort-v0"
+#: The toy env's registration: no Gymnasium TimeLimit, the env's own ``episode_steps`` is the one time limit.
+TOY_SPEC = EnvSpec(id=TOY_ENV_ID, entry_point="r2s2r_envs.datasets.toy:ToyPickSortEnv", max_episode_steps=None)
+#: The toy env's own demonstrator (registered when this module is imported).
+TOY_DEMONSTRATOR = "toy-reacher"
+#: Default time limit of the toy env, steps.
+TOY_EPISODE_STEPS = 60
 
 _ARM, _HAND = 7, 16
 _TWIST = 6  # PickSort actions: end-effector twist (6) + hand joints (16)
@@ -44,13 +53,15 @@ class ToyPickSortEnv(gym.Env):
         obs_mode: ``"state"``, ``"rgb"`` or ``"state+rgb"``.
         num_objects: objects on the belt.
         image_size: side of the square images, pixels.
-        domain: ``"sim"`` or ``"real"`` (what ``env.unwrapped.domain`` reports).
+        domain: ``"sim"`` or ``"real"`` (what ``env.unwrapped.domain`` reports; ``"real"`` acts as a lab).
         belt_speed: m/s.
         step_delay: seconds to sleep per step (simulates a slower env in tests of interruption).
+        episode_steps: the time limit, steps; the episode is truncated then and pending objects time out.
         render_mode: ``None`` or ``"rgb_array"``.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": int(1 / _DT)}
+    demonstrator = TOY_DEMONSTRATOR
 
     def __init__(
         self,
@@ -60,10 +71,16 @@ class ToyPickSortEnv(gym.Env):
         domain: str = "sim",
         belt_speed: float = 0.5,
         step_delay: float = 0.0,
+        episode_steps: int = TOY_EPISODE_STEPS,
         render_mode: str | None = None,
     ) -> None:
         if obs_mode not in ("state", "rgb", "state+rgb"):
             raise ValueError(f"unknown obs_mode {obs_mode!r}; choose 'state', 'rgb' or 'state+rgb'")
+        if domain not in ("sim", "real"):
+            raise ValueError(f"unknown domain {domain!r}; choose 'sim' or 'real'")
+        if isinstance(episode_steps, bool) or not isinstance(episode_steps, int) or episode_steps < 1:
+            raise ValueError(f"episode_steps must be a positive integer, got {episode_steps!r}")
+        self.episode_steps = episode_steps
         self.obs_mode = obs_mode
         self.num_objects = int(num_objects)
         self.image_size = int(image_size)
@@ -93,11 +110,18 @@ class ToyPickSortEnv(gym.Env):
         self._obj = np.zeros((n, 3))
         self._category = np.zeros(n, dtype=np.int64)
         self._t = 0.0
+        self._steps = 0
 
     # -- interface used by the dataset code --------------------------------------------------------
 
     def get_state(self) -> np.ndarray:
-        """Full state, float64 1-D."""
+        """Full state, float64 1-D.
+
+        Raises:
+            RuntimeError: with ``domain="real"``: like the lab, the toy lab is a black box.
+        """
+        if self.domain == "real":
+            raise RuntimeError("the toy lab (domain 'real') is a black box: its state cannot be read")
         return np.concatenate(
             [self._arm, self._arm_vel, self._hand, self._hand_vel, self._obj.ravel(),
              self._category.astype(np.float64), [self._t]]
@@ -114,8 +138,12 @@ class ToyPickSortEnv(gym.Env):
         self._t = float(parts[6][0])
 
     def provenance(self) -> dict[str, Any]:
-        """JSON-able description of this world."""
-        return {"world": "toy", "belt_speed_m_per_s": self.belt_speed, "num_objects": self.num_objects}
+        """JSON-able description of this world; with ``domain="real"``, like the lab, only the lab's name and hash."""
+        if self.domain == "real":
+            config = json.dumps({"belt_speed": self.belt_speed}, sort_keys=True)
+            return {"domain": "real",
+                    "lab": {"name": "toy-lab", "config_sha256": hashlib.sha256(config.encode()).hexdigest()}}
+        return {"domain": "sim", "world": "toy", "belt_speed_m_per_s": self.belt_speed, "num_objects": self.num_objects}
 
     # -- gymnasium API -----------------------------------------------------------------------------
 
@@ -130,6 +158,7 @@ class ToyPickSortEnv(gym.Env):
         self._obj = np.column_stack([rng.uniform(-0.6, -0.2, n), rng.uniform(-0.4, 0.4, n), np.full(n, 0.05)])
         self._category = rng.integers(0, 3, n)
         self._t = 0.0
+        self._steps = 0
         return self._obs(), self._info(False, None)
 
     def step(self, action: np.ndarray):
@@ -148,14 +177,17 @@ class ToyPickSortEnv(gym.Env):
         self._hand = new_hand
         self._obj[:, 0] += self.belt_speed * _DT
         self._t += _DT
+        self._steps += 1
         dist = float(np.linalg.norm(self._eef()[:2] - self._obj[0, :2]))
         success = dist < _REACH_TOLERANCE
         missed = bool(self._obj[0, 0] > _BELT_END)
         terminated = success or missed
+        truncated = not terminated and self._steps >= self.episode_steps
         reward_reach = -dist
-        info = self._info(success, "missed" if missed and not success else None)
+        failure = "missed" if missed and not success else ("timeout" if truncated else None)
+        info = self._info(success, failure)
         info["reward_reach"] = reward_reach
-        return self._obs(), reward_reach, terminated, False, info
+        return self._obs(), reward_reach, terminated, truncated, info
 
     def render(self) -> np.ndarray:
         """A top-down picture: belt objects coloured by category, end effector white."""
@@ -186,11 +218,12 @@ class ToyPickSortEnv(gym.Env):
         return obs
 
     def _info(self, success: bool, failure: str | None) -> dict[str, Any]:
+        # Only the first object is decided; at the time limit every pending one times out, as in PickSort.
+        rest = "timeout" if failure == "timeout" else "pending"
         return {
             "is_success": bool(success),
             "failure_cause": failure,
-            "object_outcomes": ["sorted" if success else ("missed" if failure else "pending")]
-            + ["pending"] * (self.num_objects - 1),
+            "object_outcomes": ["sorted" if success else (failure or "pending")] + [rest] * (self.num_objects - 1),
             "time_to_sort": self._t if success else None,
             "unstable": False,
         }
@@ -240,8 +273,18 @@ class ToyDemonstrator:
 
 
 def make_toy_demonstrator(env: gym.Env) -> ToyDemonstrator:
-    """Demonstrator factory for :class:`ToyPickSortEnv` (signature of ``r2s2r_envs.behavior.make_demonstrator``)."""
+    """Demonstrator factory for :class:`ToyPickSortEnv`, the form ``generate(demonstrator=...)`` takes."""
     return ToyDemonstrator(env)
+
+
+register_demonstrator(TOY_DEMONSTRATOR, make_toy_demonstrator)
+
+
+def register_toy_env() -> str:
+    """Registers :data:`TOY_SPEC` with Gymnasium (idempotent) and returns its id, :data:`TOY_ENV_ID`."""
+    if TOY_ENV_ID not in gym.registry:
+        gym.registry[TOY_ENV_ID] = TOY_SPEC
+    return TOY_ENV_ID
 
 
 def synthetic_episode(
@@ -252,6 +295,7 @@ def synthetic_episode(
     image_size: int | None = None,
     rng: np.random.Generator | None = None,
     success: bool = True,
+    states: bool = True,
 ) -> Episode:
     """An episode of random arrays with PickSort's keys, for tests and loader benchmarks (no env needed).
 
@@ -266,6 +310,7 @@ def synthetic_episode(
         image_size: add ``scene_image`` and ``wrist_image`` of this size (``None``: state keys only).
         rng: random generator (default: seeded by ``tag``).
         success: the episode's recorded outcome.
+        states: record simulator states (a simulated episode); ``False`` for a lab episode, which has none.
     """
     from r2s2r_envs.datasets.writer import Episode
 
@@ -282,11 +327,14 @@ def synthetic_episode(
     actions = rng.uniform(-1, 1, size=(length, _TWIST + _HAND)).astype(np.float32)
     actions[:, 0] = np.arange(length)
     actions[:, 1] = tag
+    rewards = rng.normal(size=length).astype(np.float32)
+    # Drawn either way, so a lab file's other arrays equal a sim file's of the same seed.
+    state_rows = rng.normal(size=(length, 2 * (_ARM + _HAND) + 13 * n))
     return Episode(
         observations=obs,
         actions=actions,
-        rewards=rng.normal(size=length).astype(np.float32),
-        states=rng.normal(size=(length, 2 * (_ARM + _HAND) + 13 * n)),
+        rewards=rewards,
+        states=state_rows if states else None,
         terminated=True,
         seed=int(tag),
         demonstrator_seed=int(tag) + 1,
@@ -314,7 +362,7 @@ def write_synthetic_dataset(
     Args:
         path: the output file (overwritten).
         lengths: transitions of each demo.
-        domain: ``"sim"`` or ``"real"``, recorded in the provenance.
+        domain: ``"sim"`` or ``"real"``, recorded in the provenance (a ``"real"`` file stores no states).
         num_objects: objects per episode.
         image_size: also store images of this size.
         seed: seeds the random arrays.
@@ -322,13 +370,13 @@ def write_synthetic_dataset(
     """
     from r2s2r_envs.datasets.writer import DatasetWriter
 
-    provenance = {"env_id": "ToyPickSort-v0", "domain": domain, "world": {"world": "synthetic"},
+    provenance = {"env_id": TOY_ENV_ID, "domain": domain, "world": {"world": "synthetic"},
                   "demonstrator": {"name": "synthetic", "settings": {}}, "seed": seed}
-    env_args = {"env_name": "ToyPickSort-v0", "type": 2, "env_kwargs": {}}
+    env_args = {"env_name": TOY_ENV_ID, "type": 2, "env_kwargs": {}}
     rng = np.random.default_rng(seed)
     with DatasetWriter.create(path, provenance=provenance, env_args=env_args, episodes_requested=len(lengths),
                               valid_fraction=valid_fraction, overwrite=True) as writer:
         for k, length in enumerate(lengths):
             writer.append(synthetic_episode(length, tag=k, num_objects=num_objects, image_size=image_size, rng=rng,
-                                            success=k % 4 != 3))
+                                            success=k % 4 != 3, states=domain == "sim"))
         return writer.content_hash

@@ -15,15 +15,22 @@ The file is also created under a temporary name and renamed once its skeleton is
 under the final name always has the full schema. The default, oldest HDF5 file format is used: newer
 superblocks record "open for writing" and refuse to open after a crash (and robomimic's SWMR reader
 still reads the old format).
+
+Every array is chunked with HDF5's fletcher32 checksum (docs/datasets.md, "Integrity"): a byte damaged on disk
+makes the read fail instead of returning altered data. The only arrays written again after creation are the
+``/mask`` filter keys, which grow in place; a chunk rewritten before a crash carries its own new checksum and the
+last flush's metadata still records the old length, so the file stays valid.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import h5py
 import numpy as np
@@ -35,8 +42,11 @@ from r2s2r_envs.datasets.stats import RunningStats
 _IMAGE_CHUNK_FRAMES = 16
 # MuJoCo states (hundreds to >1,000 float64 per step: warm-start and actuator-delay buffers included, so replay is
 # exact) are most of a state-only file; gzip level 1 with byte shuffling makes them ~3x smaller for next to no
-# write time.  The content hash is over the arrays, so it does not depend on this.
+# write time.  The content hash is over values, so it does not depend on this.
 _STATES_COMPRESSION = dict(compression="gzip", compression_opts=1, shuffle=True)
+# Other arrays are chunked only because fletcher32 needs chunks; one chunk per demo array up to this size keeps a
+# loader's read of an array one checksum and one I/O.
+_MAX_CHUNK_BYTES = 1 << 20
 _MASK_DTYPE = "S32"
 
 
@@ -48,7 +58,8 @@ class Episode:
         observations: per key, ``T + 1`` observations (the reset observation and one after each step).
         actions: ``(T, A)`` actions sent to the env.
         rewards: ``(T,)`` rewards.
-        states: ``(T, S)`` full simulator state before each step (``env.unwrapped.get_state()``).
+        states: ``(T, S)`` full simulator state before each step (``env.unwrapped.get_state()``) for a simulated
+            episode; ``None`` for a lab episode (domain ``"real"``), whose hidden state is never recorded.
         terminated: whether the episode ended by termination (task over) rather than by the time limit.
         truncated: whether the episode ended by the time limit.
         seed: the seed passed to ``env.reset``.
@@ -65,7 +76,7 @@ class Episode:
     observations: dict[str, np.ndarray]
     actions: np.ndarray
     rewards: np.ndarray
-    states: np.ndarray
+    states: np.ndarray | None = None
     terminated: bool = False
     truncated: bool = False
     seed: int | None = None
@@ -86,6 +97,8 @@ class Episode:
     def arrays(self) -> dict[str, np.ndarray]:
         """The demo's arrays under their robomimic paths (``obs/<key>``, ``next_obs/<key>``, ``actions``, ...).
 
+        ``states`` is included only when the episode has them (simulated episodes).
+
         Raises:
             ValueError: if lengths disagree or the episode is empty.
         """
@@ -104,7 +117,11 @@ class Episode:
         out["actions"] = np.asarray(self.actions, dtype=np.float32).reshape(t, -1)
         out["rewards"] = np.asarray(self.rewards, dtype=np.float32).reshape(t)
         out["dones"] = dones
-        out["states"] = np.asarray(self.states, dtype=np.float64).reshape(t, -1)
+        if self.states is not None:
+            states = np.asarray(self.states, dtype=np.float64)
+            if len(states) != t:
+                raise ValueError(f"states has {len(states)} rows, expected one per step ({t})")
+            out["states"] = states.reshape(t, -1)
         return out
 
     def attrs(self) -> dict[str, Any]:
@@ -129,7 +146,8 @@ class DatasetWriter:
     """Appends demos to a dataset file, flushing after each so the file is always valid.
 
     Create a new file with :meth:`create` or continue an existing one with :meth:`resume`. Use as a
-    context manager or call :meth:`close`.
+    context manager or call :meth:`close`. The file's domain (``provenance["domain"]``, ``"sim"`` if absent)
+    decides whether episodes carry simulator ``states``: simulated episodes must, lab episodes must not.
 
     Example:
         >>> with DatasetWriter.create("demos.hdf5", provenance=prov, env_args=args) as w:  # doctest: +SKIP
@@ -145,7 +163,7 @@ class DatasetWriter:
         self._stats: dict[str, RunningStats] = {}
         self._total = 0
         self._successes = 0
-        for name, grp in self._f["data"].items():
+        for grp in self._f["data"].values():
             demo_id = int(grp.attrs["demo_id"])
             self._demo_hashes[demo_id] = str(grp.attrs["sha256"])
             self._total += int(grp.attrs["num_samples"])
@@ -153,6 +171,15 @@ class DatasetWriter:
         for name, grp in self._f["stats"].items():
             self._stats[_stats_name_from_group(name)] = RunningStats.from_attrs(grp.attrs)
         self.valid_fraction = float(self._f.attrs.get("valid_fraction", 0.0))
+        self.domain: str = _domain_of(self.provenance)
+        # In-memory copies of what the content hash covers, so an append never reads the file back to hash it
+        # (a reader recomputes the same parts from the file, with schema.file_parts).
+        self._texts = {key: str(self._f.attrs[key]) for key in ("provenance", "generation")}
+        self._texts["env_args"] = str(self._f["data"].attrs["env_args"])
+        self._masks: dict[str, list[str]] = {
+            key: [n.decode() for n in self._f["mask"][key][()]] for key in self._f["mask"].keys()
+        }
+        self._stats_attrs: dict[str, dict[str, Any]] = {name: dict(grp.attrs) for name, grp in self._f["stats"].items()}
 
     # -- construction ------------------------------------------------------------------------------
 
@@ -167,13 +194,14 @@ class DatasetWriter:
         episodes_requested: int | None = None,
         valid_fraction: float = 0.1,
         overwrite: bool = False,
-    ) -> "DatasetWriter":
+    ) -> DatasetWriter:
         """Creates a new, empty dataset file.
 
         Args:
             path: where to write. Parent folders are created.
-            provenance: JSON-able description of where the data comes from (env, world, demonstrator,
-                versions, seeds); stored as is in the root attribute ``provenance``.
+            provenance: JSON-able description of where the data comes from (env, domain, world, demonstrator,
+                versions, seeds); stored as is in the root attribute ``provenance``. ``provenance["domain"]``
+                (``"sim"`` if absent) decides whether demos carry simulator states.
             env_args: robomimic's ``env_args``: ``{"env_name", "type", "env_kwargs"}``.
             generation: JSON-able settings of the generating run, compared on resume.
             episodes_requested: the number of demos the run aims for (``complete`` is set when reached).
@@ -182,13 +210,14 @@ class DatasetWriter:
 
         Raises:
             FileExistsError: if ``path`` exists and ``overwrite`` is false.
-            ValueError: if ``valid_fraction`` is not in ``[0, 1)``.
+            ValueError: if ``valid_fraction`` is not in ``[0, 1)`` or the domain is not ``"real"`` or ``"sim"``.
         """
         path = Path(path)
         if path.exists() and not overwrite:
             raise FileExistsError(f"{path} exists; resume it, choose another path, or overwrite it")
         if not 0.0 <= valid_fraction < 1.0:
             raise ValueError(f"valid_fraction must be in [0, 1), got {valid_fraction}")
+        _domain_of(provenance)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".creating")
         with h5py.File(tmp, "w", fs_strategy="none") as f:
@@ -202,29 +231,35 @@ class DatasetWriter:
             f.attrs["attempts"] = 0
             f.attrs["successes"] = 0
             f.attrs["complete"] = False
-            f.attrs["content_sha256"] = schema.dataset_hash({})
             data = f.create_group("data")
             data.attrs["total"] = 0
             data.attrs["env_args"] = schema.to_json(dict(env_args))
             mask = f.create_group("mask")
             for key in schema.MASK_KEYS:
-                mask.create_dataset(key, shape=(0,), maxshape=(None,), dtype=_MASK_DTYPE, chunks=(256,))
+                mask.create_dataset(key, shape=(0,), maxshape=(None,), dtype=_MASK_DTYPE, chunks=(256,),
+                                    fletcher32=True)
             f.create_group("stats")
+            _store_content_hash(f, {})
         os.replace(tmp, path)
         return cls(path, h5py.File(path, "r+"))
 
     @classmethod
-    def resume(cls, path: str | os.PathLike[str]) -> "DatasetWriter":
+    def resume(cls, path: str | os.PathLike[str]) -> DatasetWriter:
         """Opens an existing dataset file to append more demos.
 
         Raises:
-            DatasetError: if the file is not a valid dataset of a supported schema version.
+            DatasetError: if the file is not a valid dataset of the schema version this code writes.
         """
         from r2s2r_envs.datasets.reader import open_dataset
 
-        # Validates structure and the per-demo hash list before anything is appended.
-        with open_dataset(path, verify="quick", allow_empty=True):
-            pass
+        # Validates structure and every stored hash before anything is appended.
+        with open_dataset(path, verify="quick", allow_empty=True) as f:
+            version = f.schema_version
+        if version != schema.SCHEMA_VERSION:
+            raise schema.UnsupportedSchemaError(
+                f"{path} has schema version {version}; demos are appended only to files of schema version "
+                f"{schema.SCHEMA_VERSION} (one file, one set of rules): write to a new file"
+            )
         return cls(Path(path), h5py.File(path, "r+"))
 
     # -- state -------------------------------------------------------------------------------------
@@ -247,21 +282,17 @@ class DatasetWriter:
     @property
     def provenance(self) -> dict[str, Any]:
         """The stored provenance."""
-        import json
-
         return json.loads(self._f.attrs["provenance"])
 
     @property
     def generation(self) -> dict[str, Any]:
         """The stored generation settings."""
-        import json
-
         return json.loads(self._f.attrs["generation"])
 
     @property
     def content_hash(self) -> str:
-        """Content hash over the demos written so far."""
-        return schema.dataset_hash(self._demo_hashes)
+        """Content hash of the file as written so far (see :mod:`r2s2r_envs.datasets.schema`)."""
+        return str(self._f.attrs["content_sha256"])
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -276,28 +307,27 @@ class DatasetWriter:
 
         Returns:
             The demo id (``k`` of ``demo_<k>``).
+
+        Raises:
+            ValueError: the episode does not fit the file (keys, shapes, or states where the domain forbids them).
         """
         arrays = episode.arrays()
         obs_keys = sorted(k[len("obs/"):] for k in arrays if k.startswith("obs/"))
+        self._check_domain(arrays)
         self._check_consistent(arrays, obs_keys)
         demo_id = self.num_demos
-        demo_hash = schema.array_items_hash(arrays.items())
+        arrays_hash = schema.array_items_hash(arrays.items())
         name = schema.demo_group_name(demo_id)
         mask_lengths = {key: self._f["mask"][key].shape[0] for key in schema.MASK_KEYS}
         try:
             grp = self._f["data"].create_group(name)
             for path, arr in arrays.items():
-                kwargs: dict[str, Any] = {}
-                if arr.ndim >= 3:  # images (T, H, W, C)
-                    chunks = (min(_IMAGE_CHUNK_FRAMES, len(arr)),) + arr.shape[1:]
-                    kwargs = dict(compression="gzip", compression_opts=4, chunks=chunks)
-                elif path == "states" and len(arr):
-                    kwargs = dict(_STATES_COMPRESSION)
-                grp.create_dataset(path, data=arr, **kwargs)
-            grp.attrs["demo_id"] = demo_id
-            grp.attrs["num_samples"] = episode.num_samples
-            for key, value in episode.attrs().items():
+                grp.create_dataset(path, data=arr, **_dataset_options(path, arr))
+            attrs = {"demo_id": demo_id, "num_samples": episode.num_samples, **episode.attrs()}
+            for key, value in attrs.items():
                 grp.attrs[key] = value
+            grp.attrs["arrays_sha256"] = arrays_hash
+            demo_hash = schema.demo_hash(arrays_hash, attrs)
             grp.attrs["sha256"] = demo_hash
             self._update_masks(demo_id, bool(episode.success))
         except BaseException:
@@ -309,6 +339,7 @@ class DatasetWriter:
             raise
 
         self._demo_hashes[demo_id] = demo_hash
+        self._commit_masks(demo_id, bool(episode.success))
         self._total += episode.num_samples
         self._successes += bool(episode.success)
         self._update_stats(arrays)
@@ -316,9 +347,9 @@ class DatasetWriter:
         self._f.attrs["num_demos"] = self.num_demos
         self._f.attrs["successes"] = self._successes
         self._f.attrs["attempts"] = int(attempts) if attempts is not None else self.attempts + 1
-        self._f.attrs["content_sha256"] = self.content_hash
         requested = int(self._f.attrs["episodes_requested"])
         self._f.attrs["complete"] = requested >= 0 and self.num_demos >= requested
+        self._store_content_hash()
         if flush:
             self.flush()
         return demo_id
@@ -326,6 +357,7 @@ class DatasetWriter:
     def set_attempts(self, attempts: int, *, flush: bool = True) -> None:
         """Records the attempts consumed (e.g. after failed attempts that were not stored)."""
         self._f.attrs["attempts"] = int(attempts)
+        self._store_content_hash()
         if flush:
             self.flush()
 
@@ -333,6 +365,7 @@ class DatasetWriter:
         """Changes the target number of demos (a resumed run asking for more) and updates ``complete``."""
         self._f.attrs["episodes_requested"] = int(episodes)
         self._f.attrs["complete"] = self.num_demos >= episodes
+        self._store_content_hash()
         self.flush()
 
     def flush(self) -> None:
@@ -350,13 +383,43 @@ class DatasetWriter:
             self.flush()
             self._f.close()
 
-    def __enter__(self) -> "DatasetWriter":
+    def __enter__(self) -> DatasetWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- internals ---------------------------------------------------------------------------------
+
+    def _store_content_hash(self) -> None:
+        """Writes the part hashes and the content hash of the file as it now is."""
+        summary = {
+            "num_demos": self.num_demos,
+            "total": self._total,
+            "attempts": self.attempts,
+            "successes": self._successes,
+            "complete": bool(self._f.attrs["complete"]),
+            "episodes_requested": int(self._f.attrs["episodes_requested"]),
+            "valid_fraction": self.valid_fraction,
+        }
+        parts = schema.content_parts(
+            provenance_json=self._texts["provenance"], env_args_json=self._texts["env_args"],
+            generation_json=self._texts["generation"], summary=summary, masks=self._masks, stats=self._stats_attrs,
+        )
+        self._f.attrs["content_parts"] = schema.to_json(parts)
+        self._f.attrs["content_sha256"] = schema.content_hash(parts, self._demo_hashes)
+
+    def _check_domain(self, arrays: Mapping[str, np.ndarray]) -> None:
+        if self.domain == "real" and "states" in arrays:
+            raise ValueError(
+                f"{self.path} is a lab dataset (domain 'real'): it stores no simulator states, which would reveal "
+                "the lab's hidden physics; record the episode with states=None"
+            )
+        if self.domain == "sim" and "states" not in arrays:
+            raise ValueError(
+                f"{self.path} is a simulated dataset (domain 'sim'): every demo needs its simulator states "
+                "(env.unwrapped.get_state() before each step) so it can be replayed"
+            )
 
     def _check_consistent(self, arrays: Mapping[str, np.ndarray], obs_keys: list[str]) -> None:
         if self.num_demos == 0:
@@ -365,7 +428,7 @@ class DatasetWriter:
         known = sorted(first["obs"].keys())
         if known != obs_keys:
             raise ValueError(f"episode observation keys {obs_keys} differ from the file's {known}")
-        for name in ("actions", "states"):
+        for name in schema.array_keys(self.domain):
             if first[name].shape[1:] != arrays[name].shape[1:]:
                 raise ValueError(
                     f"episode {name} have per-step shape {arrays[name].shape[1:]}, the file has {first[name].shape[1:]}"
@@ -381,16 +444,53 @@ class DatasetWriter:
                 dset.resize((n + 1,))
                 dset[n] = name
 
+    def _commit_masks(self, demo_id: int, success: bool) -> None:
+        """Mirrors :meth:`_update_masks` in memory once the demo is written for good."""
+        name = schema.demo_group_name(demo_id)
+        valid = schema.is_valid_split(demo_id, self.valid_fraction)
+        for key, member in (("train", not valid), ("valid", valid), ("success", success)):
+            if member:
+                self._masks.setdefault(key, []).append(name)
+
     def _update_stats(self, arrays: Mapping[str, np.ndarray]) -> None:
         for name, arr in arrays.items():
-            if name == "actions" or (name.startswith("obs/") and schema.is_low_dim(arr.shape[1:], arr.dtype)):
+            if schema.is_stats_stream(name, arr):
                 new = RunningStats.from_array(arr)
                 old = self._stats.get(name)
                 self._stats[name] = new if old is None else old.merge(new)
                 group_name = _stats_group_name(name)
                 grp = self._f["stats"].require_group(group_name)
-                for key, value in self._stats[name].to_attrs().items():
+                attrs = self._stats[name].to_attrs()
+                for key, value in attrs.items():
                     grp.attrs[key] = value
+                self._stats_attrs[group_name] = attrs
+
+
+def _domain_of(provenance: Mapping[str, Any]) -> str:
+    domain = provenance.get("domain", "sim")
+    if domain not in schema.DOMAINS:
+        raise ValueError(f"provenance domain is {domain!r}; expected one of {schema.DOMAINS}")
+    return str(domain)
+
+
+def _dataset_options(path: str, arr: np.ndarray) -> dict[str, Any]:
+    """Storage options of one demo array: always chunked with a fletcher32 checksum, compressed where it pays."""
+    if arr.ndim >= 3:  # images (T, H, W, C)
+        chunks = (min(_IMAGE_CHUNK_FRAMES, len(arr)),) + arr.shape[1:]
+        return dict(compression="gzip", compression_opts=4, chunks=chunks, fletcher32=True)
+    row_bytes = max(1, arr.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64)))
+    rows = max(1, min(len(arr), _MAX_CHUNK_BYTES // row_bytes))
+    options: dict[str, Any] = dict(chunks=(rows,) + arr.shape[1:], fletcher32=True)
+    if path == "states":
+        options.update(_STATES_COMPRESSION)
+    return options
+
+
+def _store_content_hash(f: h5py.File, demo_hashes: Mapping[int, str]) -> None:
+    """Recomputes the part hashes and content hash of a file from what it stores and writes both (new files)."""
+    parts = schema.file_parts(f)
+    f.attrs["content_parts"] = schema.to_json(parts)
+    f.attrs["content_sha256"] = schema.content_hash(parts, demo_hashes)
 
 
 def _stats_group_name(name: str) -> str:
@@ -410,4 +510,3 @@ def _disable_metadata_evictions(f: h5py.File) -> None:
     config.flash_incr_mode = 0  # H5C_flash_incr__off
     config.decr_mode = 0  # H5C_decr__off
     f.id.set_mdc_config(config)
-
