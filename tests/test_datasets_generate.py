@@ -470,7 +470,6 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc to find worker processes")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_leaves_valid_file_and_rerun_resumes(tmp_path: Path, workers: int) -> None:
     script = tmp_path / "child.py"

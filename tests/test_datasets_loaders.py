@@ -169,7 +169,7 @@ def test_core_imports_and_loads_without_torch(files: dict[str, Path]) -> None:
 
 
 def test_torch_dataset_with_dataloader(files: dict[str, Path]) -> None:
-    torch = pytest.importorskip("torch")
+    import torch  # the torch extra, installed by `make`: never skipped
     from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
     from r2s2r_envs.datasets.torch_data import TorchTrajectoryDataset
@@ -187,7 +187,7 @@ def test_torch_dataset_with_dataloader(files: dict[str, Path]) -> None:
 
 
 def test_torch_cotraining_dataset(files: dict[str, Path]) -> None:
-    torch = pytest.importorskip("torch")
+    import torch  # the torch extra, installed by `make`: never skipped
     from torch.utils.data import DataLoader
 
     from r2s2r_envs.datasets.torch_data import TorchCoTrainingDataset

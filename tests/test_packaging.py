@@ -42,6 +42,8 @@ assert where.startswith(prefix), f"r2s2r_envs imported from {where}, not from th
 scene = os.path.realpath(asset_path("pick_sort_scene.xml"))
 assert scene.startswith(prefix), f"MJCF read from {scene}, not from the installed wheel"
 assert load_lab().name == "default"
+from r2s2r_envs.world import load_world
+assert load_world("nominal").belt_speed > 0  # world presets ship as package data
 for env_id in r2s2r_envs.ENV_IDS:
     env = gym.make(env_id)
     obs, info = env.reset(seed=0)
@@ -81,6 +83,15 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         assert f"r2s2r_envs/assets/{xml.name}" in names, f"{xml.name} is not in the wheel"
     for cfg in sorted((REPO_ROOT / "r2s2r_envs" / "lab" / "configs").glob("*.json")):
         assert f"r2s2r_envs/lab/configs/{cfg.name}" in names, f"lab config {cfg.name} is not in the wheel"
+    package_data = [
+        *(REPO_ROOT / "r2s2r_envs" / "world" / "presets").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "datasets").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "evaluation").glob("*.json"),
+    ]
+    assert any(p.name == "canonical.json" for p in package_data) and any(p.name == "nominal.json" for p in package_data)
+    for path in package_data:
+        rel = path.relative_to(REPO_ROOT).as_posix()
+        assert rel in names, f"{rel} is not in the wheel (package-data in pyproject.toml)"
     assert not any(n.startswith(("tests/", "benchmarks/", "assets/")) for n in names), "stray top-level files"
 
 
@@ -109,3 +120,13 @@ def test_wheel_installs_and_runs_in_fresh_venv(wheel, tmp_path):
                             text=True, timeout=300)
     assert script.returncode == 0, script.stderr
     assert "PickSort-Ungrounded-v0" in script.stdout
+    # The canonical datasets spec ships in the wheel: `r2s2r datasets list` works outside a checkout.
+    listing = subprocess.run([env_dir / "bin" / "r2s2r", "datasets", "list"], cwd=outside, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr
+    assert "lab-50" in listing.stdout and "ungrounded-1000" in listing.stdout
+    version = subprocess.run([env_dir / "bin" / "r2s2r", "--version"], cwd=outside, env=env, capture_output=True,
+                             text=True, timeout=300)
+    from r2s2r_envs import __version__
+
+    assert version.stdout.strip() == f"r2s2r_envs {__version__}"

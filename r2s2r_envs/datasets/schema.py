@@ -255,16 +255,30 @@ def content_parts(
 ) -> dict[str, str]:
     """The hash of every file-level part covered by the version-2 content hash (keys: :data:`CONTENT_PARTS`).
 
-    The JSON attributes are hashed as stored text, so any edit of them, even one that keeps the meaning, counts.
+    The JSON attributes are hashed as stored text, so any edit of them, even one that keeps the meaning, counts;
+    except the provenance's software ``versions`` (Python, numpy, h5py, ...), which are left out: they say what
+    wrote the file, not what it holds, and two software stacks that write identical data must agree on its hash
+    (the canonical datasets' pinned hashes would otherwise break with every numpy release).
     """
     return {
         "env_args": sha256_text(env_args_json),
         "generation": sha256_text(generation_json),
         "masks": masks_hash(masks),
-        "provenance": sha256_text(provenance_json),
+        "provenance": sha256_text(_without_versions(provenance_json)),
         "stats": stats_hash(stats),
         "summary": sha256_text(to_json(dict(summary))),
     }
+
+
+def _without_versions(provenance_json: str) -> str:
+    try:
+        record = json.loads(provenance_json)
+    except ValueError:
+        return provenance_json  # not JSON: hashed as is (and reported as damaged by the reader)
+    if not isinstance(record, dict) or "versions" not in record:
+        return provenance_json
+    record = {k: v for k, v in record.items() if k != "versions"}
+    return to_json(record)
 
 
 def file_parts(f: h5py.File) -> dict[str, str]:
