@@ -36,8 +36,9 @@ from r2s2r_envs.datasets.generate import generate
 from r2s2r_envs.datasets.toy import register_toy_env, write_synthetic_dataset
 
 
-def bench_generation(env: str, episodes: int, workers: list[int], out_dir: Path, env_kwargs: dict[str, Any],
-                     episode_steps: int | None) -> dict[str, Any]:
+def bench_generation(
+    env: str, episodes: int, workers: list[int], out_dir: Path, env_kwargs: dict[str, Any], episode_steps: int | None
+) -> dict[str, Any]:
     """Generates the same dataset with each worker count; returns demos/min per count and the hashes."""
     import r2s2r_envs  # noqa: F401 - registers the envs
 
@@ -47,13 +48,26 @@ def bench_generation(env: str, episodes: int, workers: list[int], out_dir: Path,
     for w in workers:
         out = out_dir / f"gen_w{w}.hdf5"
         t0 = time.perf_counter()
-        r = generate(env_id, episodes, out, workers=w, seed=0, env_kwargs=env_kwargs, overwrite=True,
-                     episode_steps=episode_steps, progress=False)
+        r = generate(
+            env_id,
+            episodes,
+            out,
+            workers=w,
+            seed=0,
+            env_kwargs=env_kwargs,
+            overwrite=True,
+            episode_steps=episode_steps,
+            progress=False,
+        )
         elapsed = time.perf_counter() - t0
         with open_dataset(out, verify="none") as f:
             steps = f.num_samples
-        results[str(w)] = {"seconds": elapsed, "demos_per_minute": 60 * episodes / elapsed,
-                           "steps_per_second": steps / elapsed, "content_hash": r.content_hash}
+        results[str(w)] = {
+            "seconds": elapsed,
+            "demos_per_minute": 60 * episodes / elapsed,
+            "steps_per_second": steps / elapsed,
+            "content_hash": r.content_hash,
+        }
     hashes = {v["content_hash"] for v in results.values()}
     out: dict[str, Any] = {"per_workers": results, "identical_content": len(hashes) == 1}
     if "1" in results and "2" in results:
@@ -77,8 +91,12 @@ def bench_loader(path: Path, batch_size: int, frame_stack: int, action_chunk: in
         n += batch_size
     numpy_rate = n / (time.perf_counter() - t0)
     out: dict[str, Any] = {
-        "transitions": ds.num_transitions, "arrays_mb": ds.nbytes / 1e6, "load_seconds": load_s,
-        "peak_traced_mb": peak / 1e6, "peak_over_arrays": peak / ds.nbytes, "numpy_samples_per_second": numpy_rate,
+        "transitions": ds.num_transitions,
+        "arrays_mb": ds.nbytes / 1e6,
+        "load_seconds": load_s,
+        "peak_traced_mb": peak / 1e6,
+        "peak_over_arrays": peak / ds.nbytes,
+        "numpy_samples_per_second": numpy_rate,
     }
     try:
         import torch
@@ -114,8 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=60, help="episodes per generation run (start-up amortized)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--env-kwargs", type=json.loads, default={}, help="JSON env arguments")
-    parser.add_argument("--episode-steps", "--max-episode-steps", dest="episode_steps", type=int, default=None,
-                        help="the env's time limit in steps (default: the env's own)")
+    parser.add_argument(
+        "--episode-steps",
+        "--max-episode-steps",
+        dest="episode_steps",
+        type=int,
+        default=None,
+        help="the env's time limit in steps (default: the env's own)",
+    )
     parser.add_argument("--skip-generation", action="store_true")
     parser.add_argument("--loader-demos", type=int, default=500, help="synthetic demos for the loader benchmark")
     parser.add_argument("--loader-steps", type=int, default=300, help="steps per synthetic demo")
@@ -138,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
     }
     if not args.skip_generation:
-        report["generation"] = bench_generation(args.env, args.episodes, args.workers, out_dir, args.env_kwargs,
-                                                args.episode_steps)
+        report["generation"] = bench_generation(
+            args.env, args.episodes, args.workers, out_dir, args.env_kwargs, args.episode_steps
+        )
     path = out_dir / "loader.hdf5"
     t0 = time.perf_counter()
     write_synthetic_dataset(path, [args.loader_steps] * args.loader_demos)
@@ -150,18 +175,28 @@ def main(argv: list[str] | None = None) -> int:
     if "generation" in report:
         g = report["generation"]
         for w, r in g["per_workers"].items():
-            print(f"generation  {args.env} workers={w}: {r['demos_per_minute']:.1f} demos/min "
-                  f"({r['steps_per_second']:.0f} env steps/s, {r['seconds']:.1f} s for {args.episodes})")
+            print(
+                f"generation  {args.env} workers={w}: {r['demos_per_minute']:.1f} demos/min "
+                f"({r['steps_per_second']:.0f} env steps/s, {r['seconds']:.1f} s for {args.episodes})"
+            )
         if "speedup_2_vs_1" in g:
-            print(f"generation  speedup 2 vs 1 workers: {g['speedup_2_vs_1']:.2f}x (goal >= 1.8x); "
-                  f"identical content: {g['identical_content']}")
+            print(
+                f"generation  speedup 2 vs 1 workers: {g['speedup_2_vs_1']:.2f}x (goal >= 1.8x); "
+                f"identical content: {g['identical_content']}"
+            )
     lo = report["loader"]
-    print(f"loader      {lo['transitions']} transitions, {lo['arrays_mb']:.1f} MB arrays, "
-          f"loaded in {lo['load_seconds']:.2f} s")
-    print(f"loader      peak traced memory while loading {lo['peak_traced_mb']:.1f} MB = "
-          f"{lo['peak_over_arrays']:.2f}x the arrays (goal <= ~2x)")
-    print(f"loader      numpy get_batch: {lo['numpy_samples_per_second']:,.0f} samples/s (batch {args.batch_size}, "
-          f"frame_stack {args.frame_stack}, action_chunk {args.action_chunk}; goal >= 50,000)")
+    print(
+        f"loader      {lo['transitions']} transitions, {lo['arrays_mb']:.1f} MB arrays, "
+        f"loaded in {lo['load_seconds']:.2f} s"
+    )
+    print(
+        f"loader      peak traced memory while loading {lo['peak_traced_mb']:.1f} MB = "
+        f"{lo['peak_over_arrays']:.2f}x the arrays (goal <= ~2x)"
+    )
+    print(
+        f"loader      numpy get_batch: {lo['numpy_samples_per_second']:,.0f} samples/s (batch {args.batch_size}, "
+        f"frame_stack {args.frame_stack}, action_chunk {args.action_chunk}; goal >= 50,000)"
+    )
     if lo["torch_samples_per_second"] is not None:
         print(f"loader      torch DataLoader (batched fetch): {lo['torch_samples_per_second']:,.0f} samples/s")
     print(f"verify      full verification: {lo['verify_mb_per_second']:.0f} MB/s of file")

@@ -151,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image-steps", type=int, default=600, help="control steps with image observations")
     parser.add_argument("--image-size", type=int, default=128, help="image height = width, px")
     parser.add_argument("--raw-substeps", type=int, default=20000, help="mj_step calls for the raw rate")
-    parser.add_argument("--actions", default="zeros,random",
-                        help="comma-separated action regimes among zeros, random, planner (default zeros,random)")
+    parser.add_argument(
+        "--actions",
+        default="zeros,random",
+        help="comma-separated action regimes among zeros, random, planner (default zeros,random)",
+    )
     parser.add_argument("--world-changes", type=int, default=10, help="set_world repetitions per kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="write config and results to this JSON file")
@@ -211,23 +214,37 @@ def main(argv: list[str] | None = None) -> int:
         st = state[r]
         rows += [
             (f"mj_step/s replaying the state run ({r})", f"{st['physics_substeps_per_s']:,.0f}", ""),
-            (f"env steps/s, state obs ({r})", f"{st['env_steps_per_s']:,.0f}",
-             f"= {st['env_steps_per_s'] * base.n_substeps:,.0f} substeps/s"),
-            (f"env.step / raw physics, state obs ({r})", f"{st['overhead_ratio']:.3f}",
-             "<= 1.10" if r == "random" else ""),
+            (
+                f"env steps/s, state obs ({r})",
+                f"{st['env_steps_per_s']:,.0f}",
+                f"= {st['env_steps_per_s'] * base.n_substeps:,.0f} substeps/s",
+            ),
+            (
+                f"env.step / raw physics, state obs ({r})",
+                f"{st['overhead_ratio']:.3f}",
+                "<= 1.10" if r == "random" else "",
+            ),
         ]
     rows += [
-        (f"env steps/s, {image_mode} obs {args.image_size}x{args.image_size} ({image_regime})",
-         f"{image['env_steps_per_s']:,.0f}", ""),
+        (
+            f"env steps/s, {image_mode} obs {args.image_size}x{args.image_size} ({image_regime})",
+            f"{image['env_steps_per_s']:,.0f}",
+            "",
+        ),
         ("image frames/s (2 cameras per step)", f"{image['image_frames_per_s']:,.0f}", ">= 100"),
         (f"env.step / raw physics, {image_mode} obs", f"{image['overhead_ratio']:.3f}", ""),
-        ("set_world + reset, in place (ms)", f"{world_change['in_place_s'] * 1e3:.2f}",
-         f"one episode's simulation: {episode_s * 1e3:,.0f} ms"),
+        (
+            "set_world + reset, in place (ms)",
+            f"{world_change['in_place_s'] * 1e3:.2f}",
+            f"one episode's simulation: {episode_s * 1e3:,.0f} ms",
+        ),
         ("set_world + reset, recompiled (ms)", f"{world_change['recompile_s'] * 1e3:.1f}", ""),
     ]
-    print(f"{args.env}: {base.model.nv} dof, dt {base.model.opt.timestep * 1e3:.1f} ms, "
-          f"{base.n_substeps} substeps per {base.dt * 1e3:.0f} ms control step, actions={args.actions}, "
-          f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}, {os.cpu_count()} CPUs")
+    print(
+        f"{args.env}: {base.model.nv} dof, dt {base.model.opt.timestep * 1e3:.1f} ms, "
+        f"{base.n_substeps} substeps per {base.dt * 1e3:.0f} ms control step, actions={args.actions}, "
+        f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}, {os.cpu_count()} CPUs"
+    )
     width = max(len(r[0]) for r in rows)
     print(f"{'measure':<{width}}  {'value':>10}  goal")
     for name, value, goal in rows:

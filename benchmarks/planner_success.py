@@ -90,8 +90,9 @@ def _parse_worlds(text: str) -> list[str]:
     worlds = [w.strip() for w in text.split(",") if w.strip()]
     unknown = [w for w in worlds if w not in WORLDS]
     if unknown or not worlds:
-        raise argparse.ArgumentTypeError(f"unknown world(s) {unknown or [text]}; valid: {list(WORLDS)} "
-                                         "(comma-separated)")
+        raise argparse.ArgumentTypeError(
+            f"unknown world(s) {unknown or [text]}; valid: {list(WORLDS)} (comma-separated)"
+        )
     return list(dict.fromkeys(worlds))
 
 
@@ -104,19 +105,44 @@ def _positive_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", type=_parse_worlds, default=list(DEFAULT_WORLDS), metavar="WORLDS",
-                        help=f"comma-separated subset of {','.join(WORLDS)} (default: {','.join(DEFAULT_WORLDS)})")
-    parser.add_argument("--lab", default="default", metavar="NAME",
-                        help="shipped lab name or lab JSON file, for lab-world and lab (default: default)")
-    parser.add_argument("--seeds", "--episodes", dest="episodes", type=_positive_int, default=100, metavar="N",
-                        help="episodes per world, the same in every world (default 100)")
-    parser.add_argument("--seed", type=int, default=EVALUATION_BASE_SEED, metavar="S",
-                        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)")
+    parser.add_argument(
+        "--envs",
+        type=_parse_worlds,
+        default=list(DEFAULT_WORLDS),
+        metavar="WORLDS",
+        help=f"comma-separated subset of {','.join(WORLDS)} (default: {','.join(DEFAULT_WORLDS)})",
+    )
+    parser.add_argument(
+        "--lab",
+        default="default",
+        metavar="NAME",
+        help="shipped lab name or lab JSON file, for lab-world and lab (default: default)",
+    )
+    parser.add_argument(
+        "--seeds",
+        "--episodes",
+        dest="episodes",
+        type=_positive_int,
+        default=100,
+        metavar="N",
+        help="episodes per world, the same in every world (default 100)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=EVALUATION_BASE_SEED,
+        metavar="S",
+        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)",
+    )
     parser.add_argument("--num-objects", type=_positive_int, default=None, help="objects per episode (env default)")
     parser.add_argument("--episode-steps", type=_positive_int, default=None, help="time limit (env default)")
     parser.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--out", type=Path, default=Path("runs/planner_success.json"),
-                        help="JSON file of the config and results (default runs/planner_success.json)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/planner_success.json"),
+        help="JSON file of the config and results (default runs/planner_success.json)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     if any(w != "sim" for w in args.envs):
@@ -133,32 +159,49 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, EvaluationResult] = {}
     for world in args.envs:
-        results[world] = evaluate(WORLDS[world], make_demonstrator, episodes=args.episodes, base_seed=args.seed,
-                                  env_kwargs=world_env_kwargs(world, args.lab, common), workers=args.workers,
-                                  progress=not args.no_progress)
+        results[world] = evaluate(
+            WORLDS[world],
+            make_demonstrator,
+            episodes=args.episodes,
+            base_seed=args.seed,
+            env_kwargs=world_env_kwargs(world, args.lab, common),
+            workers=args.workers,
+            progress=not args.no_progress,
+        )
 
-    print(f"{'world':<20} {'env':<24} {'success':>7} {'95% CI (Wilson)':>15} {'any step':>8} {'sort acc':>8} "
-          f"{'t_sort':>7}  failure causes")
+    print(
+        f"{'world':<20} {'env':<24} {'success':>7} {'95% CI (Wilson)':>15} {'any step':>8} {'sort acc':>8} "
+        f"{'t_sort':>7}  failure causes"
+    )
     for world, r in results.items():
         s = r.summary
         low, high = s["success_rate_ci95"]
         t = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.1f} s"
         causes = ", ".join(f"{k} {v}" for k, v in s["failure_causes"].items() if v) or "none"
-        print(f"{world:<20} {r.env_id:<24} {s['success_rate']:>7.3f} {f'{low:.3f}-{high:.3f}':>15} "
-              f"{s['success_rate_any_step']:>8.3f} {s['sort_accuracy']:>8.3f} {t:>7}  {causes}")
-    print(f"({args.episodes} episodes per world, base seed {args.seed}; lab {args.lab!r}; failure causes count "
-          "episodes by their first failure)")
+        print(
+            f"{world:<20} {r.env_id:<24} {s['success_rate']:>7.3f} {f'{low:.3f}-{high:.3f}':>15} "
+            f"{s['success_rate_any_step']:>8.3f} {s['sort_accuracy']:>8.3f} {t:>7}  {causes}"
+        )
+    print(
+        f"({args.episodes} episodes per world, base seed {args.seed}; lab {args.lab!r}; failure causes count "
+        "episodes by their first failure)"
+    )
 
-    config = {**vars(args), "out": str(args.out), "worlds": {w: WORLDS[w] for w in args.envs},
-              "demonstrator": "r2s2r_envs.behavior.make_demonstrator (the env's own: the scripted planner)"}
+    config = {
+        **vars(args),
+        "out": str(args.out),
+        "worlds": {w: WORLDS[w] for w in args.envs},
+        "demonstrator": "r2s2r_envs.behavior.make_demonstrator (the env's own: the scripted planner)",
+    }
     del config["envs"]
     written = {w: withhold_lab_world(r.to_dict()) if w == "lab-world" else r.to_dict() for w, r in results.items()}
     for w in _EFFECT_OFF:  # an inline lab config is withheld by the protocol already; say which effect was off
         if w in written:
             written[w]["effect_switched_off"] = _EFFECT_OFF[w]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"config": config, "package_version": r2s2r_envs.__version__,
-                                    "results": written}, indent=2))
+    args.out.write_text(
+        json.dumps({"config": config, "package_version": r2s2r_envs.__version__, "results": written}, indent=2)
+    )
     print(f"wrote {args.out}")
     return 0
 

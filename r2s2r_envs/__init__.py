@@ -11,10 +11,9 @@ import sys as _sys
 if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
     _os.environ.setdefault("MUJOCO_GL", "egl")
 
+from r2s2r_envs import behavior as _behavior  # noqa: F401  (registers the demonstrators)
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import ENV_IDS, register_envs, registered_ids
-from r2s2r_envs import behavior as _behavior  # noqa: F401  (registers the demonstrators)
-
 
 register_envs()
 

@@ -21,6 +21,7 @@ import argparse
 import importlib
 import inspect
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,11 +78,14 @@ def shipped_labs() -> list[str]:
 def check_lab(env_id: str, lab: str) -> None:
     """Raise ``UsageError`` unless ``env_id`` is the lab env and ``lab`` a shipped lab name or a JSON file."""
     if env_id != LAB_ENV_ID:
-        raise UsageError(f"--lab selects the lab of {LAB_ENV_ID}; {env_id} is a simulator whose physics come from "
-                         "its world, not from a lab")
+        raise UsageError(
+            f"--lab selects the lab of {LAB_ENV_ID}; {env_id} is a simulator whose physics come from "
+            "its world, not from a lab"
+        )
     if lab not in shipped_labs() and not Path(lab).is_file():
-        raise UsageError(f"unknown lab {lab!r}: expected a shipped lab name {shipped_labs()} or the path of a lab "
-                         "JSON file")
+        raise UsageError(
+            f"unknown lab {lab!r}: expected a shipped lab name {shipped_labs()} or the path of a lab JSON file"
+        )
 
 
 def default_episode_steps(env_id: str) -> int:
@@ -139,9 +143,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             env_kwargs["lab"] = args.lab
         from r2s2r_envs.behavior import make_demonstrator
 
-        result = evaluate(args.env, make_demonstrator, episodes=args.episodes, base_seed=args.seed,
-                          env_kwargs=env_kwargs, progress=not args.no_progress, video=args.video,
-                          workers=args.workers)
+        result = evaluate(
+            args.env,
+            make_demonstrator,
+            episodes=args.episodes,
+            base_seed=args.seed,
+            env_kwargs=env_kwargs,
+            progress=not args.no_progress,
+            video=args.video,
+            workers=args.workers,
+        )
     except (UsageError, EnvArgumentError, RenderError) as e:
         print(f"r2s2r demo: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -153,12 +164,14 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     rows = []
     for env_id in registered_env_ids():
         spec = gym.spec(env_id)
-        rows.append({
-            "id": env_id,
-            "entry_point": spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point),
-            "demonstrator": spec.kwargs.get("demonstrator"),
-            "episode_steps": default_episode_steps(env_id),
-        })
+        rows.append(
+            {
+                "id": env_id,
+                "entry_point": spec.entry_point if isinstance(spec.entry_point, str) else repr(spec.entry_point),
+                "demonstrator": spec.kwargs.get("demonstrator"),
+                "episode_steps": default_episode_steps(env_id),
+            }
+        )
     if args.json:
         print(json.dumps(rows))
     else:
@@ -190,27 +203,56 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
-        "demo", help="evaluate an env's demonstrator and report success",
+        "demo",
+        help="evaluate an env's demonstrator and report success",
         description="Evaluate the demonstrator that comes with an env with the evaluation protocol "
-                    "(docs/protocol.md) and report its success rate (Wilson 95% CI), sort accuracy, time to sort "
-                    "and failure causes. Episode i of base seed S resets the env and the demonstrator with "
-                    "episode_seeds(S, i) (r2s2r_envs.envs.seeding).")
+        "(docs/protocol.md) and report its success rate (Wilson 95% CI), sort accuracy, time to sort "
+        "and failure causes. Episode i of base seed S resets the env and the demonstrator with "
+        "episode_seeds(S, i) (r2s2r_envs.envs.seeding).",
+    )
     demo.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {registered_env_ids()}")
     demo.add_argument("--episodes", type=_positive_int, default=10, metavar="N", help="episodes (default 10)")
-    demo.add_argument("--seed", type=_non_negative_int, default=EVALUATION_BASE_SEED, metavar="S",
-                      help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)")
-    demo.add_argument("--num-objects", type=_positive_int, default=None, metavar="K",
-                      help="objects per episode (default: the env's default, 3)")
-    demo.add_argument("--episode-steps", type=_positive_int, default=None, metavar="T",
-                      help="time limit of an episode in control steps (default: the env's, 500)")
-    demo.add_argument("--lab", default=None, metavar="LAB",
-                      help=f"the lab of {LAB_ENV_ID}: a shipped lab name (default: 'default'; a wrong name lists "
-                           "them) or the path of a lab JSON file")
+    demo.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=EVALUATION_BASE_SEED,
+        metavar="S",
+        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)",
+    )
+    demo.add_argument(
+        "--num-objects",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="objects per episode (default: the env's default, 3)",
+    )
+    demo.add_argument(
+        "--episode-steps",
+        type=_positive_int,
+        default=None,
+        metavar="T",
+        help="time limit of an episode in control steps (default: the env's, 500)",
+    )
+    demo.add_argument(
+        "--lab",
+        default=None,
+        metavar="LAB",
+        help=f"the lab of {LAB_ENV_ID}: a shipped lab name (default: 'default'; a wrong name lists "
+        "them) or the path of a lab JSON file",
+    )
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
-    demo.add_argument("--workers", type=_positive_int, default=1, metavar="W",
-                      help="worker processes (default 1; the result does not depend on it)")
-    demo.add_argument("--json", action="store_true",
-                      help="print the evaluation result (one JSON object, per-episode records included)")
+    demo.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="W",
+        help="worker processes (default 1; the result does not depend on it)",
+    )
+    demo.add_argument(
+        "--json",
+        action="store_true",
+        help="print the evaluation result (one JSON object, per-episode records included)",
+    )
     demo.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     demo.set_defaults(func=_cmd_demo)
 
@@ -240,7 +282,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:
+        # `r2s2r ... | head`: the reader left; not an error of ours.  Point stdout at devnull so the interpreter's
+        # final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

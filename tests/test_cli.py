@@ -186,14 +186,25 @@ def test_demo_unknown_lab_lists_the_shipped_ones(capsys):
 def test_demo_text_output(capsys):
     assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", *FAST]) == 0
     out = capsys.readouterr().out
-    for label in ("success rate", "Wilson", "at any step", "sort accuracy", "time to sort", "failure causes",
-                  f"base seed {EVALUATION_BASE_SEED}"):
+    for label in (
+        "success rate",
+        "Wilson",
+        "at any step",
+        "sort accuracy",
+        "time to sort",
+        "failure causes",
+        f"base seed {EVALUATION_BASE_SEED}",
+    ):
         assert label in out
 
 
 def test_demo_progress_bar_goes_to_stderr(capsys):
-    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--episode-steps", "40",
-                     "--json"]) == 0
+    assert (
+        cli.main(
+            ["demo", "--env", ENV_IDS[0], "--episodes", "1", "--num-objects", "1", "--episode-steps", "40", "--json"]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     json.loads(captured.out)
     assert "1/1" in captured.err
@@ -202,9 +213,26 @@ def test_demo_progress_bar_goes_to_stderr(capsys):
 @pytest.mark.slow
 def test_demo_video(tmp_path, capsys):
     import imageio.v2 as imageio  # a dependency: never skipped
+
     path = tmp_path / "demo.mp4"
-    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--video", str(path),
-                     "--json", "--no-progress"]) == 0
+    assert (
+        cli.main(
+            [
+                "demo",
+                "--env",
+                ENV_IDS[0],
+                "--episodes",
+                "2",
+                "--num-objects",
+                "1",
+                "--video",
+                str(path),
+                "--json",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     result = EvaluationResult.from_json(capsys.readouterr().out)
     assert result.video == str(path)
     assert path.is_file() and path.stat().st_size > 10_000
@@ -215,8 +243,9 @@ def test_demo_video(tmp_path, capsys):
         reader.close()
     assert n_frames == result.records[0].steps + 1  # the first episode only, reset frame included
     # Filming does not change the episode.
-    assert cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--json",
-                     "--no-progress"]) == 0
+    assert (
+        cli.main(["demo", "--env", ENV_IDS[0], "--episodes", "2", "--num-objects", "1", "--json", "--no-progress"]) == 0
+    )
     assert EvaluationResult.from_json(capsys.readouterr().out).records == result.records
 
 
@@ -224,7 +253,10 @@ def test_module_entry_point_no_traceback():
     # `python -m r2s2r_envs.cli` behaves like the installed `r2s2r` script.
     result = subprocess.run(
         [sys.executable, "-m", "r2s2r_envs.cli", "demo", "--env", "Nope-v0", "--episodes", "1"],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
     )
     assert result.returncode == 2
     assert "registered PickSort ids" in result.stderr and "Traceback" not in result.stderr

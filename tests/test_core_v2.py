@@ -12,10 +12,9 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import ENV_IDS, REPO_ROOT, random_actions
 
 import r2s2r_envs
-from conftest import ENV_IDS, REPO_ROOT, random_actions
-from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.world import WorldParams, available_worlds, load_world, nominal
 from r2s2r_envs.world.builder import build_model
 
@@ -213,8 +212,13 @@ def test_reset_option_world(make_env):
 
 @pytest.mark.parametrize(
     "bad, error",
-    [({"belt_sped": 0.1}, KeyError), ({"belt_speed": float("nan")}, ValueError),
-     ({"object_size_scale": 5.0}, ValueError), ({"arm_kp": [1.0] * 6}, ValueError), ({"finger_kp": "x"}, TypeError)],
+    [
+        ({"belt_sped": 0.1}, KeyError),
+        ({"belt_speed": float("nan")}, ValueError),
+        ({"object_size_scale": 5.0}, ValueError),
+        ({"arm_kp": [1.0] * 6}, ValueError),
+        ({"finger_kp": "x"}, TypeError),
+    ],
 )
 def test_bad_set_world_leaves_the_env_unchanged(bad, error):
     actions = random_actions(gym.make(SIM), 20, seed=2)

@@ -103,8 +103,11 @@ def test_rgb_mode_stores_only_images(tmp_path: Path) -> None:
     with open_dataset(out) as f:
         assert f.obs_keys == ["scene_image", "wrist_image"]
         # What robomimic passes to gym.make: the env arguments, including the time limit the demos ran under.
-        assert f.env_args["env_kwargs"] == {"image_size": 8, "obs_mode": "state+rgb",
-                                            "episode_steps": TOY_EPISODE_STEPS}
+        assert f.env_args["env_kwargs"] == {
+            "image_size": 8,
+            "obs_mode": "state+rgb",
+            "episode_steps": TOY_EPISODE_STEPS,
+        }
     subset = tmp_path / "subset.hdf5"
     _gen(subset, 2, obs_mode="state", obs_keys=["eef_pos", "arm_qpos"])
     with open_dataset(subset) as f:
@@ -160,8 +163,15 @@ def test_file_held_by_another_writer_is_never_overwritten(tmp_path: Path) -> Non
     out = tmp_path / "busy.hdf5"
     _gen(out, 2, seed=1)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, h5py, time; f = h5py.File(sys.argv[1], 'r+'); print('open', flush=True); "
-         "time.sleep(60)", str(out)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, h5py, time; f = h5py.File(sys.argv[1], 'r+'); print('open', flush=True); time.sleep(60)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"
         before = out.read_bytes()
@@ -212,8 +222,9 @@ def test_env_owns_the_time_limit(tmp_path: Path) -> None:
         lengths = [f.demo_length(k) for k in f.demo_ids]
         assert max(lengths) == 4
         timed_out = [f.demo_attrs(k) for k in f.demo_ids if f.demo_attrs(k)["truncated"]]
-        assert timed_out and all(a["failure_cause"] == "timeout" and set(a["object_outcomes"]) == {"timeout"}
-                                 for a in timed_out)
+        assert timed_out and all(
+            a["failure_cause"] == "timeout" and set(a["object_outcomes"]) == {"timeout"} for a in timed_out
+        )
     with open_dataset(_gen(tmp_path / "d.hdf5", 2, seed=2).path) as f:
         assert max(f.demo_length(k) for k in f.demo_ids) <= TOY_EPISODE_STEPS
     with pytest.raises(ValueError, match="same setting"):
@@ -235,8 +246,10 @@ def test_lab_dataset_is_a_black_box(tmp_path: Path, capsys: pytest.CaptureFixtur
     _gen(out, 4, seed=3, env_kwargs={"domain": "real"})
     with open_dataset(out) as f:
         assert f.domain == "real" and not f.has_states
-        assert f.provenance["world"] == {"domain": "real",
-                                         "lab": {"name": "toy-lab", "config_sha256": lab_config_hash()}}
+        assert f.provenance["world"] == {
+            "domain": "real",
+            "lab": {"name": "toy-lab", "config_sha256": lab_config_hash()},
+        }
         assert f.provenance["demonstrator"]["settings"] is None
         assert f.demo(0).states is None
     with h5py.File(out, "r") as h:
@@ -251,8 +264,9 @@ def test_lab_dataset_is_a_black_box(tmp_path: Path, capsys: pytest.CaptureFixtur
     # The loaders need no states: a lab file mixes with a sim file.
     sim = tmp_path / "sim.hdf5"
     _gen(sim, 4, seed=3)
-    mix = CoTrainingMixture([TrajectoryDataset(out, frame_stack=2), TrajectoryDataset(sim, frame_stack=2)], 0.5,
-                            normalize="minmax", seed=0)
+    mix = CoTrainingMixture(
+        [TrajectoryDataset(out, frame_stack=2), TrajectoryDataset(sim, frame_stack=2)], 0.5, normalize="minmax", seed=0
+    )
     batch = mix.sample(32)
     assert batch["actions"].shape == (32, 1, 22) and 0 < batch["domain"].sum() < 32
 
@@ -264,12 +278,19 @@ def lab_config_hash() -> str:
 
 
 def test_lab_record_names_the_lab_only() -> None:
-    full = {"domain": "real", "lab": {"name": "default", "config_sha256": "ab" * 32}, "world_params": {"x": 1},
-            "control": {"gain": 2}, "num_objects": 3}
+    full = {
+        "domain": "real",
+        "lab": {"name": "default", "config_sha256": "ab" * 32},
+        "world_params": {"x": 1},
+        "control": {"gain": 2},
+        "num_objects": 3,
+    }
     assert lab_record(full, "PickSort-Real-v0") == {"domain": "real", "lab": full["lab"]}
     # Until the lab env reports a config hash, a bare name is accepted.
     assert lab_record({"lab": "default", "control": {}}, "X") == {
-        "domain": "real", "lab": {"name": "default", "config_sha256": None}}
+        "domain": "real",
+        "lab": {"name": "default", "config_sha256": None},
+    }
     with pytest.raises(GenerationError, match="names no lab"):
         lab_record({"domain": "real", "world_params": {}}, "X")
 
@@ -308,8 +329,9 @@ def _craft(path: Path, edit) -> None:
         _store_content_hash(f, hashes)
 
 
-def test_replay_never_builds_an_env_from_a_file(tmp_path: Path, marker: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_never_builds_an_env_from_a_file(
+    tmp_path: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.hdf5"
     _gen(out, 1, seed=2)
     evil_spec = json.loads(TOY_SPEC.to_json())
@@ -334,8 +356,13 @@ def test_replay_never_builds_an_env_from_a_file(tmp_path: Path, marker: Path,
     assert "registered id" in capsys.readouterr().err
 
     # An id that is not registered, or not a PickSort id, is refused too (also when its name looks harmless).
-    for env_id, allow, message in (("PickSort-Evil-v0", (), "not registered"), ("Evil-v0", (), "PickSort-"),
-                                   (TOY, (), "PickSort-"), ("Evil-v0", ("Evil-v0",), "not registered")):
+    for env_id, allow, message in (
+        ("PickSort-Evil-v0", (), "not registered"),
+        ("Evil-v0", (), "PickSort-"),
+        (TOY, (), "PickSort-"),
+        ("Evil-v0", ("Evil-v0",), "not registered"),
+    ):
+
         def set_env_id(f: h5py.File, env_id: str = env_id) -> None:
             f.attrs["generation"] = json.dumps({**json.loads(f.attrs["generation"]), "env_id": env_id})
 
@@ -347,13 +374,25 @@ def test_replay_never_builds_an_env_from_a_file(tmp_path: Path, marker: Path,
 def test_stored_demonstrator_and_spec_demonstrator_are_never_imported(tmp_path: Path, marker: Path) -> None:
     out = tmp_path / "g.hdf5"
     _gen(out, 1, seed=2, demonstrator=None)
-    _craft(out, lambda f: f.attrs.__setitem__("generation", json.dumps(
-        {**json.loads(f.attrs["generation"]), "demonstrator": "evil_marker_mod:make"})))
+    _craft(
+        out,
+        lambda f: f.attrs.__setitem__(
+            "generation", json.dumps({**json.loads(f.attrs["generation"]), "demonstrator": "evil_marker_mod:make"})
+        ),
+    )
     with pytest.raises(GenerationError, match="different settings.*demonstrator"):  # compared as data
         _gen(out, 2, seed=2, demonstrator=None)
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"spec_version": 1, "datasets": [
-        {"name": "toy", "env_id": TOY, "episodes": 1, "seed": 0, "demonstrator": "evil_marker_mod:make"}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "spec_version": 1,
+                "datasets": [
+                    {"name": "toy", "env_id": TOY, "episodes": 1, "seed": 0, "demonstrator": "evil_marker_mod:make"}
+                ],
+            }
+        )
+    )
     with pytest.raises(ValueError, match="not a demonstrator name"):
         make_datasets(spec, cache_dir=tmp_path / "cache", progress=False)
     with pytest.raises(ValueError, match="not accepted"):
@@ -391,8 +430,12 @@ def test_two_runs_started_together_one_proceeds_one_fails_cleanly(tmp_path: Path
     reps = 5
     script = tmp_path / "racer.py"
     script.write_text(_RACER)
-    procs = {name: subprocess.Popen([sys.executable, str(script), str(tmp_path), name, str(reps)],
-                                    stderr=subprocess.PIPE, text=True) for name in ("a", "b")}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path), name, str(reps)], stderr=subprocess.PIPE, text=True
+        )
+        for name in ("a", "b")
+    }
     try:
         for rep in range(reps):
             deadline = time.monotonic() + 120
@@ -573,14 +616,48 @@ def _cli(argv: list[str]) -> int:
 def test_cli_generate_info_verify_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cli.hdf5"
     # No --demonstrator: the env's own (a registered name); --max-episode-steps is the older name of --episode-steps.
-    code = _cli(["generate", TOY, "--episodes", "3", "--out", str(out), "--seed", "1",
-                 "--env-kwargs", '{"num_objects": 2}', "--max-episode-steps", "30", "--no-progress"])
+    code = _cli(
+        [
+            "generate",
+            TOY,
+            "--episodes",
+            "3",
+            "--out",
+            str(out),
+            "--seed",
+            "1",
+            "--env-kwargs",
+            '{"num_objects": 2}',
+            "--max-episode-steps",
+            "30",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "3 demos" in capsys.readouterr().out
     same = tmp_path / "same.hdf5"
-    assert _cli(["generate", TOY, "--episodes", "3", "--out", str(same), "--seed", "1", "--demonstrator",
-                 TOY_DEMONSTRATOR, "--env-kwargs", '{"num_objects": 2}', "--episode-steps", "30",
-                 "--no-progress"]) == 0
+    assert (
+        _cli(
+            [
+                "generate",
+                TOY,
+                "--episodes",
+                "3",
+                "--out",
+                str(same),
+                "--seed",
+                "1",
+                "--demonstrator",
+                TOY_DEMONSTRATOR,
+                "--env-kwargs",
+                '{"num_objects": 2}',
+                "--episode-steps",
+                "30",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert _cli(["datasets", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
@@ -606,8 +683,19 @@ def test_cli_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.Cap
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot make env 'NoSuchEnv-v0'")
-    code = _cli(["generate", TOY, "--episodes", "1", "--out", str(tmp_path / "x.hdf5"), "--no-progress",
-                 "--demonstrator", "r2s2r_envs.datasets.toy:make_toy_demonstrator"])
+    code = _cli(
+        [
+            "generate",
+            TOY,
+            "--episodes",
+            "1",
+            "--out",
+            str(tmp_path / "x.hdf5"),
+            "--no-progress",
+            "--demonstrator",
+            "r2s2r_envs.datasets.toy:make_toy_demonstrator",
+        ]
+    )
     assert code == 1
     assert "'module:function' is not accepted" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -637,8 +725,12 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
 
 
 def test_spec_command_must_match_fields(tmp_path: Path) -> None:
-    spec = {"spec_version": 1, "datasets": [{"name": "a", "env_id": "X-v0", "episodes": 5, "seed": 0,
-                                              "command": "r2s2r generate X-v0 --episodes 6"}]}
+    spec = {
+        "spec_version": 1,
+        "datasets": [
+            {"name": "a", "env_id": "X-v0", "episodes": 5, "seed": 0, "command": "r2s2r generate X-v0 --episodes 6"}
+        ],
+    }
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     with pytest.raises(ValueError, match="does not match its fields"):
@@ -646,10 +738,13 @@ def test_spec_command_must_match_fields(tmp_path: Path) -> None:
 
 
 def test_datasets_make_builds_verifies_and_skips(tmp_path: Path) -> None:
-    spec = {"spec_version": 1, "datasets": [
-        {"name": "toy", "env_id": TOY, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMONSTRATOR},
-        {"name": "future", "env_id": "PickSort-NotBuiltYet-v0", "episodes": 3, "seed": 0},
-    ]}
+    spec = {
+        "spec_version": 1,
+        "datasets": [
+            {"name": "toy", "env_id": TOY, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMONSTRATOR},
+            {"name": "future", "env_id": "PickSort-NotBuiltYet-v0", "episodes": 3, "seed": 0},
+        ],
+    }
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     cache = tmp_path / "cache"

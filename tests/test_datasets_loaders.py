@@ -277,8 +277,9 @@ def test_mixture_normalizes_with_merged_statistics(files: dict[str, Path]) -> No
     mix = CoTrainingMixture([sim, real], 0.5, normalize="standard", seed=0)
     merged = mix.normalizer.stats["actions"]
     assert merged.count == sim.stats["actions"].count + real.stats["actions"].count
-    both = np.concatenate([sim.get_batch(np.arange(len(sim)))["actions"][:, 0],
-                           real.get_batch(np.arange(len(real)))["actions"][:, 0]]).astype(np.float64)
+    both = np.concatenate(
+        [sim.get_batch(np.arange(len(sim)))["actions"][:, 0], real.get_batch(np.arange(len(real)))["actions"][:, 0]]
+    ).astype(np.float64)
     np.testing.assert_allclose(merged.mean, both.mean(0), atol=1e-6)
     np.testing.assert_allclose(merged.std, both.std(0), atol=1e-6)
 

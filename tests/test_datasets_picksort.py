@@ -15,8 +15,18 @@ from r2s2r_envs.datasets import DatasetError, TrajectoryDataset, open_dataset
 from r2s2r_envs.datasets.generate import generate
 from r2s2r_envs.datasets.replay import replay_demo
 
-STATE_KEYS = {"arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat", "object_pos", "object_quat",
-              "object_vel", "object_category"}
+STATE_KEYS = {
+    "arm_qpos",
+    "arm_qvel",
+    "hand_qpos",
+    "hand_qvel",
+    "eef_pos",
+    "eef_quat",
+    "object_pos",
+    "object_quat",
+    "object_vel",
+    "object_category",
+}
 SHORT = {"env_kwargs": {"num_objects": 1}, "episode_steps": 25, "progress": False}
 
 
@@ -106,8 +116,13 @@ print("FRAMES", replay_demo(out, 0, video=video).num_steps)
 @pytest.mark.slow
 def test_picksort_rgb_dataset_and_video(tmp_path: Path) -> None:
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    out = subprocess.run([sys.executable, "-c", _RGB_SCRIPT, str(tmp_path / "rgb.hdf5"), str(tmp_path / "v.mp4")],
-                         capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", _RGB_SCRIPT, str(tmp_path / "rgb.hdf5"), str(tmp_path / "v.mp4")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     # Rendering is part of the suite (MUJOCO_GL=egl, installed by `make`): a missing OpenGL fails, never skips.
     assert out.returncode == 0, out.stderr
     keys = next(line for line in out.stdout.splitlines() if line.startswith("KEYS")).split()[1].split(",")

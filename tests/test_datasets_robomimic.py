@@ -62,8 +62,13 @@ def test_sequence_dataset_reads_generated_file(dataset_file: Path, cache_mode: s
 
 def test_robomimic_and_our_loader_agree(dataset_file: Path) -> None:
     theirs = robomimic_dataset.SequenceDataset(
-        hdf5_path=str(dataset_file), obs_keys=LOW_DIM, dataset_keys=["actions"], frame_stack=1, seq_length=3,
-        pad_seq_length=True, hdf5_cache_mode="low_dim",
+        hdf5_path=str(dataset_file),
+        obs_keys=LOW_DIM,
+        dataset_keys=["actions"],
+        frame_stack=1,
+        seq_length=3,
+        pad_seq_length=True,
+        hdf5_cache_mode="low_dim",
     )
     ours = TrajectoryDataset(dataset_file, obs_keys=LOW_DIM, action_chunk=3)
     assert len(theirs) == len(ours)

@@ -40,8 +40,11 @@ def small_file(tmp_path: Path) -> Path:
 def test_round_trip_keeps_every_array(tmp_path: Path, domain: str) -> None:
     path = tmp_path / "rt.hdf5"
     episodes = [synthetic_episode(n, tag=k, image_size=4, states=domain == "sim") for k, n in enumerate([4, 2, 6])]
-    with DatasetWriter.create(path, provenance={"domain": domain, "env_id": "X-v0"},
-                              env_args={"env_name": "X-v0", "type": 2, "env_kwargs": {}}) as w:
+    with DatasetWriter.create(
+        path,
+        provenance={"domain": domain, "env_id": "X-v0"},
+        env_args={"env_name": "X-v0", "type": 2, "env_kwargs": {}},
+    ) as w:
         for ep in episodes:
             w.append(ep)
     with open_dataset(path) as f:
@@ -150,6 +153,7 @@ def test_content_hash_is_deterministic_and_sees_values(tmp_path: Path) -> None:
 def _restored(src: Path, dst: Path, **storage: object) -> None:
     """Copies ``src`` to ``dst`` with every array stored with other HDF5 options (chunks, compression)."""
     with h5py.File(src, "r") as fin, h5py.File(dst, "w") as fout:
+
         def copy_attrs(a: h5py.AttributeManager, b: h5py.AttributeManager) -> None:
             for key, value in a.items():
                 b[key] = value
@@ -170,8 +174,13 @@ def _restored(src: Path, dst: Path, **storage: object) -> None:
 def test_content_hash_does_not_depend_on_storage(small_file: Path, tmp_path: Path) -> None:
     with open_dataset(small_file) as f:
         original = f.content_hash
-    for i, storage in enumerate([{"chunks": True}, {"compression": "gzip", "compression_opts": 9, "chunks": True},
-                                 {"compression": "lzf", "shuffle": True, "chunks": True}]):
+    for i, storage in enumerate(
+        [
+            {"chunks": True},
+            {"compression": "gzip", "compression_opts": 9, "chunks": True},
+            {"compression": "lzf", "shuffle": True, "chunks": True},
+        ]
+    ):
         other = tmp_path / f"restored{i}.hdf5"
         _restored(small_file, other, **storage)
         assert other.read_bytes() != small_file.read_bytes()
@@ -224,8 +233,7 @@ EDITS = {
     "success": (lambda f: f["data/demo_3"].attrs.__setitem__("success", True), "attributes of demo 3"),
     "seed": (lambda f: f["data/demo_2"].attrs.__setitem__("seed", 99), "attributes of demo 2"),
     "failure_cause": (lambda f: f["data/demo_3"].attrs.__setitem__("failure_cause", ""), "attributes of demo 3"),
-    "outcomes": (lambda f: f["data/demo_0"].attrs.__setitem__("object_outcomes", '["sorted"]'),
-                 "attributes of demo 0"),
+    "outcomes": (lambda f: f["data/demo_0"].attrs.__setitem__("object_outcomes", '["sorted"]'), "attributes of demo 0"),
     "stats mean": (_edit_stats_mean, "normalization statistics"),
     "stats count": (lambda f: f["stats/actions"].attrs.__setitem__("count", 1), "normalization statistics"),
     "attempts": (lambda f: f.attrs.__setitem__("attempts", 1000), "summary counters"),

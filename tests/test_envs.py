@@ -10,10 +10,9 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import ENV_IDS, assert_obs_equal, random_actions
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
-
-from conftest import ENV_IDS, assert_obs_equal, random_actions
 
 # Warnings check_env may give that are not defects.  Same list as Gymnasium's own tests/envs/test_envs.py:
 # joint velocities and object positions/velocities have no physical bound, so their Boxes are (-inf, inf),
@@ -65,6 +64,7 @@ def test_gymnasium_check_env_image_modes(make_env, obs_mode):
 
 def test_stable_baselines3_check_env(env_id, make_env):
     from stable_baselines3.common import env_checker as sb3_checker  # the test extra: never skipped
+
     env = make_env(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # SB3 reports what it would not support as warnings
@@ -77,8 +77,16 @@ def test_spaces_and_obs_keys(env_id, make_env):
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     assert set(obs) == {
-        "arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat",
-        "object_pos", "object_quat", "object_vel", "object_category",
+        "arm_qpos",
+        "arm_qvel",
+        "hand_qpos",
+        "hand_qvel",
+        "eef_pos",
+        "eef_quat",
+        "object_pos",
+        "object_quat",
+        "object_vel",
+        "object_category",
     }
     for key in ("is_success", "object_outcomes", "failure_cause", "time_to_sort", "sort_accuracy", "unstable"):
         assert key in info, f"info lacks {key!r}"

@@ -40,7 +40,9 @@ def rollout(env_id: str) -> dict:
         record: dict = {"observations": {}, "rewards": [], "outcomes": None}
         for t in range(STEPS + 1):
             if t in CHECKPOINTS:
-                record["observations"][str(t)] = {k: np.asarray(v, dtype=float).round(7).tolist() for k, v in obs.items()}
+                record["observations"][str(t)] = {
+                    k: np.asarray(v, dtype=float).round(7).tolist() for k, v in obs.items()
+                }
             if t == STEPS:
                 break
             action = rng.uniform(-1.0, 1.0, size=env.action_space.shape).astype(np.float32)
@@ -112,8 +114,11 @@ def main(argv: list[str]) -> int:
         new = rollout(env_id)
         old = golden.get(env_id)
         if old is not None and old["version"] == new["version"] and _differences(old, new) and not force:
-            print(f"{env_id}: the trajectory changed but the version is still v{new['version']}: bump the version "
-                  "(or pass --force for a fix that is not a behaviour change)", file=sys.stderr)
+            print(
+                f"{env_id}: the trajectory changed but the version is still v{new['version']}: bump the version "
+                "(or pass --force for a fix that is not a behaviour change)",
+                file=sys.stderr,
+            )
             return 1
         golden[env_id] = new
         print(f"pinned {env_id} (v{new['version']})")

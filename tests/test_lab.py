@@ -8,8 +8,8 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-
 from conftest import random_actions
+
 from r2s2r_envs.lab import LabConfig, UnmodeledEffects, available_labs, load_lab
 from r2s2r_envs.world.params import WorldParams, nominal
 
@@ -157,8 +157,12 @@ def test_effect_validation_names_the_field(effects, error, field):
 
 @pytest.mark.parametrize(
     "world, error",
-    [({"joint_pos_noise": float("nan")}, ValueError), ({"object_pos_noise": float("inf")}, ValueError),
-     ({"belt_speed": "fast"}, TypeError), ({"object_pos_offset": [0.0, 0.0]}, ValueError)],
+    [
+        ({"joint_pos_noise": float("nan")}, ValueError),
+        ({"object_pos_noise": float("inf")}, ValueError),
+        ({"belt_speed": "fast"}, TypeError),
+        ({"object_pos_offset": [0.0, 0.0]}, ValueError),
+    ],
 )
 def test_lab_world_validation_names_the_field(world, error):
     with pytest.raises(error, match=next(iter(world))):

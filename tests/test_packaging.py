@@ -20,13 +20,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-IGNORED = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
-                                 "runs", ".cache", "*.mp4", "*.hdf5")
+IGNORED = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "runs", ".cache", "*.mp4", "*.hdf5"
+)
 
 SMOKE = """
 import os, sys
@@ -66,9 +66,21 @@ def wheel(tmp_path_factory) -> Path:
     shutil.copytree(REPO_ROOT, src, ignore=IGNORED)
     out = root / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "--wheel-dir", str(out), str(src)],
-        check=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "--wheel-dir",
+            str(out),
+            str(src),
+        ],
+        check=True,
+        timeout=600,
     )
     (built,) = out.glob("r2s2r_envs-*.whl")
     return built
@@ -99,34 +111,48 @@ def test_wheel_installs_and_runs_in_fresh_venv(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     # Third-party dependencies from the current interpreter (no network); r2s2r_envs itself only from the wheel.
     Path(purelib, "_deps_from_test_runner.pth").write_text("\n".join(_site_packages()) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
-                    "-q", str(wheel)], check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        timeout=600,
+    )
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.setdefault("MUJOCO_GL", "egl")
-    result = subprocess.run([python, "-c", SMOKE], cwd=outside, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run([python, "-c", SMOKE], cwd=outside, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "OK" in result.stdout
 
     # The console script is installed and works.
-    script = subprocess.run([env_dir / "bin" / "r2s2r", "envs"], cwd=outside, env=env, capture_output=True,
-                            text=True, timeout=300)
+    script = subprocess.run(
+        [env_dir / "bin" / "r2s2r", "envs"], cwd=outside, env=env, capture_output=True, text=True, timeout=300
+    )
     assert script.returncode == 0, script.stderr
     assert "PickSort-Ungrounded-v0" in script.stdout
     # The canonical datasets spec ships in the wheel: `r2s2r datasets list` works outside a checkout.
-    listing = subprocess.run([env_dir / "bin" / "r2s2r", "datasets", "list"], cwd=outside, env=env,
-                             capture_output=True, text=True, timeout=300)
+    listing = subprocess.run(
+        [env_dir / "bin" / "r2s2r", "datasets", "list"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert listing.returncode == 0, listing.stderr
     assert "lab-50" in listing.stdout and "ungrounded-1000" in listing.stdout
-    version = subprocess.run([env_dir / "bin" / "r2s2r", "--version"], cwd=outside, env=env, capture_output=True,
-                             text=True, timeout=300)
+    version = subprocess.run(
+        [env_dir / "bin" / "r2s2r", "--version"], cwd=outside, env=env, capture_output=True, text=True, timeout=300
+    )
     from r2s2r_envs import __version__
 
     assert version.stdout.strip() == f"r2s2r_envs {__version__}"

@@ -134,8 +134,9 @@ def test_policy_without_name_or_settings_is_recorded_by_its_class():
 
 
 def test_factory_builds_the_envs_demonstrator():
-    res = evaluate(SIM, make_demonstrator, episodes=2, env_kwargs={"num_objects": 1, "episode_steps": 200},
-                   progress=False)
+    res = evaluate(
+        SIM, make_demonstrator, episodes=2, env_kwargs={"num_objects": 1, "episode_steps": 200}, progress=False
+    )
     assert res.policy["name"] == "scripted" and isinstance(res.policy["settings"], dict)
     assert res.summary["success_rate"] == 1.0  # one object and 10 s: the planner sorts it
     assert all(r.terminated and r.object_outcomes == ("sorted",) and r.time_to_sort > 0 for r in res.records)
@@ -154,8 +155,10 @@ def test_workers_do_not_change_the_records(result):
     assert two.records == result.records
     assert two.summary == result.summary
     one = evaluate(SIM, random_policy_factory, episodes=3, env_kwargs=FAST, progress=False)
-    assert evaluate(SIM, random_policy_factory, episodes=3, env_kwargs=FAST, progress=False,
-                    workers=2).records == one.records
+    assert (
+        evaluate(SIM, random_policy_factory, episodes=3, env_kwargs=FAST, progress=False, workers=2).records
+        == one.records
+    )
 
 
 def test_unpicklable_policy_with_workers_is_a_clear_error():
@@ -209,8 +212,13 @@ def test_lab_result_holds_its_name_never_its_physics(tmp_path):
     assert res.provenance["domain"] == "real" and _lab_name(res.provenance) == "my_lab"
     assert "world_params" not in res.provenance and "world" not in res.provenance
     assert res.env_kwargs["lab"] == path  # a file path names the lab without its content
-    inline = evaluate(LAB, RandomPolicy(), episodes=1, progress=False,
-                      env_kwargs={**FAST, "lab": {"world": {"control_latency": 0.0437}}})
+    inline = evaluate(
+        LAB,
+        RandomPolicy(),
+        episodes=1,
+        progress=False,
+        env_kwargs={**FAST, "lab": {"world": {"control_latency": 0.0437}}},
+    )
     assert inline.env_kwargs["lab"] == protocol.LAB_WITHHELD
     assert "0.0437" not in inline.to_json()
     EvaluationResult.from_json(inline.to_json())

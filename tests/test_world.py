@@ -43,12 +43,28 @@ def test_keyword_only():
 
 # The unit of every WorldParams field.  A new field fails test_every_field_has_its_unit until it is added here.
 UNITS = {
-    "belt_speed": "m/s", "belt_speed_fluctuation": "dimensionless", "belt_fluctuation_time": "s",
-    "object_mass": "kg", "object_friction": "dimensionless", "object_size_scale": "dimensionless",
-    "arm_damping": "N*m*s/rad", "arm_armature": "kg*m^2", "arm_frictionloss": "N*m", "arm_kp": "N*m/rad",
-    "arm_kv": "N*m*s/rad", "arm_force_limit": "N*m", "finger_kp": "N*m/rad", "finger_kv": "N*m*s/rad",
-    "finger_force_limit": "N*m", "control_latency": "s", "joint_pos_noise": "rad", "joint_vel_noise": "rad/s",
-    "eef_pos_noise": "m", "object_pos_noise": "m", "object_vel_noise": "m/s", "object_pos_offset": "m",
+    "belt_speed": "m/s",
+    "belt_speed_fluctuation": "dimensionless",
+    "belt_fluctuation_time": "s",
+    "object_mass": "kg",
+    "object_friction": "dimensionless",
+    "object_size_scale": "dimensionless",
+    "arm_damping": "N*m*s/rad",
+    "arm_armature": "kg*m^2",
+    "arm_frictionloss": "N*m",
+    "arm_kp": "N*m/rad",
+    "arm_kv": "N*m*s/rad",
+    "arm_force_limit": "N*m",
+    "finger_kp": "N*m/rad",
+    "finger_kv": "N*m*s/rad",
+    "finger_force_limit": "N*m",
+    "control_latency": "s",
+    "joint_pos_noise": "rad",
+    "joint_vel_noise": "rad/s",
+    "eef_pos_noise": "m",
+    "object_pos_noise": "m",
+    "object_vel_noise": "m/s",
+    "object_pos_offset": "m",
 }
 
 
@@ -162,8 +178,13 @@ def test_builder_applies_belt_speed():
 
 
 def test_builder_applies_actuator_gains():
-    params = WorldParams(finger_kp=3.3, finger_kv=0.07, finger_force_limit=0.5,
-                         arm_kp=tuple(1000.0 + k for k in range(7)), arm_force_limit=(50.0,) * 4 + (9.0,) * 3)
+    params = WorldParams(
+        finger_kp=3.3,
+        finger_kv=0.07,
+        finger_force_limit=0.5,
+        arm_kp=tuple(1000.0 + k for k in range(7)),
+        arm_force_limit=(50.0,) * 4 + (9.0,) * 3,
+    )
     model = build_model(params, num_objects=1)
     hand = _actuator_ids(model, C.HAND_ACTUATORS)
     np.testing.assert_allclose(model.actuator_gainprm[hand, 0], 3.3)

@@ -138,14 +138,20 @@ class ScriptedPlanner:
 
         if self._phase == "approach":
             goal = np.array([predicted[0], predicted[1], p[2] + cfg.hover_height])
-            if np.linalg.norm(goal[:2] - tcp[:2]) < 2.0 * cfg.align_tolerance and abs(goal[2] - tcp[2]) < cfg.hover_tolerance:
+            if (
+                np.linalg.norm(goal[:2] - tcp[:2]) < 2.0 * cfg.align_tolerance
+                and abs(goal[2] - tcp[2]) < cfg.hover_tolerance
+            ):
                 self._phase = "descend"
             return self._command(tcp, goal, obs, open_f, self._yaw, v)
         if self._phase == "descend":
             goal = np.array([predicted[0], predicted[1], grasp_z])
             if np.linalg.norm(goal[:2] - tcp[:2]) > cfg.abort_tolerance:
                 self._phase = "approach"
-            elif abs(tcp[2] - grasp_z) < cfg.descend_tolerance and np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance:
+            elif (
+                abs(tcp[2] - grasp_z) < cfg.descend_tolerance
+                and np.linalg.norm(goal[:2] - tcp[:2]) < cfg.align_tolerance
+            ):
                 self._phase, self._timer = "close", 0
                 self._anchor, self._belt_vel = goal.copy(), v.copy()
             return self._command(tcp, goal, obs, open_f, self._yaw, v)
@@ -192,7 +198,9 @@ class ScriptedPlanner:
         return i not in self._done and self._on_belt(pos[i]) and pos[i, 1] > self.config.reach_limit_y
 
     def _choose_target(self, pos: np.ndarray) -> int | None:
-        candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < self.config.reach_upstream_y]
+        candidates = [
+            i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < self.config.reach_upstream_y
+        ]
         if not candidates:
             return None
         return min(candidates, key=lambda i: pos[i, 1])

@@ -247,15 +247,31 @@ def make_datasets(
     for entry in selected:
         path = cache / entry.file
         if entry.env_id not in gym.registry:
-            reports.append(MakeReport(name=entry.name, path=path, status="skipped", sha256=None,
-                                      message=f"env {entry.env_id!r} is not registered in this installation"))
+            reports.append(
+                MakeReport(
+                    name=entry.name,
+                    path=path,
+                    status="skipped",
+                    sha256=None,
+                    message=f"env {entry.env_id!r} is not registered in this installation",
+                )
+            )
             continue
         status: Status = "present"
         try:
             if not path.exists() or not _complete(path):
-                generate(entry.env_id, entry.episodes, path, workers=workers, seed=entry.seed,
-                         successes_only=entry.successes_only, obs_mode=entry.obs_mode,
-                         env_kwargs=entry.env_kwargs, demonstrator=entry.demonstrator, progress=progress)
+                generate(
+                    entry.env_id,
+                    entry.episodes,
+                    path,
+                    workers=workers,
+                    seed=entry.seed,
+                    successes_only=entry.successes_only,
+                    obs_mode=entry.obs_mode,
+                    env_kwargs=entry.env_kwargs,
+                    demonstrator=entry.demonstrator,
+                    progress=progress,
+                )
                 status = "built"
             with open_dataset(path, verify="full") as f:
                 digest = f.content_hash
@@ -266,21 +282,40 @@ def make_datasets(
             continue
         if version != SCHEMA_VERSION:
             # An older file's hash follows older rules: it can never match (or be pinned as) a current hash.
-            reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=digest,
-                                      message=f"built with schema version {version}; delete it to rebuild"))
+            reports.append(
+                MakeReport(
+                    name=entry.name,
+                    path=path,
+                    status="failed",
+                    sha256=digest,
+                    message=f"built with schema version {version}; delete it to rebuild",
+                )
+            )
         elif not complete:
-            reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=digest,
-                                      message="generation was interrupted; run the command again to resume"))
+            reports.append(
+                MakeReport(
+                    name=entry.name,
+                    path=path,
+                    status="failed",
+                    sha256=digest,
+                    message="generation was interrupted; run the command again to resume",
+                )
+            )
         elif entry.sha256 is None:
             pinned[entry.name] = digest
             note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
             reports.append(MakeReport(name=entry.name, path=path, status=status, sha256=digest, message=note))
         elif entry.sha256 != digest:
-            reports.append(MakeReport(
-                name=entry.name, path=path, status="hash-mismatch", sha256=digest,
-                message=f"content hash {digest[:16]}... differs from the spec's {entry.sha256[:16]}... (another "
-                        "package/MuJoCo version or machine, or a changed env); delete the file to rebuild",
-            ))
+            reports.append(
+                MakeReport(
+                    name=entry.name,
+                    path=path,
+                    status="hash-mismatch",
+                    sha256=digest,
+                    message=f"content hash {digest[:16]}... differs from the spec's {entry.sha256[:16]}... (another "
+                    "package/MuJoCo version or machine, or a changed env); delete the file to rebuild",
+                )
+            )
         else:
             reports.append(
                 MakeReport(name=entry.name, path=path, status=status, sha256=digest, message="hash verified")
@@ -295,8 +330,16 @@ def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Pat
     rows = []
     for e in entries:
         path = cache_dir / e.file
-        rows.append({"name": e.name, "env_id": e.env_id, "episodes": e.episodes, "cached": path.exists(),
-                     "sha256": e.sha256, "path": str(path)})
+        rows.append(
+            {
+                "name": e.name,
+                "env_id": e.env_id,
+                "episodes": e.episodes,
+                "cached": path.exists(),
+                "sha256": e.sha256,
+                "path": str(path),
+            }
+        )
     return rows
 
 

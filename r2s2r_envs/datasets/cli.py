@@ -49,10 +49,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     gen.add_argument("--obs-mode", choices=OBS_MODES, default="state", help="observations stored (default state)")
     gen.add_argument("--obs-keys", type=_comma_list, default=None, help="comma-separated subset of observation keys")
     gen.add_argument(
-        "--env-kwargs", type=_json_object, default={}, help='JSON object of env arguments, e.g. \'{"num_objects": 1}\''
+        "--env-kwargs", type=_json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
     )
     gen.add_argument(
-        "--episode-steps", "--max-episode-steps", dest="episode_steps", type=int, default=None, metavar="N",
+        "--episode-steps",
+        "--max-episode-steps",
+        dest="episode_steps",
+        type=int,
+        default=None,
+        metavar="N",
         help="the env's time limit in steps (its episode_steps argument; pending objects then time out); "
         "--max-episode-steps is the older name",
     )
@@ -60,7 +65,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--max-attempts", type=int, default=None, help="give up after this many attempts (default 20 x episodes)"
     )
     gen.add_argument(
-        "--demonstrator", default=None, metavar="NAME",
+        "--demonstrator",
+        default=None,
+        metavar="NAME",
         help=f"registered demonstrator name (default: the env's own); registered: {', '.join(demonstrator_names())}",
     )
     gen.add_argument("--valid-fraction", type=float, default=0.1, help="share of demos in mask/valid (default 0.1)")
@@ -119,10 +126,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     try:
         result = generate(
-            args.env_id, args.episodes, args.out, workers=args.workers, seed=args.seed,
-            successes_only=args.successes_only, obs_mode=args.obs_mode, obs_keys=args.obs_keys,
-            env_kwargs=args.env_kwargs, demonstrator=args.demonstrator, episode_steps=args.episode_steps,
-            max_attempts=args.max_attempts, valid_fraction=args.valid_fraction, overwrite=args.overwrite,
+            args.env_id,
+            args.episodes,
+            args.out,
+            workers=args.workers,
+            seed=args.seed,
+            successes_only=args.successes_only,
+            obs_mode=args.obs_mode,
+            obs_keys=args.obs_keys,
+            env_kwargs=args.env_kwargs,
+            demonstrator=args.demonstrator,
+            episode_steps=args.episode_steps,
+            max_attempts=args.max_attempts,
+            valid_fraction=args.valid_fraction,
+            overwrite=args.overwrite,
             progress=not args.no_progress,
         )
     except (DatasetError, GenerationError, ValueError, FileExistsError) as exc:
@@ -134,8 +151,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     verb = "resumed" if result.resumed else "wrote"
-    print(f"{verb} {result.path}: {result.num_demos} demos ({result.new_demos} new) from {result.attempts} attempts, "
-          f"{result.demos_per_minute:.1f} demos/min, sha256 {result.content_hash}")
+    print(
+        f"{verb} {result.path}: {result.num_demos} demos ({result.new_demos} new) from {result.attempts} attempts, "
+        f"{result.demos_per_minute:.1f} demos/min, sha256 {result.content_hash}"
+    )
     return EXIT_OK
 
 
@@ -159,8 +178,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 f"({result.num_steps} steps, max state error {result.max_state_error:.3g})"
             )
         else:
-            print(f"demo {result.demo_id} diverges from step {result.first_divergent_step} "
-                  f"(max state error {result.max_state_error:.3g})")
+            print(
+                f"demo {result.demo_id} diverges from step {result.first_divergent_step} "
+                f"(max state error {result.max_state_error:.3g})"
+            )
             return EXIT_ERROR
     return EXIT_OK
 
@@ -172,8 +193,14 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
     if not args.all and not args.names:
         return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"))
     try:
-        reports = make_datasets(args.spec, names=None if args.all else args.names, cache_dir=args.cache_dir,
-                                workers=args.workers, update_spec=args.update_spec, progress=not args.no_progress)
+        reports = make_datasets(
+            args.spec,
+            names=None if args.all else args.names,
+            cache_dir=args.cache_dir,
+            workers=args.workers,
+            update_spec=args.update_spec,
+            progress=not args.no_progress,
+        )
     except (OSError, KeyError, ValueError) as exc:
         return _fail(exc)
     for r in reports:
@@ -203,10 +230,19 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
     try:
         with open_dataset(args.file, verify="quick", allow_empty=True) as f:
             summary: dict[str, Any] = {
-                "path": str(f.path), "schema_version": f.schema_version, "env_id": f.env_id, "domain": f.domain,
-                "demos": f.num_demos, "samples": f.num_samples, "attempts": f.attempts, "successes": f.successes,
-                "complete": f.complete, "content_sha256": f.content_hash, "obs_keys": f.obs_keys,
-                "filter_keys": {k: len(v) for k, v in f.masks().items()}, "provenance": f.provenance,
+                "path": str(f.path),
+                "schema_version": f.schema_version,
+                "env_id": f.env_id,
+                "domain": f.domain,
+                "demos": f.num_demos,
+                "samples": f.num_samples,
+                "attempts": f.attempts,
+                "successes": f.successes,
+                "complete": f.complete,
+                "content_sha256": f.content_hash,
+                "obs_keys": f.obs_keys,
+                "filter_keys": {k: len(v) for k, v in f.masks().items()},
+                "provenance": f.provenance,
             }
     except (DatasetError, FileNotFoundError) as exc:
         return _fail(exc)

@@ -532,8 +532,9 @@ def generate(
             writer, resumed = _open_writer(out, config, provenance, episodes, overwrite, _time_limit(env))
             demos_before = writer.num_demos
             try:
-                interrupted = _run(writer, config, episodes, stored_keys, workers, max_attempts, env, demo, progress,
-                                   handle_signals)
+                interrupted = _run(
+                    writer, config, episodes, stored_keys, workers, max_attempts, env, demo, progress, handle_signals
+                )
                 result = GenerationResult(
                     path=out,
                     num_demos=writer.num_demos,
@@ -638,8 +639,9 @@ def _episode_steps(
     episode_steps: int | None, max_episode_steps: int | None, env_kwargs: Mapping[str, Any]
 ) -> int | None:
     """The time-limit override from ``episode_steps``/``max_episode_steps`` (aliases), checked against env_kwargs."""
-    given = {k: v for k, v in (("episode_steps", episode_steps), ("max_episode_steps", max_episode_steps))
-             if v is not None}
+    given = {
+        k: v for k, v in (("episode_steps", episode_steps), ("max_episode_steps", max_episode_steps)) if v is not None
+    }
     if len(set(given.values())) > 1:
         raise ValueError(f"episode_steps and max_episode_steps are the same setting; got {given}")
     if not given:
@@ -704,8 +706,13 @@ def _open_writer(
         stale.unlink()
     if overwrite or not out.exists():
         writer = DatasetWriter.create(
-            out, provenance=provenance, env_args=env_args, generation=generation,
-            episodes_requested=episodes, valid_fraction=config.valid_fraction, overwrite=overwrite,
+            out,
+            provenance=provenance,
+            env_args=env_args,
+            generation=generation,
+            episodes_requested=episodes,
+            valid_fraction=config.valid_fraction,
+            overwrite=overwrite,
         )
         return writer, False
     try:
@@ -808,8 +815,14 @@ def _run(
     flag = _StopFlag()
     if handle_signals:
         flag.install()
-    bar = tqdm(total=episodes, initial=writer.num_demos, unit="demo", disable=not progress,
-               desc=f"generate {config.env_name}", dynamic_ncols=True)
+    bar = tqdm(
+        total=episodes,
+        initial=writer.num_demos,
+        unit="demo",
+        disable=not progress,
+        desc=f"generate {config.env_name}",
+        dynamic_ncols=True,
+    )
     _update_bar(bar, writer)
 
     def record(episode: Episode) -> None:
@@ -837,8 +850,11 @@ def _run(
             while not done() and not flag.stop:
                 attempt = writer.attempts
                 env_seed, demo_seed = episode_seeds(config.seed, attempt)
-                record(rollout(env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys,
-                               attempt=attempt))
+                record(
+                    rollout(
+                        env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys, attempt=attempt
+                    )
+                )
         else:
             _run_parallel(writer, config, episodes, obs_keys, workers, max_attempts, record, done, flag)
     finally:
@@ -946,8 +962,9 @@ def _worker_main(
                 return
             try:
                 env_seed, demo_seed = episode_seeds(config.seed, attempt)
-                episode = rollout(env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys,
-                                  attempt=attempt)
+                episode = rollout(
+                    env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys, attempt=attempt
+                )
                 results.put(("ok", attempt, episode))
             except Exception:  # noqa: BLE001 - reported to the parent with its traceback
                 results.put(("error", attempt, traceback.format_exc()))

@@ -132,7 +132,7 @@ class TrajectoryDataset:
                         f.read_into(demo_id, f"next_obs/{key}", self._next_obs[key][sl])
                 f.read_into(demo_id, "actions", self._actions[sl])
             self.stats: dict[str, RunningStats] = {
-                name: s for name, s in f.stats().items() if name == "actions" or name[len("obs/"):] in self.obs_keys
+                name: s for name, s in f.stats().items() if name == "actions" or name[len("obs/") :] in self.obs_keys
             }
 
         # Per transition: its demo's first and last index, its demo position.

@@ -73,8 +73,14 @@ class RunningStats:
 
     def to_attrs(self) -> dict[str, np.ndarray | int]:
         """The HDF5 attributes that store these statistics."""
-        return {"count": int(self.count), "mean": self.mean, "m2": self.m2, "std": self.std,
-                "min": self.min, "max": self.max}
+        return {
+            "count": int(self.count),
+            "mean": self.mean,
+            "m2": self.m2,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+        }
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, object]) -> RunningStats:

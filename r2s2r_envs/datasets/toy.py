@@ -90,9 +90,16 @@ class ToyPickSortEnv(gym.Env):
         self.render_mode = render_mode
         n = self.num_objects
         state_space = {
-            "arm_qpos": (_ARM,), "arm_qvel": (_ARM,), "hand_qpos": (_HAND,), "hand_qvel": (_HAND,),
-            "eef_pos": (3,), "eef_quat": (4,), "object_pos": (3 * n,), "object_quat": (4 * n,),
-            "object_vel": (6 * n,), "object_category": (3 * n,),
+            "arm_qpos": (_ARM,),
+            "arm_qvel": (_ARM,),
+            "hand_qpos": (_HAND,),
+            "hand_qvel": (_HAND,),
+            "eef_pos": (3,),
+            "eef_quat": (4,),
+            "object_pos": (3 * n,),
+            "object_quat": (4 * n,),
+            "object_vel": (6 * n,),
+            "object_category": (3 * n,),
         }
         obs_spaces: dict[str, spaces.Space] = {}
         if "state" in obs_mode:
@@ -123,8 +130,15 @@ class ToyPickSortEnv(gym.Env):
         if self.domain == "real":
             raise RuntimeError("the toy lab (domain 'real') is a black box: its state cannot be read")
         return np.concatenate(
-            [self._arm, self._arm_vel, self._hand, self._hand_vel, self._obj.ravel(),
-             self._category.astype(np.float64), [self._t]]
+            [
+                self._arm,
+                self._arm_vel,
+                self._hand,
+                self._hand_vel,
+                self._obj.ravel(),
+                self._category.astype(np.float64),
+                [self._t],
+            ]
         )
 
     def set_state(self, state: np.ndarray) -> None:
@@ -141,8 +155,10 @@ class ToyPickSortEnv(gym.Env):
         """JSON-able description of this world; with ``domain="real"``, like the lab, only the lab's name and hash."""
         if self.domain == "real":
             config = json.dumps({"belt_speed": self.belt_speed}, sort_keys=True)
-            return {"domain": "real",
-                    "lab": {"name": "toy-lab", "config_sha256": hashlib.sha256(config.encode()).hexdigest()}}
+            return {
+                "domain": "real",
+                "lab": {"name": "toy-lab", "config_sha256": hashlib.sha256(config.encode()).hexdigest()},
+            }
         return {"domain": "sim", "world": "toy", "belt_speed_m_per_s": self.belt_speed, "num_objects": self.num_objects}
 
     # -- gymnasium API -----------------------------------------------------------------------------
@@ -206,9 +222,15 @@ class ToyPickSortEnv(gym.Env):
             vel = np.zeros((n, 6))
             vel[:, 0] = self.belt_speed
             values = {
-                "arm_qpos": self._arm, "arm_qvel": self._arm_vel, "hand_qpos": self._hand,
-                "hand_qvel": self._hand_vel, "eef_pos": self._eef(), "eef_quat": np.array([1.0, 0, 0, 0]),
-                "object_pos": self._obj.ravel(), "object_quat": quat, "object_vel": vel.ravel(),
+                "arm_qpos": self._arm,
+                "arm_qvel": self._arm_vel,
+                "hand_qpos": self._hand,
+                "hand_qvel": self._hand_vel,
+                "eef_pos": self._eef(),
+                "eef_quat": np.array([1.0, 0, 0, 0]),
+                "object_pos": self._obj.ravel(),
+                "object_quat": quat,
+                "object_vel": vel.ravel(),
                 "object_category": np.eye(3)[self._category].ravel(),
             }
             obs.update({k: np.asarray(v, dtype=np.float32) for k, v in values.items()})
@@ -316,8 +338,18 @@ def synthetic_episode(
 
     rng = np.random.default_rng(tag) if rng is None else rng
     n = num_objects
-    sizes = {"arm_qpos": _ARM, "arm_qvel": _ARM, "hand_qpos": _HAND, "hand_qvel": _HAND, "eef_pos": 3,
-             "eef_quat": 4, "object_pos": 3 * n, "object_quat": 4 * n, "object_vel": 6 * n, "object_category": 3 * n}
+    sizes = {
+        "arm_qpos": _ARM,
+        "arm_qvel": _ARM,
+        "hand_qpos": _HAND,
+        "hand_qvel": _HAND,
+        "eef_pos": 3,
+        "eef_quat": 4,
+        "object_pos": 3 * n,
+        "object_quat": 4 * n,
+        "object_vel": 6 * n,
+        "object_category": 3 * n,
+    }
     obs = {k: rng.normal(size=(length + 1, d)).astype(np.float32) for k, d in sizes.items()}
     obs["arm_qpos"][:, 0] = np.arange(length + 1)
     obs["arm_qpos"][:, 1] = tag
@@ -370,13 +402,33 @@ def write_synthetic_dataset(
     """
     from r2s2r_envs.datasets.writer import DatasetWriter
 
-    provenance = {"env_id": TOY_ENV_ID, "domain": domain, "world": {"world": "synthetic"},
-                  "demonstrator": {"name": "synthetic", "settings": {}}, "seed": seed}
+    provenance = {
+        "env_id": TOY_ENV_ID,
+        "domain": domain,
+        "world": {"world": "synthetic"},
+        "demonstrator": {"name": "synthetic", "settings": {}},
+        "seed": seed,
+    }
     env_args = {"env_name": TOY_ENV_ID, "type": 2, "env_kwargs": {}}
     rng = np.random.default_rng(seed)
-    with DatasetWriter.create(path, provenance=provenance, env_args=env_args, episodes_requested=len(lengths),
-                              valid_fraction=valid_fraction, overwrite=True) as writer:
+    with DatasetWriter.create(
+        path,
+        provenance=provenance,
+        env_args=env_args,
+        episodes_requested=len(lengths),
+        valid_fraction=valid_fraction,
+        overwrite=True,
+    ) as writer:
         for k, length in enumerate(lengths):
-            writer.append(synthetic_episode(length, tag=k, num_objects=num_objects, image_size=image_size, rng=rng,
-                                            success=k % 4 != 3, states=domain == "sim"))
+            writer.append(
+                synthetic_episode(
+                    length,
+                    tag=k,
+                    num_objects=num_objects,
+                    image_size=image_size,
+                    rng=rng,
+                    success=k % 4 != 3,
+                    states=domain == "sim",
+                )
+            )
         return writer.content_hash

@@ -236,8 +236,9 @@ class DatasetWriter:
             data.attrs["env_args"] = schema.to_json(dict(env_args))
             mask = f.create_group("mask")
             for key in schema.MASK_KEYS:
-                mask.create_dataset(key, shape=(0,), maxshape=(None,), dtype=_MASK_DTYPE, chunks=(256,),
-                                    fletcher32=True)
+                mask.create_dataset(
+                    key, shape=(0,), maxshape=(None,), dtype=_MASK_DTYPE, chunks=(256,), fletcher32=True
+                )
             f.create_group("stats")
             _store_content_hash(f, {})
         os.replace(tmp, path)
@@ -312,7 +313,7 @@ class DatasetWriter:
             ValueError: the episode does not fit the file (keys, shapes, or states where the domain forbids them).
         """
         arrays = episode.arrays()
-        obs_keys = sorted(k[len("obs/"):] for k in arrays if k.startswith("obs/"))
+        obs_keys = sorted(k[len("obs/") :] for k in arrays if k.startswith("obs/"))
         self._check_domain(arrays)
         self._check_consistent(arrays, obs_keys)
         demo_id = self.num_demos
@@ -403,8 +404,12 @@ class DatasetWriter:
             "valid_fraction": self.valid_fraction,
         }
         parts = schema.content_parts(
-            provenance_json=self._texts["provenance"], env_args_json=self._texts["env_args"],
-            generation_json=self._texts["generation"], summary=summary, masks=self._masks, stats=self._stats_attrs,
+            provenance_json=self._texts["provenance"],
+            env_args_json=self._texts["env_args"],
+            generation_json=self._texts["generation"],
+            summary=summary,
+            masks=self._masks,
+            stats=self._stats_attrs,
         )
         self._f.attrs["content_parts"] = schema.to_json(parts)
         self._f.attrs["content_sha256"] = schema.content_hash(parts, self._demo_hashes)

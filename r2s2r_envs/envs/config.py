@@ -72,9 +72,13 @@ class EpisodeRandomization:
                 raise ValueError(f"randomization.{name} must be a range (low, high) with low <= high, got {value!r}")
             object.__setattr__(self, name, value)
         object.__setattr__(
-            self, "arm_qpos_noise", check_number("randomization", "arm_qpos_noise", self.arm_qpos_noise, Bound(maximum=0.5))
+            self,
+            "arm_qpos_noise",
+            check_number("randomization", "arm_qpos_noise", self.arm_qpos_noise, Bound(maximum=0.5)),
         )
-        weights = check_number("randomization", "category_weights", self.category_weights, Bound(length=len(CATEGORIES)))
+        weights = check_number(
+            "randomization", "category_weights", self.category_weights, Bound(length=len(CATEGORIES))
+        )
         if sum(weights) <= 0.0:
             raise ValueError(f"randomization.category_weights must have a positive sum, got {weights!r}")
         object.__setattr__(self, "category_weights", weights)

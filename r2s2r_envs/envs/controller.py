@@ -68,7 +68,9 @@ class TaskSpaceController:
         self.target_pos = self.scene.tcp_pos(data)
         self.target_quat = self.scene.tcp_quat(data)
 
-    def arm_targets(self, model: mujoco.MjModel, data: mujoco.MjData, a: np.ndarray, gain: np.ndarray | float) -> np.ndarray:
+    def arm_targets(
+        self, model: mujoco.MjModel, data: mujoco.MjData, a: np.ndarray, gain: np.ndarray | float
+    ) -> np.ndarray:
         """(7,) arm joint targets, rad, for the task-space command ``a`` (6,) in [-1, 1].
 
         ``gain`` scales the joint displacement that reaches the servos (1 in a well-tuned robot).
@@ -138,7 +140,9 @@ class JointController:
     def reset(self, data: mujoco.MjData) -> None:
         """Nothing to remember between steps."""
 
-    def arm_targets(self, model: mujoco.MjModel, data: mujoco.MjData, a: np.ndarray, gain: np.ndarray | float) -> np.ndarray:
+    def arm_targets(
+        self, model: mujoco.MjModel, data: mujoco.MjData, a: np.ndarray, gain: np.ndarray | float
+    ) -> np.ndarray:
         """(7,) arm joint targets, rad, for normalized joint targets ``a`` (7,) in [-1, 1]."""
         lo, hi = self.scene.arm_range[:, 0], self.scene.arm_range[:, 1]
         target = lo + (a[:7] + 1.0) * 0.5 * (hi - lo)

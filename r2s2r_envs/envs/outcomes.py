@@ -20,7 +20,14 @@ import dataclasses
 import numpy as np
 
 OUTCOMES: tuple[str, ...] = (
-    "pending", "sorted", "missed", "dropped", "wrong_bin", "fell_off_belt", "timeout", "unstable",
+    "pending",
+    "sorted",
+    "missed",
+    "dropped",
+    "wrong_bin",
+    "fell_off_belt",
+    "timeout",
+    "unstable",
 )
 FAILURE_CAUSES: tuple[str, ...] = OUTCOMES[2:]
 
@@ -64,8 +71,10 @@ class TaskGeometry:
         # Bin regions as plain-float boxes (x_lo, x_hi, y_lo, y_hi, z_top): the rules run every control step on a
         # handful of objects, where Python float comparisons beat numpy's per-call overhead several times over.
         c, h = np.asarray(self.bin_center, float), np.asarray(self.bin_half_size, float)
-        boxes = [(c[k, 0] - h[k, 0], c[k, 0] + h[k, 0], c[k, 1] - h[k, 1], c[k, 1] + h[k, 1], c[k, 2] + h[k, 2])
-                 for k in range(len(c))]
+        boxes = [
+            (c[k, 0] - h[k, 0], c[k, 0] + h[k, 0], c[k, 1] - h[k, 1], c[k, 1] + h[k, 1], c[k, 2] + h[k, 2])
+            for k in range(len(c))
+        ]
         object.__setattr__(self, "_boxes", tuple(tuple(float(v) for v in b) for b in boxes))
 
     @property
@@ -133,11 +142,16 @@ def classify(
     return outcomes, now_lifted
 
 
-def held(pos: np.ndarray, bottom: np.ndarray, tcp: np.ndarray, geometry: TaskGeometry, rules: OutcomeRules) -> list[bool]:
+def held(
+    pos: np.ndarray, bottom: np.ndarray, tcp: np.ndarray, geometry: TaskGeometry, rules: OutcomeRules
+) -> list[bool]:
     """Whether each object is held: lifted off the belt and close to the TCP (arrays or lists)."""
     tx, ty, tz = _rows(tcp)
     z_min, d2 = geometry.belt_top + 0.5 * rules.lift_height, rules.hold_distance**2
-    return [b > z_min and (x - tx) ** 2 + (y - ty) ** 2 + (z - tz) ** 2 < d2 for (x, y, z), b in zip(_rows(pos), _rows(bottom))]
+    return [
+        b > z_min and (x - tx) ** 2 + (y - ty) ** 2 + (z - tz) ** 2 < d2
+        for (x, y, z), b in zip(_rows(pos), _rows(bottom))
+    ]
 
 
 def _rows(values: np.ndarray | list) -> list:

@@ -45,8 +45,17 @@ DEFAULT_MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 _PROPRIO_KEYS = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat")
 IMAGE_KEYS = ("scene_image", "wrist_image")
 ENV_ARGUMENTS = (
-    "world", "obs_mode", "num_objects", "image_size", "render_mode", "render_size", "reward_mode",
-    "randomization", "demonstrator", "episode_steps", "control_mode",
+    "world",
+    "obs_mode",
+    "num_objects",
+    "image_size",
+    "render_mode",
+    "render_size",
+    "reward_mode",
+    "randomization",
+    "demonstrator",
+    "episode_steps",
+    "control_mode",
 )
 RESET_OPTIONS = ("world",)
 
@@ -151,8 +160,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     ## Version History
 
-    * v0 (r2s2r_envs 0.2): sensing (noise, perception offset) and belt fluctuation are world parameters, separate
-      random streams, ``episode_steps`` is the one time limit, ``control_mode``, a longer belt (8 objects fit).
+    * v0, re-baselined in r2s2r_envs 0.2 (before any published result, so the id was kept): sensing (noise,
+      perception offset) and belt fluctuation are world parameters, separate random streams, ``episode_steps``
+      is the one time limit, ``control_mode``, a longer belt (8 objects fit).  Results made with 0.1 are not
+      comparable.  From 0.2 on, ``tests/test_golden.py`` pins a rollout of every id: a change of dynamics,
+      observations, reward or defaults needs ``-v1``.
     * v0 (r2s2r_envs 0.1): initial release.
     """
 
@@ -252,10 +264,15 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._saved_state = np.empty(mujoco.mj_stateSize(m, self._state_spec))
         # Sensors: noise scale per measured quantity, so a step draws one vector whatever the obs_mode.
         w, n = self._world, self.num_objects
-        self._noise_scale = np.concatenate([
-            np.full(7 + 16, w.joint_pos_noise), np.full(7 + 16, w.joint_vel_noise), np.full(3, w.eef_pos_noise),
-            np.full(3 * n, w.object_pos_noise), np.full(3 * n, w.object_vel_noise),
-        ])
+        self._noise_scale = np.concatenate(
+            [
+                np.full(7 + 16, w.joint_pos_noise),
+                np.full(7 + 16, w.joint_vel_noise),
+                np.full(3, w.eef_pos_noise),
+                np.full(3 * n, w.object_pos_noise),
+                np.full(3 * n, w.object_vel_noise),
+            ]
+        )
         self._noisy = bool(np.any(self._noise_scale > 0))
         self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
         self._offset = bool(np.any(self._pos_offset != 0))

@@ -243,8 +243,9 @@ class EpisodeRecord:
         missing = [k for k in names if k not in data]
         unknown = sorted(set(data) - set(names))
         if missing or unknown:
-            raise ResultSchemaError(f"episode record has missing keys {missing} / unknown keys {unknown}; "
-                                    f"expected keys: {names}")
+            raise ResultSchemaError(
+                f"episode record has missing keys {missing} / unknown keys {unknown}; expected keys: {names}"
+            )
         return cls(**{k: data[k] for k in names})
 
 
@@ -327,10 +328,17 @@ class EvaluationResult:
         validate_result(data)
         records = tuple(EpisodeRecord.from_dict(r) for r in data["records"])
         result = cls(
-            env_id=data["env_id"], env_kwargs=dict(data["env_kwargs"]), provenance=dict(data["provenance"]),
-            policy=dict(data["policy"]), base_seed=data["base_seed"], records=records,
-            versions=dict(data["versions"]), seeding_convention=data["seeding_convention"], video=data["video"],
-            wall_time_s=data["wall_time_s"], schema_version=data["schema_version"],
+            env_id=data["env_id"],
+            env_kwargs=dict(data["env_kwargs"]),
+            provenance=dict(data["provenance"]),
+            policy=dict(data["policy"]),
+            base_seed=data["base_seed"],
+            records=records,
+            versions=dict(data["versions"]),
+            seeding_convention=data["seeding_convention"],
+            video=data["video"],
+            wall_time_s=data["wall_time_s"],
+            schema_version=data["schema_version"],
         )
         if data["episodes"] != len(records):
             raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
@@ -345,8 +353,9 @@ class EvaluationResult:
                     f"gives {episode_seeds(result.base_seed, i)} for base seed {result.base_seed}"
                 )
         if not _same_json(data["summary"], result.summary):
-            raise ResultSchemaError("result.summary does not match its records (edited by hand?); "
-                                    f"the records give {result.summary}")
+            raise ResultSchemaError(
+                f"result.summary does not match its records (edited by hand?); the records give {result.summary}"
+            )
         return result
 
     @classmethod
@@ -391,8 +400,7 @@ def validate_result(data: Any) -> None:
     """
     if not isinstance(data, Mapping) or data.get("format") != RESULT_FORMAT:
         found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-        raise ResultSchemaError(f"not an r2s2r_envs evaluation result: format is {found!r}, "
-                                f"expected {RESULT_FORMAT!r}")
+        raise ResultSchemaError(f"not an r2s2r_envs evaluation result: format is {found!r}, expected {RESULT_FORMAT!r}")
     version = data.get("schema_version")
     if version != RESULT_SCHEMA_VERSION or isinstance(version, bool):
         raise ResultSchemaError(
@@ -404,12 +412,19 @@ def validate_result(data: Any) -> None:
     _validate(data, schema, schema, "result")
     provenance = data["provenance"]
     if provenance["domain"] == "real" and ("world_params" in provenance or "world" in provenance):
-        raise ResultSchemaError("result.provenance of the lab (domain 'real') holds physics ('world_params' or "
-                                "'world'); the lab must only disclose its name")
+        raise ResultSchemaError(
+            "result.provenance of the lab (domain 'real') holds physics ('world_params' or "
+            "'world'); the lab must only disclose its name"
+        )
 
 
-_JSON_TYPES: dict[str, Any] = {"object": Mapping, "array": (list, tuple), "string": str, "boolean": bool,
-                               "null": type(None)}
+_JSON_TYPES: dict[str, Any] = {
+    "object": Mapping,
+    "array": (list, tuple),
+    "string": str,
+    "boolean": bool,
+    "null": type(None),
+}
 
 
 def _is_type(value: Any, name: str) -> bool:
@@ -486,8 +501,10 @@ def _jsonable(value: Any, where: str) -> Any:
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return _jsonable(to_dict(), where)
-    raise TypeError(f"{where}: a {type(value).__name__} cannot be written into a result; use JSON data "
-                    "(numbers, strings, lists, dicts) or an object with a to_dict() method")
+    raise TypeError(
+        f"{where}: a {type(value).__name__} cannot be written into a result; use JSON data "
+        "(numbers, strings, lists, dicts) or an object with a to_dict() method"
+    )
 
 
 def _recorded_env_kwargs(env_kwargs: Mapping[str, Any], domain: str) -> dict[str, Any]:
@@ -507,8 +524,10 @@ def _env_provenance(env: gym.Env) -> dict[str, Any]:
     prov.setdefault("domain", str(getattr(unwrapped, "domain", "sim")))
     prov = _jsonable(prov, "provenance")
     if prov["domain"] == "real" and ("world_params" in prov or "world" in prov):
-        raise RuntimeError(f"{env.spec.id if env.spec else type(unwrapped).__name__}.provenance() discloses the "
-                           "lab's physics; the lab must only disclose its name (a bug in the lab)")
+        raise RuntimeError(
+            f"{env.spec.id if env.spec else type(unwrapped).__name__}.provenance() discloses the "
+            "lab's physics; the lab must only disclose its name (a bug in the lab)"
+        )
     return prov
 
 
@@ -604,8 +623,9 @@ def _filmed_episode(env: gym.Env, policy: Policy, seeds: tuple[int, int], video:
 
     Path(video).parent.mkdir(parents=True, exist_ok=True)
     # libx264 + yuv420p plays everywhere; the render size (480x640) is a multiple of the 16-px macro block.
-    writer = imageio.get_writer(video, format="FFMPEG", fps=env.metadata.get("render_fps", 20), codec="libx264",
-                                pixelformat="yuv420p")
+    writer = imageio.get_writer(
+        video, format="FFMPEG", fps=env.metadata.get("render_fps", 20), codec="libx264", pixelformat="yuv420p"
+    )
     try:
         return run_episode(env, policy, env_seed=seeds[0], policy_seed=seeds[1], index=0, writer=writer)
     finally:
@@ -629,8 +649,10 @@ def _check_picklable(obj: Any, what: str) -> None:
     try:
         pickle.dumps(obj)
     except Exception as e:  # noqa: BLE001 - pickling raises many kinds of errors
-        raise TypeError(f"{what} cannot be sent to worker processes ({type(e).__name__}: {e}); use workers=1, or "
-                        "pass a policy or factory defined at module level (not a lambda or local function)") from e
+        raise TypeError(
+            f"{what} cannot be sent to worker processes ({type(e).__name__}: {e}); use workers=1, or "
+            "pass a policy or factory defined at module level (not a lambda or local function)"
+        ) from e
 
 
 def evaluate(
@@ -704,12 +726,15 @@ def evaluate(
                     records[0] = _filmed_episode(env, main_policy, seeds[0], video)
                     bar.update()
                 for i in rest:
-                    records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1],
-                                             index=i)
+                    records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1], index=i)
                     bar.update()
             else:
-                pool = ProcessPoolExecutor(max_workers=min(workers, len(rest)), mp_context=get_context("spawn"),
-                                           initializer=_worker_init, initargs=(env_id, kwargs, policy))
+                pool = ProcessPoolExecutor(
+                    max_workers=min(workers, len(rest)),
+                    mp_context=get_context("spawn"),
+                    initializer=_worker_init,
+                    initargs=(env_id, kwargs, policy),
+                )
                 try:
                     futures = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
                     if video is not None:  # filmed here while the workers run the other episodes

@@ -42,9 +42,7 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     return (max(0.0, center - half), min(1.0, center + half))
 
 
-def summarize_episodes(
-    episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()
-) -> dict[str, Any]:
+def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()) -> dict[str, Any]:
     """Aggregate per-episode results into the figures the protocol, the CLI and the benchmarks report.
 
     Args:
@@ -75,9 +73,11 @@ def summarize_episodes(
         any_step = sum(bool(e["success_any_step"]) for e in episodes)
         summary["success_rate_any_step"] = any_step / n
         summary["success_rate_any_step_ci95"] = list(wilson_interval(any_step, n))
-    summary.update({
-        "sort_accuracy": sum(float(e["sort_accuracy"]) for e in episodes) / n if n else 0.0,
-        "mean_time_to_sort": sum(times) / len(times) if times else None,
-        "failure_causes": dict(causes),
-    })
+    summary.update(
+        {
+            "sort_accuracy": sum(float(e["sort_accuracy"]) for e in episodes) / n if n else 0.0,
+            "mean_time_to_sort": sum(times) / len(times) if times else None,
+            "failure_causes": dict(causes),
+        }
+    )
     return summary

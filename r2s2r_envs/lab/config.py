@@ -153,9 +153,7 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
     if isinstance(lab, Mapping):
         return _from_mapping(lab, default)
     if not isinstance(lab, (str, Path)):
-        raise TypeError(
-            f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}"
-        )
+        raise TypeError(f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}")
     path = Path(lab)
     if str(lab) in available_labs():
         path = _default_path().parent / f"{lab}.json"

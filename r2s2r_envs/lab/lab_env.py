@@ -40,8 +40,10 @@ class LabEnv(PickSortEnv):
 
     def __init__(self, *, lab: str | Path | Mapping[str, Any] | LabConfig | None = None, **kwargs: Any) -> None:
         if "world" in kwargs:
-            raise TypeError("PickSort-Real-v0 takes no 'world' argument: the lab's world comes from 'lab' "
-                            "(a shipped lab name, a JSON file or a dict)")
+            raise TypeError(
+                "PickSort-Real-v0 takes no 'world' argument: the lab's world comes from 'lab' "
+                "(a shipped lab name, a JSON file or a dict)"
+            )
         self._lab = load_lab(lab)
         self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
         super().__init__(world=self._lab.world, **kwargs)

@@ -173,11 +173,13 @@ def update_model(model: mujoco.MjModel, params: WorldParams, num_objects: int) -
         model.dof_damping[dof] = params.arm_damping[k]
         model.dof_armature[dof] = params.arm_armature[k]
         model.dof_frictionloss[dof] = params.arm_frictionloss[k]
-        _write_position_gains(model, model.actuator(name).id, params.arm_kp[k], params.arm_kv[k],
-                              params.arm_force_limit[k])
+        _write_position_gains(
+            model, model.actuator(name).id, params.arm_kp[k], params.arm_kv[k], params.arm_force_limit[k]
+        )
     for name in C.HAND_ACTUATORS:
-        _write_position_gains(model, model.actuator(name).id, params.finger_kp, params.finger_kv,
-                              params.finger_force_limit)
+        _write_position_gains(
+            model, model.actuator(name).id, params.finger_kp, params.finger_kv, params.finger_force_limit
+        )
     if samples > 0:
         model.actuator_delay[acts] = params.control_latency
     return True

@@ -221,7 +221,11 @@ FIELD_BOUNDS: dict[str, Bound] = {
 
 #: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
 SENSING_FIELDS: tuple[str, ...] = (
-    "joint_pos_noise", "joint_vel_noise", "eef_pos_noise", "object_pos_noise", "object_vel_noise",
+    "joint_pos_noise",
+    "joint_vel_noise",
+    "eef_pos_noise",
+    "object_pos_noise",
+    "object_vel_noise",
     "object_pos_offset",
 )
 

@@ -54,7 +54,9 @@ def load_world(world: str | Path | Mapping[str, Any] | WorldParams | None = None
     if str(world) in available_worlds():
         path = _preset_dir() / f"{world}.json"
     if not path.is_file():
-        raise FileNotFoundError(f"world {str(world)!r} is neither a shipped preset {available_worlds()} nor a JSON file")
+        raise FileNotFoundError(
+            f"world {str(world)!r} is neither a shipped preset {available_worlds()} nor a JSON file"
+        )
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as e:
