@@ -75,7 +75,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
-	$(PY) benchmarks/env_speed.py --out runs/env_speed.json --actions zeros,random
+	$(PY) benchmarks/env_speed.py --out runs/env_speed.json --actions zeros,random,planner
 	$(PY) benchmarks/planner_success.py --seeds 100 --workers 2 --out runs/planner_success.json
 	$(PY) benchmarks/dataset_speed.py --out-dir runs/dataset_speed
 

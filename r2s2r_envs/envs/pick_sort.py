@@ -227,6 +227,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         n_arm = self._controller.arm_dim
         self.action_space = spaces.Box(-1.0, 1.0, shape=(n_arm + N_FINGER,), dtype=np.float32)
         self.observation_space = self._make_observation_space()
+        self._action_shape = self.action_space.shape
+        self._reward_keys = tuple(f"reward_{t}" for t in RewardWeights.term_names())
+        self._failure_cause: str | None = None
 
         n = self.num_objects
         self._categories = np.zeros(n, dtype=np.int64)
@@ -433,6 +436,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._controller.reset(d)
         self._outcomes = ["pending"] * self.num_objects
         self._outcome_steps = [-1] * self.num_objects
+        self._failure_cause = None
         self._lifted = [False] * self.num_objects
         self._half_height_list = self._half_height.tolist()
         self._category_list = self._categories.tolist()
@@ -494,7 +498,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     # ------------------------------------------------------------------ action
     def _validate_action(self, action: Any) -> np.ndarray:
         a = np.asarray(action, dtype=np.float64)
-        shape = self.action_space.shape
+        shape = self._action_shape
         if a.shape != shape:
             raise ValueError(f"action must have shape {shape} with values in [-1, 1], got shape {a.shape}")
         if not np.isfinite(a.sum()):
@@ -596,6 +600,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def _set_outcome(self, i: int, outcome: str) -> None:
         self._outcomes[i] = outcome
         self._outcome_steps[i] = self._steps
+        self._failure_cause = rules_mod.first_failure(self._outcomes, self._outcome_steps)
 
     # ------------------------------------------------------------------ observation, info
     def _get_obs(self) -> dict[str, np.ndarray]:
@@ -645,14 +650,13 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         info: dict[str, Any] = {
             "is_success": n_sorted == self.num_objects,
             "object_outcomes": list(self._outcomes),
-            "failure_cause": rules_mod.first_failure(self._outcomes, self._outcome_steps),
+            "failure_cause": self._failure_cause,
             "time_to_sort": None if self._sort_step is None else self._sort_step * self.dt,
             "sort_accuracy": n_sorted / self.num_objects,
             "unstable": self._unstable,
             "elapsed_time": self._steps * self.dt,
         }
-        for k, v in terms.items():
-            info[f"reward_{k}"] = v
+        info.update(zip(self._reward_keys, terms.values()))
         return info
 
     # ------------------------------------------------------------------ state, rendering
