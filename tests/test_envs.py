@@ -185,7 +185,7 @@ def test_async_vector_env(env_id):
 
 def test_env_spec_json_round_trip(env_id):
     spec = gym.spec(env_id)
-    assert isinstance(spec.entry_point, str), "entry points must be strings (STYLE.md 7)"
+    assert isinstance(spec.entry_point, str), "entry points must be strings (data, never code: docs/architecture.md)"
     json.dumps(spec.kwargs)  # JSON-serializable kwargs only
     restored = EnvSpec.from_json(spec.to_json())
     assert restored == spec
