@@ -226,10 +226,7 @@ def make_datasets(
         KeyError: for a name not in the spec (the message lists the names).
         ValueError: the spec is invalid.
     """
-    import gymnasium as gym
-
     import r2s2r_envs  # noqa: F401 - registers the envs
-    from r2s2r_envs.datasets.generate import GenerationError, generate
 
     entries = load_spec(spec_path)
     by_name = {e.name: e for e in entries}
@@ -245,84 +242,62 @@ def make_datasets(
     reports: list[MakeReport] = []
     pinned: dict[str, str] = {}
     for entry in selected:
-        path = cache / entry.file
-        if entry.env_id not in gym.registry:
-            reports.append(
-                MakeReport(
-                    name=entry.name,
-                    path=path,
-                    status="skipped",
-                    sha256=None,
-                    message=f"env {entry.env_id!r} is not registered in this installation",
-                )
-            )
-            continue
-        status: Status = "present"
-        try:
-            if not path.exists() or not _complete(path):
-                generate(
-                    entry.env_id,
-                    entry.episodes,
-                    path,
-                    workers=workers,
-                    seed=entry.seed,
-                    successes_only=entry.successes_only,
-                    obs_mode=entry.obs_mode,
-                    env_kwargs=entry.env_kwargs,
-                    demonstrator=entry.demonstrator,
-                    progress=progress,
-                )
-                status = "built"
-            with open_dataset(path, verify="full") as f:
-                digest = f.content_hash
-                complete = f.complete
-                version = f.schema_version
-        except (DatasetError, GenerationError, ValueError) as exc:
-            reports.append(MakeReport(name=entry.name, path=path, status="failed", sha256=None, message=str(exc)))
-            continue
-        if version != SCHEMA_VERSION:
-            # An older file's hash follows older rules: it can never match (or be pinned as) a current hash.
-            reports.append(
-                MakeReport(
-                    name=entry.name,
-                    path=path,
-                    status="failed",
-                    sha256=digest,
-                    message=f"built with schema version {version}; delete it to rebuild",
-                )
-            )
-        elif not complete:
-            reports.append(
-                MakeReport(
-                    name=entry.name,
-                    path=path,
-                    status="failed",
-                    sha256=digest,
-                    message="generation was interrupted; run the command again to resume",
-                )
-            )
-        elif entry.sha256 is None:
-            pinned[entry.name] = digest
-            note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
-            reports.append(MakeReport(name=entry.name, path=path, status=status, sha256=digest, message=note))
-        elif entry.sha256 != digest:
-            reports.append(
-                MakeReport(
-                    name=entry.name,
-                    path=path,
-                    status="hash-mismatch",
-                    sha256=digest,
-                    message=f"content hash {digest[:16]}... differs from the spec's {entry.sha256[:16]}... (another "
-                    "package/MuJoCo version or machine, or a changed env); delete the file to rebuild",
-                )
-            )
-        else:
-            reports.append(
-                MakeReport(name=entry.name, path=path, status=status, sha256=digest, message="hash verified")
-            )
+        report = _make_one(entry, cache / entry.file, workers=workers, progress=progress, update_spec=update_spec)
+        if entry.sha256 is None and report.ok and report.sha256 is not None:
+            pinned[entry.name] = report.sha256
+        reports.append(report)
     if update_spec and pinned:
         _write_hashes(Path(spec_path) if spec_path is not None else default_spec_path(), pinned)
     return reports
+
+
+def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bool, update_spec: bool) -> MakeReport:
+    """Builds one canonical dataset if it is missing or incomplete, verifies it and reports on it."""
+    import gymnasium as gym
+
+    from r2s2r_envs.datasets.generate import GenerationError, generate
+
+    def report(status: Status, sha256: str | None, message: str) -> MakeReport:
+        return MakeReport(name=entry.name, path=path, status=status, sha256=sha256, message=message)
+
+    if entry.env_id not in gym.registry:
+        return report("skipped", None, f"env {entry.env_id!r} is not registered in this installation")
+    status: Status = "present"
+    try:
+        if not path.exists() or not _complete(path):
+            generate(
+                entry.env_id,
+                entry.episodes,
+                path,
+                workers=workers,
+                seed=entry.seed,
+                successes_only=entry.successes_only,
+                obs_mode=entry.obs_mode,
+                env_kwargs=entry.env_kwargs,
+                demonstrator=entry.demonstrator,
+                progress=progress,
+            )
+            status = "built"
+        with open_dataset(path, verify="full") as f:
+            digest, complete, version = f.content_hash, f.complete, f.schema_version
+    except (DatasetError, GenerationError, ValueError) as exc:
+        return report("failed", None, str(exc))
+    if version != SCHEMA_VERSION:
+        # An older file's hash follows older rules: it can never match (or be pinned as) a current hash.
+        return report("failed", digest, f"built with schema version {version}; delete it to rebuild")
+    if not complete:
+        return report("failed", digest, "generation was interrupted; run the command again to resume")
+    if entry.sha256 is None:
+        note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
+        return report(status, digest, note)
+    if entry.sha256 != digest:
+        return report(
+            "hash-mismatch",
+            digest,
+            f"content hash {digest[:16]}... differs from the spec's {entry.sha256[:16]}... (another package/MuJoCo "
+            "version or machine, or a changed env); delete the file to rebuild",
+        )
+    return report(status, digest, "hash verified")
 
 
 def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Path) -> list[dict[str, Any]]:

@@ -94,9 +94,9 @@ class TaskSpaceController:
             gx, gy, gz = tx + dx, ty + dy, tz + dz
         self.target_pos = np.array((gx, gy, gz))
 
-        angle = math.sqrt(rx * rx + ry * ry + rz * rz) * cfg.max_angular_step
-        if angle > 0.0:
-            norm = math.sqrt(rx * rx + ry * ry + rz * rz)
+        norm = math.sqrt(rx * rx + ry * ry + rz * rz)
+        if norm > 0.0:
+            angle = norm * cfg.max_angular_step
             dq, new_quat = self._dq, np.empty(4)
             mujoco.mju_axisAngle2Quat(dq, np.array((rx / norm, ry / norm, rz / norm)), angle)
             mujoco.mju_mulQuat(new_quat, dq, self.target_quat)

@@ -5,7 +5,7 @@ them once per control step for all objects at once.
 
 An object is ``pending`` until one rule fires, then its outcome is final:
 
-* ``sorted`` / ``wrong_bin``: inside a bin's region (between its walls, below ``bin_top``) and slower than
+* ``sorted`` / ``wrong_bin``: inside a bin's region (between its walls, below its top) and slower than
   ``settled_speed`` (it may still bounce out while moving); sorted if it is the bin of its category.
 * ``dropped`` / ``fell_off_belt``: below the belt surface (by ``below_belt``) outside every bin: on its way to the
   floor (a rolling ball never settles, so this fires at once).  ``dropped`` if it had been lifted.
@@ -76,11 +76,6 @@ class TaskGeometry:
             for k in range(len(c))
         ]
         object.__setattr__(self, "_boxes", tuple(tuple(float(v) for v in b) for b in boxes))
-
-    @property
-    def bin_top(self) -> np.ndarray:
-        """(3,) top of each bin's region."""
-        return self.bin_center[:, 2] + self.bin_half_size[:, 2]
 
     def bin_of(self, x: float, y: float, z: float) -> int:
         """Index of the bin whose region holds the point (between its walls, below its top), or -1."""

@@ -39,8 +39,6 @@ from r2s2r_envs.world.presets import load_world
 OBS_MODES = ("state", "rgb", "state+rgb")
 DEFAULT_EPISODE_STEPS = 500
 MAX_OBJECTS = 8
-# Kept for code written against 0.1: the env's own time limit is ``episode_steps``.
-DEFAULT_MAX_EPISODE_STEPS = DEFAULT_EPISODE_STEPS
 
 _PROPRIO_KEYS = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat")
 IMAGE_KEYS = ("scene_image", "wrist_image")
@@ -232,13 +230,12 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._failure_cause: str | None = None
 
         n = self.num_objects
-        self._categories = np.zeros(n, dtype=np.int64)
+        self._categories = [0] * n  # category index per object slot, this episode
+        self._half_heights = [0.0] * n  # centre-to-bottom height per object, m
         self._one_hot = np.zeros(3 * n, dtype=np.float32)
         self._outcomes = ["pending"] * n
         self._outcome_steps = [-1] * n
         self._lifted = [False] * n
-        self._half_height = np.zeros(n)
-        self._category_list = [0] * n
         self._steps = 0
         self._sort_step: int | None = None
         self._unstable = False
@@ -291,7 +288,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     @property
     def object_categories(self) -> tuple[str, ...]:
         """Category of each object this episode, in slot order (what ``object_category`` one-hot encodes)."""
-        return tuple(C.CATEGORIES[c] for c in self._category_list)
+        return tuple(C.CATEGORIES[c] for c in self._categories)
 
     @property
     def n_substeps(self) -> int:
@@ -419,7 +416,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         d.ctrl[s.hand_actuators] = hand_q
         for i, place in enumerate(layout):
             quat = (np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2))
-            s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_height[i] + 0.001), quat)
+            s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_heights[i] + 0.001), quat)
             d.qvel[s.object_dof_adr[i] + 1] = -self._world.belt_speed
         self._belt_factor = 1.0
         m.geom_surfacevel[s.belt_geom, 1] = -self._world.belt_speed
@@ -438,8 +435,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._outcome_steps = [-1] * self.num_objects
         self._failure_cause = None
         self._lifted = [False] * self.num_objects
-        self._half_height_list = self._half_height.tolist()
-        self._category_list = self._categories.tolist()
         self._steps = 0
         self._sort_step = None
         self._unstable = False
@@ -541,7 +536,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         m.body_inertia[body] = category_inertia(name, mass, self._object_sizes[name])
         m.geom_friction[s.object_geoms[i, category], 0] = self._world.object_friction * friction_scale
         size = self._object_sizes[name]
-        self._half_height[i] = size[0] if name == "ball" else size[2]
+        self._half_heights[i] = float(size[0] if name == "ball" else size[2])
         self._categories[i] = category
         self._one_hot[3 * i : 3 * i + 3] = 0.0
         self._one_hot[3 * i + category] = 1.0
@@ -559,8 +554,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         # Plain floats: a handful of objects per step, where numpy's per-call overhead would dominate.
         pos = d.qpos[s.object_pos_idx].reshape(-1, 3).tolist()
         speed = [math.sqrt(x * x + y * y + z * z) for x, y, z in d.qvel[s.object_linvel_idx].reshape(-1, 3).tolist()]
-        bottom = [p[2] - h for p, h in zip(pos, self._half_height_list)]
-        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._category_list, g, rules)
+        bottom = [p[2] - h for p, h in zip(pos, self._half_heights)]
+        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._categories, g, rules)
         newly_sorted = newly_failed = 0
         for i, outcome in enumerate(decided):
             if outcome is not None and self._outcomes[i] == "pending":

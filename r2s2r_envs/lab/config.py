@@ -19,6 +19,7 @@ from typing import Any
 
 from r2s2r_envs.envs.config import replace_checked
 from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_number
+from r2s2r_envs.world.presets import read_json_config
 
 DEFAULT_LAB = "default"
 
@@ -146,23 +147,10 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
     """
     if isinstance(lab, LabConfig):
         return lab
-    default_raw = json.loads(_default_path().read_text())
-    default = _from_mapping(default_raw, None)
-    if lab is None:
-        return default
-    if isinstance(lab, Mapping):
-        return _from_mapping(lab, default)
+    if lab is None or isinstance(lab, Mapping):
+        default = _from_mapping(json.loads(_default_path().read_text()), None)
+        return default if lab is None else _from_mapping(lab, default)
     if not isinstance(lab, (str, Path)):
         raise TypeError(f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}")
-    path = Path(lab)
-    if str(lab) in available_labs():
-        path = _default_path().parent / f"{lab}.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"lab {str(lab)!r} is neither a shipped lab {available_labs()} nor a JSON file")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"lab file {path} is not valid JSON: {e}") from e
-    if not isinstance(raw, dict):
-        raise ValueError(f"lab file {path} must hold a JSON object with keys {list(_TOP_KEYS)}")
+    raw, _ = read_json_config(lab, _default_path().parent, kind="lab", shipped_as="lab", keys=_TOP_KEYS)
     return _from_mapping(raw, None)

@@ -50,20 +50,42 @@ def load_world(world: str | Path | Mapping[str, Any] | WorldParams | None = None
             f"world must be a preset name {available_worlds()}, a JSON file path, a mapping of WorldParams fields "
             f"or a WorldParams, got {type(world).__name__}: {world!r}"
         )
-    path = Path(world)
-    if str(world) in available_worlds():
-        path = _preset_dir() / f"{world}.json"
+    raw, path = read_json_config(world, _preset_dir(), kind="world", shipped_as="preset", keys=_DOCUMENT_KEYS)
+    return _from_mapping(raw, f"world file {path}")
+
+
+def read_json_config(
+    ref: str | Path, shipped_dir: Path, *, kind: str, shipped_as: str, keys: tuple[str, ...]
+) -> tuple[dict[str, Any], Path]:
+    """The JSON object of a config shipped in ``shipped_dir`` as ``<ref>.json``, else of the file at path ``ref``.
+
+    Shared by world presets and labs (``r2s2r_envs.lab.load_lab``).
+
+    Args:
+        ref: A shipped config's name or a file path.
+        shipped_dir: Folder of the shipped configs.
+        kind: What the config is ("world", "lab"), for messages.
+        shipped_as: What a shipped one is called ("preset", "lab"), for messages.
+        keys: The keys the JSON object should have, for messages.
+
+    Returns:
+        The parsed object and the path it was read from.
+
+    Raises:
+        FileNotFoundError: neither a shipped name nor an existing file; the message lists the shipped ones.
+        ValueError: not valid JSON, or not a JSON object.
+    """
+    shipped = sorted(p.stem for p in shipped_dir.glob("*.json"))
+    path = shipped_dir / f"{ref}.json" if str(ref) in shipped else Path(ref)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"world {str(world)!r} is neither a shipped preset {available_worlds()} nor a JSON file"
-        )
+        raise FileNotFoundError(f"{kind} {str(ref)!r} is neither a shipped {shipped_as} {shipped} nor a JSON file")
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ValueError(f"world file {path} is not valid JSON: {e}") from e
+        raise ValueError(f"{kind} file {path} is not valid JSON: {e}") from e
     if not isinstance(raw, dict):
-        raise ValueError(f"world file {path} must hold a JSON object with keys {list(_DOCUMENT_KEYS)}")
-    return _from_mapping(raw, f"world file {path}")
+        raise ValueError(f"{kind} file {path} must hold a JSON object with keys {list(keys)}")
+    return raw, path
 
 
 def _from_mapping(raw: Mapping[str, Any], what: str) -> WorldParams:
