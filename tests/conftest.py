@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 # MuJoCo chooses its OpenGL backend at import time; headless offscreen rendering needs EGL.  Set it before
@@ -47,6 +48,51 @@ def random_actions(env: gym.Env, n: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     shape = env.action_space.shape
     return [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(n)]
+
+
+#: The observation keys of obs_mode "state".
+STATE_KEYS: frozenset[str] = frozenset(
+    {
+        "arm_qpos",
+        "arm_qvel",
+        "hand_qpos",
+        "hand_qvel",
+        "eef_pos",
+        "eef_quat",
+        "object_pos",
+        "object_quat",
+        "object_vel",
+        "object_category",
+    }
+)
+
+
+def lab_file(tmp_path: Path, name: str) -> str:
+    """A copy of the default lab under another name, written to a JSON file; returns its path."""
+    from importlib import resources
+
+    raw = json.loads(resources.files("r2s2r_envs.lab").joinpath("configs", "default.json").read_text())
+    raw["name"] = name
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+def downgrade_to_v1(path: Path) -> str:
+    """Rewrites a version-2 dataset the way version 1 stored it (array-only hashes); returns its v1 content hash."""
+    import h5py
+
+    from r2s2r_envs.datasets import schema
+
+    with h5py.File(path, "r+") as f:
+        hashes = {}
+        for grp in f["data"].values():
+            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = str(grp.attrs["arrays_sha256"])
+            del grp.attrs["arrays_sha256"]
+        del f.attrs["content_parts"]
+        f.attrs["r2s2r_schema_version"] = 1
+        f.attrs["content_sha256"] = digest = schema.dataset_hash_v1(hashes)
+    return digest
 
 
 def assert_obs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:

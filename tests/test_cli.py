@@ -6,10 +6,9 @@ import json
 import math
 import subprocess
 import sys
-from importlib import resources
 
 import pytest
-from conftest import ENV_IDS, REPO_ROOT
+from conftest import ENV_IDS, REPO_ROOT, lab_file
 
 from r2s2r_envs import cli
 from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, EvaluationResult, evaluation_seeds
@@ -69,14 +68,6 @@ def test_summarize_episodes():
 
 # ---------------------------------------------------------------------- commands
 FAST = ["--num-objects", "1", "--episode-steps", "40", "--no-progress"]
-
-
-def _lab_file(tmp_path, name: str) -> str:
-    raw = json.loads(resources.files("r2s2r_envs.lab").joinpath("configs", "default.json").read_text())
-    raw["name"] = name
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(raw))
-    return str(path)
 
 
 def test_envs_lists_registered_ids(capsys):
@@ -159,7 +150,7 @@ def test_demo_is_reproducible(capsys):
 
 
 def test_demo_lab_from_a_json_file(capsys, tmp_path):
-    path = _lab_file(tmp_path, "cli_lab")
+    path = lab_file(tmp_path, "cli_lab")
     assert cli.main(["demo", "--env", "PickSort-Real-v0", "--lab", path, "--episodes", "1", *FAST, "--json"]) == 0
     result = EvaluationResult.from_json(capsys.readouterr().out)
     lab = result.provenance["lab"]

@@ -18,6 +18,7 @@ import gymnasium as gym
 import h5py
 import numpy as np
 import pytest
+from conftest import downgrade_to_v1
 
 from r2s2r_envs._version import __version__
 from r2s2r_envs.datasets import CoTrainingMixture, DatasetError, TrajectoryDataset, open_dataset
@@ -590,15 +591,7 @@ def test_replay_of_a_version_1_file_maps_its_time_limit(tmp_path: Path) -> None:
         generation = json.loads(f.attrs["generation"])
         generation["max_episode_steps"] = generation["env_kwargs"].pop("episode_steps")
         f.attrs["generation"] = json.dumps(generation)
-        hashes = {}
-        for grp in f["data"].values():
-            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = str(grp.attrs["arrays_sha256"])
-            del grp.attrs["arrays_sha256"]
-        del f.attrs["content_parts"]
-        f.attrs["r2s2r_schema_version"] = 1
-        from r2s2r_envs.datasets.schema import dataset_hash_v1
-
-        f.attrs["content_sha256"] = dataset_hash_v1(hashes)
+    downgrade_to_v1(out)
     result = replay_demo(out, 1, check=True, allow_env_ids=ALLOW_TOY)
     assert result.first_divergent_step is None and result.num_steps <= 5
 

@@ -9,24 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import STATE_KEYS
 
 import r2s2r_envs  # noqa: F401 - registers the envs
 from r2s2r_envs.datasets import DatasetError, TrajectoryDataset, open_dataset
 from r2s2r_envs.datasets.generate import generate
 from r2s2r_envs.datasets.replay import replay_demo
 
-STATE_KEYS = {
-    "arm_qpos",
-    "arm_qvel",
-    "hand_qpos",
-    "hand_qvel",
-    "eef_pos",
-    "eef_quat",
-    "object_pos",
-    "object_quat",
-    "object_vel",
-    "object_category",
-}
 SHORT = {"env_kwargs": {"num_objects": 1}, "episode_steps": 25, "progress": False}
 
 

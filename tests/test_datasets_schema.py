@@ -10,6 +10,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from conftest import downgrade_to_v1
 
 from r2s2r_envs.datasets import (
     SUPPORTED_SCHEMA_VERSIONS,
@@ -325,21 +326,8 @@ def test_float_schema_version_is_refused(small_file: Path) -> None:
 # -- schema version 1 -----------------------------------------------------------------------------------
 
 
-def _downgrade_to_v1(path: Path) -> str:
-    """Rewrites a version-2 file the way version 1 stored it (array-only hashes); returns its v1 content hash."""
-    with h5py.File(path, "r+") as f:
-        hashes = {}
-        for grp in f["data"].values():
-            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = str(grp.attrs["arrays_sha256"])
-            del grp.attrs["arrays_sha256"]
-        del f.attrs["content_parts"]
-        f.attrs["r2s2r_schema_version"] = 1
-        f.attrs["content_sha256"] = digest = schema.dataset_hash_v1(hashes)
-    return digest
-
-
 def test_version_1_sim_files_are_still_read(small_file: Path) -> None:
-    digest = _downgrade_to_v1(small_file)
+    digest = downgrade_to_v1(small_file)
     with open_dataset(small_file, verify="full") as f:
         assert f.schema_version == 1 and f.content_hash == digest
         assert f.demo(0).states is not None
@@ -356,7 +344,7 @@ def test_version_1_sim_files_are_still_read(small_file: Path) -> None:
 def test_version_1_lab_files_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "lab_v1.hdf5"
     write_synthetic_dataset(path, [3, 4], domain="sim")
-    _downgrade_to_v1(path)
+    downgrade_to_v1(path)
     with h5py.File(path, "r+") as f:
         _edit_json(f.attrs, "provenance", domain="real")  # version 1 wrote lab files with states
     for mode in ("full", "none"):

@@ -10,7 +10,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import ENV_IDS, assert_obs_equal, random_actions
+from conftest import ENV_IDS, STATE_KEYS, assert_obs_equal, random_actions
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 
@@ -76,18 +76,7 @@ def test_spaces_and_obs_keys(env_id, make_env):
     assert env.action_space == gym.spaces.Box(-1.0, 1.0, shape=(22,), dtype=np.float32)
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)
-    assert set(obs) == {
-        "arm_qpos",
-        "arm_qvel",
-        "hand_qpos",
-        "hand_qvel",
-        "eef_pos",
-        "eef_quat",
-        "object_pos",
-        "object_quat",
-        "object_vel",
-        "object_category",
-    }
+    assert set(obs) == STATE_KEYS
     for key in ("is_success", "object_outcomes", "failure_cause", "time_to_sort", "sort_accuracy", "unstable"):
         assert key in info, f"info lacks {key!r}"
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
-from importlib import resources
 
 import numpy as np
 import pytest
+from conftest import lab_file
 
 from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.envs import FAILURE_CAUSES, OUTCOMES
@@ -193,21 +193,13 @@ def test_bad_arguments_are_clear_errors():
 
 
 # ---------------------------------------------------------------------- the lab
-def _lab_file(tmp_path, name: str) -> str:
-    raw = json.loads(resources.files("r2s2r_envs.lab").joinpath("configs", "default.json").read_text())
-    raw["name"] = name
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(raw))
-    return str(path)
-
-
 def _lab_name(provenance: dict) -> str:
     lab = provenance["lab"]
     return lab["name"] if isinstance(lab, dict) else lab
 
 
 def test_lab_result_holds_its_name_never_its_physics(tmp_path):
-    path = _lab_file(tmp_path, "my_lab")
+    path = lab_file(tmp_path, "my_lab")
     res = evaluate(LAB, RandomPolicy(), episodes=1, env_kwargs={**FAST, "lab": path}, progress=False)
     assert res.provenance["domain"] == "real" and _lab_name(res.provenance) == "my_lab"
     assert "world_params" not in res.provenance and "world" not in res.provenance
