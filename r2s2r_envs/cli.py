@@ -11,8 +11,8 @@ Examples::
 evaluation protocol (:func:`r2s2r_envs.evaluation.protocol.evaluate`, docs/protocol.md) and reports the success
 rate (Wilson 95% interval), sort accuracy, time to sort and failure causes.  ``--seed S`` is the base seed:
 episode ``i`` uses ``episode_seeds(S, i)`` (:mod:`r2s2r_envs.envs.seeding`); the default is the fixed protocol's
-``EVALUATION_BASE_SEED``.  The dataset subcommands (``generate``, ``replay``, ``datasets``) are added by
-:mod:`r2s2r_envs.datasets.cli` when that module is present.
+``EVALUATION_BASE_SEED``.  The other subcommands (datasets, grounding, behavior,
+training, evaluation) come from the modules listed in ``SUBCOMMAND_MODULES``.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _non_negative_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``r2s2r`` argument parser, with the dataset subcommands when ``r2s2r_envs.datasets.cli`` exists."""
+    """The ``r2s2r`` argument parser, with the subcommands of every module in ``SUBCOMMAND_MODULES`` that exists."""
     parser = argparse.ArgumentParser(
         prog="r2s2r", description="Real2Sim2Real PickSort environments: demos, datasets, benchmarks."
     )
@@ -260,19 +260,31 @@ def build_parser() -> argparse.ArgumentParser:
     envs.add_argument("--json", action="store_true", help="print a JSON list")
     envs.set_defaults(func=_cmd_envs)
 
-    _add_dataset_subcommands(sub)
+    _add_module_subcommands(sub)
     return parser
 
 
-def _add_dataset_subcommands(sub: argparse._SubParsersAction) -> None:
-    try:
-        datasets_cli = importlib.import_module("r2s2r_envs.datasets.cli")
-    except ModuleNotFoundError as e:
-        # Only an absent datasets CLI is tolerated; a datasets module that fails to import is a bug to surface.
-        if e.name not in ("r2s2r_envs.datasets.cli", "r2s2r_envs.datasets"):
-            raise
-        return
-    datasets_cli.add_subcommands(sub)
+#: Modules that add subcommands (each has ``add_subcommands(subparsers)``), in the order ``--help`` lists them.
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "r2s2r_envs.datasets.cli",  # generate, replay, datasets
+    "r2s2r_envs.grounding.cli",  # log-lab, sysid
+    "r2s2r_envs.behavior.cli",  # fit-behavior, compare-behavior
+    "r2s2r_envs.policies.cli",  # train
+    "r2s2r_envs.evaluation.cli",  # evaluate, leaderboard
+)
+
+
+def _add_module_subcommands(sub: argparse._SubParsersAction) -> None:
+    for name in SUBCOMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            # Only an absent CLI module is tolerated (a part of the suite not built yet); a module that fails to
+            # import for another reason is a bug to surface.
+            if e.name != name:
+                raise
+            continue
+        module.add_subcommands(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
