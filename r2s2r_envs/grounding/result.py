@@ -1,0 +1,391 @@
+"""The grounding file: the one input of a world-grounded env, written by ``r2s2r sysid``.
+
+A grounding file is JSON (schema ``grounding_schema.json``, shipped with the package; docs/grounding.md#file-format)::
+
+    {
+      "format": "r2s2r_envs.grounding",
+      "schema_version": 1,
+      "world": {...every WorldParams field...},
+      "intervals": {"belt_speed": [0.0951, 0.0957], "object_mass": [[0.11, 0.13], [0.12, 0.15], [0.2, 0.24]]},
+      "identified": ["belt_speed", "object_mass", ...],
+      "not_identifiable": {"arm_armature": "the logs do not excite ..."},
+      "validation": {"nrmse": {...}, "planner": {...}, "unmodeled": {...}},
+      "provenance": {"lab": {"name": ..., "config_sha256": ...}, "logs": {file: sha256}, "versions": {...},
+                     "seed": 0, "wall_time_s": {...}}
+    }
+
+``load_grounding("default")`` reads the file shipped for the default lab (``groundings/default.json``);
+any other argument is a path.  Every file is checked before it is used: against the JSON schema, then that
+``world`` lists every ``WorldParams`` field with a valid value, that each interval has the field's shape and
+contains its estimate, and that ``identified`` / ``not_identifiable`` name fields.  Each failure raises a
+:class:`GroundingFileError` that names the file, what is wrong and what is accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
+
+#: Version of the grounding file format; readers refuse others.
+GROUNDING_SCHEMA_VERSION = 1
+#: The ``format`` field of a grounding file.
+GROUNDING_FORMAT = "r2s2r_envs.grounding"
+#: Name of the grounding shipped for the default lab.
+DEFAULT_GROUNDING = "default"
+_SCHEMA_FILE = "grounding_schema.json"
+_SHIPPED_DIR = "groundings"
+# A field name, or one element of a vector field: "object_mass[1]".
+_FIELD_REF = re.compile(r"^([a-z_]+)(?:\[(\d+)\])?$")
+
+
+class GroundingFileError(ValueError):
+    """A grounding file (or dict) that is not a valid grounding of a schema version this package reads."""
+
+
+# ---------------------------------------------------------------------- the grounding
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Grounding:
+    """An identified world with its uncertainty, validation and provenance: the content of a grounding file.
+
+    Attributes:
+        world: The identified world (every field; fields not identified at their nominal value).
+        intervals: 95% interval per identified field: ``[low, high]`` for a scalar field, one ``[low, high]`` per
+            element for a vector field; ``None`` on a side the data did not bound.  Same units as the field.
+        identified: Fields (or ``field[i]`` elements) the logs identified.
+        not_identifiable: Fields (or elements) kept at nominal, each with the reason.
+        validation: Held-out validation: ``nrmse`` per signal group (``nominal``, ``grounded``,
+            ``reduction_percent``, ``samples``), ``planner`` success table or None, ``unmodeled`` effects or None
+            (see :mod:`r2s2r_envs.grounding.validation`).
+        provenance: Lab name and config hash, log file hashes, software versions, seed, wall time per stage (s).
+        source: Where it was loaded from (a shipped name or a path); not part of the file.
+        file_sha256: SHA-256 of the file's bytes when loaded from a file; not part of the file.
+    """
+
+    world: WorldParams
+    intervals: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    identified: tuple[str, ...] = ()
+    not_identifiable: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    validation: Mapping[str, Any] = dataclasses.field(default_factory=lambda: {"nrmse": {}})
+    provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    source: str | None = dataclasses.field(default=None, compare=False)
+    file_sha256: str | None = dataclasses.field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.world, WorldParams):
+            raise TypeError(f"Grounding.world must be a WorldParams, got {type(self.world).__name__}")
+        object.__setattr__(self, "identified", tuple(self.identified))
+        object.__setattr__(self, "intervals", {k: _interval_json(v) for k, v in dict(self.intervals).items()})
+        object.__setattr__(self, "not_identifiable", dict(self.not_identifiable))
+        _check_semantics(self.to_dict(), "Grounding")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file's JSON object (``source`` and ``file_sha256`` are not part of it)."""
+        return {
+            "format": GROUNDING_FORMAT,
+            "schema_version": GROUNDING_SCHEMA_VERSION,
+            "world": self.world.to_dict(),
+            "intervals": {k: _interval_json(v) for k, v in self.intervals.items()},
+            "identified": list(self.identified),
+            "not_identifiable": dict(self.not_identifiable),
+            "validation": _jsonable(self.validation),
+            "provenance": _jsonable(self.provenance),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The file's text."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any, *, where: str = "grounding") -> Grounding:
+        """Check and read a grounding file's JSON object.
+
+        Raises:
+            GroundingFileError: naming ``where``, what is wrong and what is accepted.
+        """
+        validate_grounding(data, where=where)
+        return cls(
+            world=WorldParams.from_dict(data["world"]),
+            intervals=data["intervals"],
+            identified=tuple(data["identified"]),
+            not_identifiable=data["not_identifiable"],
+            validation=data["validation"],
+            provenance=data["provenance"],
+        )
+
+    @classmethod
+    def from_identification(
+        cls, identification: Any, *, validation: Mapping[str, Any], provenance: Mapping[str, Any]
+    ) -> Grounding:
+        """A grounding from the result of :func:`r2s2r_envs.grounding.identify.identify`.
+
+        Infinite interval ends (a parameter the data did not bound) become ``None``.
+        """
+        return cls(
+            world=identification.world,
+            intervals=dict(identification.intervals),
+            identified=tuple(identification.identified),
+            not_identifiable=dict(identification.not_identifiable),
+            validation=validation,
+            provenance=provenance,
+        )
+
+    def interval(self, field: str) -> Any:
+        """The 95% interval of ``field`` (``[low, high]`` or a list of them), or None if it has none."""
+        if field not in WorldParams.field_names():
+            raise KeyError(f"unknown WorldParams field {field!r}; valid fields: {list(WorldParams.field_names())}")
+        return self.intervals.get(field)
+
+
+# ---------------------------------------------------------------------- reading and writing
+def shipped_groundings() -> list[str]:
+    """Names of the grounding files shipped with the package (``load_grounding(name)`` takes them)."""
+    return sorted(p.stem for p in _shipped_dir().glob("*.json"))
+
+
+def shipped_grounding_path(name: str) -> Path:
+    """Path of the shipped grounding ``name``.
+
+    Raises:
+        FileNotFoundError: no such shipped grounding; the message lists the shipped ones.
+    """
+    path = _shipped_dir() / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no shipped grounding {name!r}; shipped: {shipped_groundings()}")
+    return path
+
+
+def load_grounding(grounding: str | os.PathLike[str] | Grounding = DEFAULT_GROUNDING) -> Grounding:
+    """A grounding from a shipped name (``"default"``: the default lab's) or the path of a grounding file.
+
+    Raises:
+        FileNotFoundError: neither a shipped name nor an existing file; the message lists the shipped names.
+        GroundingFileError: the file is not valid JSON, is of another schema version, has unknown or missing
+            fields, or an invalid value; the message names the file and what is accepted.
+        TypeError: ``grounding`` is neither a name, a path nor a ``Grounding``.
+    """
+    if isinstance(grounding, Grounding):
+        return grounding
+    if not isinstance(grounding, (str, os.PathLike)):
+        raise TypeError(
+            f"grounding must be a shipped grounding name {shipped_groundings()} or the path of a grounding JSON file "
+            f"(written by `r2s2r sysid`), got {type(grounding).__name__}: {grounding!r}"
+        )
+    ref = os.fspath(grounding)
+    shipped = shipped_groundings()
+    path = _shipped_dir() / f"{ref}.json" if ref in shipped else Path(ref)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"grounding {ref!r} is neither a shipped grounding {shipped} nor a file: pass the path of a grounding "
+            "JSON file written by `r2s2r sysid --out FILE`"
+        )
+    raw = path.read_bytes()
+    where = f"grounding file {path}"
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
+        raise GroundingFileError(
+            f"{where} is not valid JSON ({e}); a grounding file is written by `r2s2r sysid`"
+        ) from e
+    grounding_ = Grounding.from_dict(data, where=where)
+    source = ref if ref in shipped else str(path)
+    return dataclasses.replace(grounding_, source=source, file_sha256=hashlib.sha256(raw).hexdigest())
+
+
+def write_grounding(grounding: Grounding, path: str | os.PathLike[str]) -> str:
+    """Write ``grounding`` to ``path`` (atomically: a reader never sees half a file) and return the file's SHA-256.
+
+    Raises:
+        GroundingFileError: the grounding does not pass the checks a reader makes.
+    """
+    text = grounding.to_json()
+    validate_grounding(json.loads(text), where=f"grounding to write to {path}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- checks
+@lru_cache(maxsize=1)
+def grounding_schema() -> dict[str, Any]:
+    """The JSON schema of a grounding file (``grounding_schema.json``, shipped with the package)."""
+    return json.loads(resources.files("r2s2r_envs.grounding").joinpath(_SCHEMA_FILE).read_text())
+
+
+def validate_grounding(data: Any, *, where: str = "grounding") -> None:
+    """Check a grounding file's JSON object: schema version first, then the JSON schema, then the semantics.
+
+    Raises:
+        GroundingFileError: naming ``where``, what is wrong and what is accepted.
+    """
+    import jsonschema
+
+    if not isinstance(data, Mapping):
+        raise GroundingFileError(f"{where} must hold a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version")
+    if version != GROUNDING_SCHEMA_VERSION:
+        what = "has no schema_version" if version is None else f"has schema_version {version!r}"
+        raise GroundingFileError(
+            f"{where} {what}; this r2s2r_envs reads grounding schema version {GROUNDING_SCHEMA_VERSION} only "
+            "(re-run `r2s2r sysid` with this version to rewrite it)"
+        )
+    if data.get("format") != GROUNDING_FORMAT:
+        raise GroundingFileError(
+            f"{where}: 'format' is {data.get('format')!r}, expected {GROUNDING_FORMAT!r} (is this a grounding file?)"
+        )
+    known = list(grounding_schema()["properties"])
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise GroundingFileError(f"{where}: unknown field(s) {unknown}; a grounding file has exactly {known}")
+    missing = [k for k in known if k not in data]
+    if missing:
+        raise GroundingFileError(f"{where}: missing field(s) {missing}; a grounding file has exactly {known}")
+    validator = jsonschema.Draft202012Validator(grounding_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise GroundingFileError(f"{where}: at {at}: {e.message} (schema: {_SCHEMA_FILE}, docs/grounding.md)")
+    _check_semantics(data, where)
+
+
+def _check_semantics(data: Mapping[str, Any], where: str) -> None:
+    fields = WorldParams.field_names()
+    world = data["world"]
+    missing = [f for f in fields if f not in world]
+    unknown = sorted(set(world) - set(fields))
+    if unknown:
+        raise GroundingFileError(f"{where}: world has unknown field(s) {unknown}; WorldParams fields: {list(fields)}")
+    if missing:
+        raise GroundingFileError(
+            f"{where}: world lacks field(s) {missing}; a grounding file lists every WorldParams field (fields not "
+            "identified at their nominal value)"
+        )
+    try:
+        params = WorldParams.from_dict(world)
+    except (TypeError, ValueError, KeyError) as e:
+        raise GroundingFileError(f"{where}: world: {e.args[0] if e.args else e}") from e
+    for name, interval in data["intervals"].items():
+        _check_interval(where, name, interval, getattr(params, name) if name in fields else None)
+    for key in ("identified", "not_identifiable"):
+        for ref in data[key]:
+            _check_field_ref(where, key, ref)
+    both = sorted(set(data["identified"]) & set(data["not_identifiable"]))
+    if both:
+        raise GroundingFileError(f"{where}: {both} listed both as identified and as not identifiable")
+
+
+def _check_field_ref(where: str, key: str, ref: str) -> None:
+    m = _FIELD_REF.match(ref)
+    fields = WorldParams.field_names()
+    if m is None or m.group(1) not in fields:
+        raise GroundingFileError(
+            f"{where}: {key} names {ref!r}, which is not a WorldParams field (or field[i]); fields: {list(fields)}"
+        )
+    if m.group(2) is not None:
+        length = FIELD_BOUNDS[m.group(1)].length
+        if length is None or int(m.group(2)) >= length:
+            accepted = "a scalar field, no index" if length is None else f"indices 0-{length - 1}"
+            raise GroundingFileError(f"{where}: {key} names {ref!r}: {m.group(1)} takes {accepted}")
+
+
+def _check_interval(where: str, name: str, interval: Any, value: Any) -> None:
+    if value is None:
+        raise GroundingFileError(
+            f"{where}: intervals has an entry for {name!r}, which is not a WorldParams field; "
+            f"fields: {list(WorldParams.field_names())}"
+        )
+    length = FIELD_BOUNDS[name].length
+    if length is None:
+        if not _is_pair(interval):
+            raise GroundingFileError(
+                f"{where}: intervals.{name} must be [low, high] (a scalar field), got {interval!r}"
+            )
+        pairs, values = [interval], [value]
+    else:
+        if not (isinstance(interval, list) and len(interval) == length and all(_is_pair(p) for p in interval)):
+            raise GroundingFileError(
+                f"{where}: intervals.{name} must be a list of {length} [low, high] pairs (one per element), "
+                f"got {interval!r}"
+            )
+        pairs, values = interval, list(value)
+    for k, ((low, high), v) in enumerate(zip(pairs, values)):
+        label = name if length is None else f"{name}[{k}]"
+        lo = -math.inf if low is None else low
+        hi = math.inf if high is None else high
+        if lo > hi:
+            raise GroundingFileError(f"{where}: intervals.{label} = [{low}, {high}] has low > high")
+        if not lo <= v <= hi:
+            raise GroundingFileError(
+                f"{where}: intervals.{label} = [{low}, {high}] excludes the field's value {v:g} in world; an "
+                "interval must contain its estimate"
+            )
+
+
+def _is_pair(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value)
+    )
+
+
+def _interval_json(value: Any) -> Any:
+    """An interval (or list of intervals) as JSON: lists, floats, None for an infinite or NaN end."""
+    if hasattr(value, "tolist"):  # numpy array or scalar
+        value = value.tolist()
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_interval_json(v) for v in value]
+    if value is None:
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON data (numpy scalars and arrays converted, non-finite floats as None)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _jsonable(value.tolist())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (write null for an unbounded interval end)")
+
+
+def _shipped_dir() -> Path:
+    return Path(str(resources.files("r2s2r_envs.grounding").joinpath(_SHIPPED_DIR)))
+
+
+__all__ = [
+    "DEFAULT_GROUNDING",
+    "GROUNDING_FORMAT",
+    "GROUNDING_SCHEMA_VERSION",
+    "Grounding",
+    "GroundingFileError",
+    "grounding_schema",
+    "load_grounding",
+    "shipped_grounding_path",
+    "shipped_groundings",
+    "validate_grounding",
+    "write_grounding",
+]

@@ -1,0 +1,201 @@
+"""The grounding file (r2s2r_envs.grounding.result): schema, round trips and clear errors for bad files."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import math
+
+import pytest
+
+from r2s2r_envs.grounding.result import (
+    GROUNDING_SCHEMA_VERSION,
+    Grounding,
+    GroundingFileError,
+    grounding_schema,
+    load_grounding,
+    shipped_groundings,
+    validate_grounding,
+    write_grounding,
+)
+from r2s2r_envs.world import WorldParams, nominal
+
+
+def example_grounding(**changes) -> Grounding:
+    """A hand-made grounding (not an identification): belt speed, latency and masses changed from nominal."""
+    world = dataclasses.replace(
+        nominal(), belt_speed=0.095, control_latency=0.04, object_mass=(0.11, 0.13, 0.22), object_pos_noise=0.002
+    )
+    fields = dict(
+        world=world,
+        intervals={
+            "belt_speed": [0.094, 0.096],
+            "control_latency": [0.035, 0.045],
+            "object_mass": [[0.10, 0.12], [0.12, 0.14], [0.20, 0.24]],
+            "object_pos_noise": [0.0015, 0.0025],
+        },
+        identified=["belt_speed", "control_latency", "object_mass", "object_pos_noise"],
+        not_identifiable={"arm_armature": "the logs do not excite joint accelerations enough"},
+        validation={
+            "nrmse": {"arm joints": {"nominal": 0.5, "grounded": 0.1, "reduction_percent": 80.0, "samples": 100}},
+            "planner": None,
+            "unmodeled": None,
+        },
+        provenance={
+            "lab": {"name": "test-lab", "config_sha256": "ab" * 32},
+            "logs": {"arm_steps.hdf5": "cd" * 32},
+            "versions": {"r2s2r_envs": "0.2.0", "mujoco": "4.0.0"},
+            "seed": 0,
+            "wall_time_s": {"logging": 1.0, "fitting": 2.0, "validation": 0.5},
+        },
+    )
+    fields.update(changes)
+    return Grounding(**fields)
+
+
+def write_example(tmp_path, name="grounding.json", **changes):
+    path = tmp_path / name
+    write_grounding(example_grounding(**changes), path)
+    return path
+
+
+def _edit(tmp_path, edit, name="edited.json"):
+    """A grounding file whose JSON object was changed by ``edit(data)``."""
+    data = example_grounding().to_dict()
+    edit(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_round_trip_is_exact_and_records_the_file_hash(tmp_path):
+    g = example_grounding()
+    path = tmp_path / "g.json"
+    digest = write_grounding(g, path)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    loaded = load_grounding(path)
+    assert loaded == g
+    assert loaded.world == g.world and loaded.world.control_latency == 0.04
+    assert loaded.file_sha256 == digest and loaded.source == str(path)
+    assert Grounding.from_dict(json.loads(path.read_text())) == g
+    assert load_grounding(str(path)) == g  # str and Path both accepted
+    assert load_grounding(g) is g
+
+
+def test_file_lists_every_world_field_and_the_schema_keys():
+    data = example_grounding().to_dict()
+    assert set(data["world"]) == set(WorldParams.field_names())
+    schema = grounding_schema()
+    assert set(data) == set(schema["properties"]) == set(schema["required"])
+    assert data["schema_version"] == GROUNDING_SCHEMA_VERSION == 1
+    validate_grounding(data)  # the schema and the checks accept what to_dict writes
+
+
+def test_infinite_interval_ends_are_written_as_null(tmp_path):
+    path = write_example(tmp_path, intervals={"control_latency": [0.03, math.inf]})
+    assert json.loads(path.read_text())["intervals"]["control_latency"] == [0.03, None]
+    assert load_grounding(path).interval("control_latency") == [0.03, None]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(schema_version=2), "schema_version 2; this r2s2r_envs reads grounding schema version 1"),
+        (lambda d: d.pop("schema_version"), "has no schema_version"),
+        (lambda d: d.update(format="something"), "expected 'r2s2r_envs.grounding'"),
+        (lambda d: d.update(extra=1), "unknown field(s) ['extra']"),
+        (lambda d: d.pop("validation"), "missing field(s) ['validation']"),
+        (lambda d: d["world"].pop("belt_speed"), "world lacks field(s) ['belt_speed']"),
+        (lambda d: d["world"].update(warp_drive=1.0), "world has unknown field(s) ['warp_drive']"),
+        (lambda d: d["world"].update(belt_speed=-1.0), "WorldParams.belt_speed must be"),
+        (lambda d: d["world"].update(object_mass=[0.1, 0.1]), "object_mass"),
+        (lambda d: d["intervals"].update(belt_speed=[0.05, 0.06]), "excludes the field's value 0.095"),
+        (lambda d: d["intervals"].update(belt_speed=[0.1, 0.09]), "low > high"),
+        (lambda d: d["intervals"].update(object_mass=[0.1, 0.2]), "list of 3 [low, high] pairs"),
+        (lambda d: d["intervals"].update(belt_speed=[[0.09, 0.1]]), "must be [low, high] (a scalar field)"),
+        (lambda d: d["intervals"].update(flux=[0, 1]), "'flux', which is not a WorldParams field"),
+        (lambda d: d["identified"].append("flux"), "identified names 'flux'"),
+        (lambda d: d["identified"].append("object_mass[3]"), "indices 0-2"),
+        (lambda d: d["identified"].append("belt_speed[0]"), "a scalar field, no index"),
+        (lambda d: d["not_identifiable"].update(belt_speed="?"), "both as identified and as not identifiable"),
+        (lambda d: d["provenance"]["lab"].pop("config_sha256"), "'config_sha256' is a required property"),
+        (lambda d: d["provenance"]["logs"].update(x="not-a-hash"), "at provenance/logs/x"),
+        (lambda d: d["validation"]["nrmse"]["arm joints"].pop("grounded"), "'grounded' is a required property"),
+    ],
+)
+def test_bad_files_name_what_is_wrong(tmp_path, edit, message):
+    path = _edit(tmp_path, edit)
+    with pytest.raises(GroundingFileError) as info:
+        load_grounding(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "is not valid JSON"),
+        ('{"format": "r2s2r_envs.grounding", "schema_', "is not valid JSON"),  # truncated
+        ("[1, 2]", "must hold a JSON object"),
+        ('{"x": NaN}', "NaN is not valid JSON"),
+        ("\xff\xfe", "is not valid JSON"),
+    ],
+)
+def test_malformed_files(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(GroundingFileError, match="bad.json") as info:
+        load_grounding(path)
+    assert message in str(info.value)
+
+
+def test_missing_file_names_the_shipped_groundings(tmp_path):
+    with pytest.raises(FileNotFoundError) as info:
+        load_grounding(tmp_path / "absent.json")
+    assert "absent.json" in str(info.value)
+    assert str(shipped_groundings()) in str(info.value)
+    with pytest.raises(TypeError, match="shipped grounding name"):
+        load_grounding(3)  # type: ignore[arg-type]
+
+
+def test_a_grounding_in_code_is_checked_too():
+    with pytest.raises(GroundingFileError, match="excludes"):
+        example_grounding(intervals={"belt_speed": [0.0, 0.01]})
+    with pytest.raises(TypeError, match="WorldParams"):
+        Grounding(world={"belt_speed": 0.1})  # type: ignore[arg-type]
+
+
+def test_write_refuses_an_incomplete_grounding(tmp_path):
+    g = example_grounding(provenance={})  # no lab, logs, versions: a reader would refuse it
+    with pytest.raises(GroundingFileError, match="required property"):
+        write_grounding(g, tmp_path / "g.json")
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_shipped_groundings_load():
+    for name in shipped_groundings():
+        g = load_grounding(name)
+        assert g.source == name and g.file_sha256 is not None
+        assert g.provenance["lab"]["name"]  # identified from a named lab
+
+
+def test_from_identification_takes_an_identify_result():
+    g0 = example_grounding()
+
+    @dataclasses.dataclass
+    class FakeIdentification:  # the fields r2s2r_envs.grounding.identify.Identification has
+        world: WorldParams
+        intervals: dict
+        identified: list
+        not_identifiable: dict
+        details: dict
+        wall_time_s: float
+
+    intervals = copy.deepcopy(dict(g0.intervals))
+    intervals["belt_speed"] = [-math.inf, 0.2]
+    ident = FakeIdentification(g0.world, intervals, list(g0.identified), dict(g0.not_identifiable), {}, 1.0)
+    g = Grounding.from_identification(ident, validation=g0.validation, provenance=g0.provenance)
+    assert g.intervals["belt_speed"] == [None, 0.2]
+    assert g.world == g0.world and g.identified == g0.identified
