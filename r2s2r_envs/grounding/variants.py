@@ -1,0 +1,58 @@
+"""The world-grounded variant: ``PickSort-WorldGrounded-v0``, PickSort with physics identified from lab logs.
+
+Its one input is a grounding file written by ``r2s2r sysid`` (:mod:`r2s2r_envs.grounding.result`,
+docs/grounding.md): ``gym.make("PickSort-WorldGrounded-v0")`` uses the file shipped for the default lab, and
+``gym.make("PickSort-WorldGrounded-v0", grounding="my_lab.json")`` another lab's.  The file is read and checked
+when the env is made, so a missing or malformed file fails at ``gym.make``, never later.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from r2s2r_envs.envs.pick_sort import PickSortEnv
+from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, GROUNDING_SCHEMA_VERSION, Grounding, load_grounding
+
+
+class WorldGroundedEnv(PickSortEnv):
+    """PickSort in a world identified from lab logs.  Same spaces, reward and ``info`` as ``PickSortEnv``.
+
+    Args:
+        grounding: A shipped grounding name (default ``"default"``: the default lab's) or the path of a
+            grounding file written by ``r2s2r sysid --out FILE``.
+        **kwargs: Any ``PickSortEnv`` argument except ``world`` (the grounding decides the world).
+            ``reset(options={"world": ...})`` and ``set_world`` still change the world per episode, e.g. for
+            domain randomization around the grounding (:mod:`r2s2r_envs.grounding.randomization`).
+
+    Raises:
+        FileNotFoundError: ``grounding`` is neither a shipped name nor a file (the message lists the shipped ones).
+        GroundingFileError: the file is malformed or of another schema version (a ``ValueError``).
+        TypeError: a ``world`` argument, or an unknown one.
+    """
+
+    _extra_arguments = ("grounding",)
+
+    def __init__(self, *, grounding: str | os.PathLike[str] | Grounding = DEFAULT_GROUNDING, **kwargs: Any) -> None:
+        if "world" in kwargs:
+            raise TypeError(
+                "PickSort-WorldGrounded-v0 takes no 'world' argument: its world comes from 'grounding' (a shipped "
+                "grounding name or a grounding file written by `r2s2r sysid`); use PickSort-Ungrounded-v0 with "
+                "world=... for a world of your own"
+            )
+        self.grounding = load_grounding(grounding)
+        super().__init__(world=self.grounding.world, **kwargs)
+
+    def grounding_identity(self) -> dict[str, Any]:
+        """Which grounding file this env runs: its name or path, the SHA-256 of its bytes, its schema version and
+        the lab it was identified from (name and config hash)."""
+        g = self.grounding
+        return {
+            "source": g.source,
+            "sha256": g.file_sha256,
+            "schema_version": GROUNDING_SCHEMA_VERSION,
+            "lab": dict(g.provenance.get("lab", {})),
+        }
+
+    def provenance(self) -> dict[str, Any]:
+        return {**super().provenance(), "grounding": self.grounding_identity()}
