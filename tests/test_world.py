@@ -65,6 +65,8 @@ UNITS = {
     "object_pos_noise": "m",
     "object_vel_noise": "m/s",
     "object_pos_offset": "m",
+    "arm_torque_noise": "N*m",
+    "finger_current_noise": "N*m",
 }
 
 

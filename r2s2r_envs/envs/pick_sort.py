@@ -24,6 +24,7 @@ from r2s2r_envs.envs.config import (
     REWARD_MODES,
     ControlConfig,
     EpisodeRandomization,
+    ObjectPlacement,
     RewardWeights,
     replace_checked,
     sample_layout,
@@ -33,7 +34,7 @@ from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, Tas
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes, update_model
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import Bound, WorldParams, check_number
 from r2s2r_envs.world.presets import load_world
 
 OBS_MODES = ("state", "rgb", "state+rgb")
@@ -54,8 +55,15 @@ ENV_ARGUMENTS = (
     "demonstrator",
     "episode_steps",
     "control_mode",
+    "sensors",
 )
-RESET_OPTIONS = ("world",)
+RESET_OPTIONS = ("world", "setup")
+#: Opt-in extra sensors (``sensors=``): what a real cell's drivers report beyond joint encoders.
+SENSORS = ("arm_torque", "finger_current")
+SETUP_KEYS = ("objects", "belt", "arm_qpos")
+SETUP_OBJECT_KEYS = ("category", "position", "yaw")
+# Where parked object slots rest (world frame, m): on the floor behind the robot, out of its reach.
+_PARK_X, _PARK_Y0, _PARK_DY = -1.4, -1.6, 0.35
 
 # Pid of the process that created the first GL context, for the fork check in ``_render_camera``.
 _GL_OWNER_PID: int | None = None
@@ -123,6 +131,15 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     with random category, spacing (0.25-0.4 m), lateral offset (+-4 cm) and yaw (+-0.6 rad); the first object
     enters the workspace within about a second (``envs.config.EpisodeRandomization``).
 
+    Operator set-up (what a person in the room can do, the same in a simulator and in the lab):
+    ``reset(options={"setup": {...}})`` with ``"objects"`` (a list of at most ``num_objects`` entries
+    ``{"category": "cube"|"ball"|"bar", "position": [x, y] or [x, y, z], "yaw": rad (optional)}``, world frame,
+    m; without z the object rests on the belt; placed objects start at rest on a stopped belt and riding a running
+    one; slots not listed are parked on the floor out of reach, never interacting, and keep the outcome
+    ``pending``), ``"belt"`` (true: running, the default; false: stopped) and ``"arm_qpos"`` (7 joint angles,
+    rad, instead of the noisy home posture).  Positions are where the operator put the objects, so a perception
+    offset shows as perceived minus placed.  Without ``"setup"`` nothing changes.
+
     Randomness: ``reset(seed=s)`` seeds ``self.np_random``, which seeds three independent streams for the
     episode: the layout (objects, arm noise), the physics (belt fluctuation and, in the lab, per-object
     variation) and the sensors (measurement noise).  Rendering images instead of perceiving objects therefore
@@ -150,7 +167,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     ``render_size`` ((height, width), up to (480, 640), the default), ``reward_mode`` (``"dense"``/``"sparse"``),
     ``randomization`` (mapping of ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator
     that comes with the env), ``episode_steps`` (the time limit in control steps, default 500), ``control_mode``
-    (``"task"`` or ``"joint"``).
+    (``"task"`` or ``"joint"``), ``sensors`` (opt-in extra observation keys: ``"arm_torque"``, (7,) measured arm
+    joint torques, N*m, as a Panda reports them; ``"finger_current"``, (16,) finger servo effort as joint torque,
+    N*m; each with white noise ``WorldParams.arm_torque_noise`` / ``finger_current_noise`` drawn from a fourth
+    stream, so enabling them never changes the other observations).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
     ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain
@@ -184,6 +204,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         demonstrator: str = "scripted",
         episode_steps: int = DEFAULT_EPISODE_STEPS,
         control_mode: str = "task",
+        sensors: tuple[str, ...] | list[str] = (),
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -201,6 +222,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             raise ValueError(f"num_objects must be an integer in [1, {MAX_OBJECTS}], got {num_objects!r}")
         if not _is_int(episode_steps) or episode_steps < 1:
             raise ValueError(f"episode_steps must be a positive integer, got {episode_steps!r}")
+        if isinstance(sensors, str) or not all(isinstance(k, str) and k in SENSORS for k in sensors):
+            raise ValueError(f"sensors must be a sequence of sensor names from {list(SENSORS)}, got {sensors!r}")
+        self.sensors: tuple[str, ...] = tuple(k for k in SENSORS if k in sensors)
         if not isinstance(demonstrator, str):
             raise TypeError(f"demonstrator must be the name of a registered demonstrator, got {demonstrator!r}")
         self.episode_steps = int(episode_steps)
@@ -241,7 +265,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._unstable = False
         self._needs_reset = True
         self._belt_factor = 1.0
-        self._layout_rng = self._physics_rng = self._sensor_rng = np.random.default_rng(0)
+        self._belt_running = True
+        self._parked: frozenset[int] = frozenset()
+        self._layout_rng = self._physics_rng = self._sensor_rng = self._extra_sensor_rng = np.random.default_rng(0)
 
     # ------------------------------------------------------------------ world
     def _build(self, world: WorldParams) -> None:
@@ -274,6 +300,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             ]
         )
         self._noisy = bool(np.any(self._noise_scale > 0))
+        self._extra_noise = {"arm_torque": w.arm_torque_noise, "finger_current": w.finger_current_noise}
         self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
         self._offset = bool(np.any(self._pos_offset != 0))
 
@@ -375,6 +402,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 "object_vel": box(6 * n),
                 "object_category": box(3 * n, 0.0, 1.0),
             }
+        if "arm_torque" in self.sensors:
+            keys["arm_torque"] = box(7)
+        if "finger_current" in self.sensors:
+            keys["finger_current"] = box(len(C.HAND_JOINTS))
         if self.obs_mode in ("rgb", "state+rgb"):
             s = self.image_size
             for k in IMAGE_KEYS:
@@ -390,36 +421,56 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
             raise ValueError(f"unknown reset option(s) {unknown}; valid: {list(RESET_OPTIONS)}")
+        setup = self._check_setup(options["setup"]) if "setup" in options else None
         if "world" in options:
             self.set_world(options["world"])
         # One draw from np_random seeds the episode's three streams (see "Starting State").
         entropy = int(self.np_random.integers(0, 2**63))
-        layout_seq, physics_seq, sensor_seq = np.random.SeedSequence(entropy).spawn(3)
+        root = np.random.SeedSequence(entropy)
+        layout_seq, physics_seq, sensor_seq = root.spawn(3)
         self._layout_rng = np.random.default_rng(layout_seq)
         self._physics_rng = np.random.default_rng(physics_seq)
         self._sensor_rng = np.random.default_rng(sensor_seq)
+        if self.sensors:  # a fourth stream, so the extra sensors never shift the other three
+            self._extra_sensor_rng = np.random.default_rng(root.spawn(1)[0])
 
         m, d, s = self._model, self._data, self.scene
         mujoco.mj_resetData(m, d)
         layout = sample_layout(self._layout_rng, self.num_objects, s.belt_center_x, self.randomization)
         arm_noise = self._layout_rng.uniform(-1.0, 1.0, size=7) * self.randomization.arm_qpos_noise
+        heights: list[float | None] = [None] * self.num_objects  # z given by the operator, m
+        self._parked = frozenset()
+        if setup is not None:
+            layout, heights = self._setup_layout(setup, layout)
         for i, place in enumerate(layout):
             self._set_category(i, place.category)
+        for i in self._parked:
+            self._disable_contacts(i)
         mujoco.mj_setConst(m, d)  # masses changed; this also rewrites qpos, so the state is set after it
         mujoco.mj_resetData(m, d)
 
-        arm_q = np.clip(np.asarray(self.control.home_arm_qpos) + arm_noise, s.arm_range[:, 0], s.arm_range[:, 1])
+        if setup is not None and "arm_qpos" in setup:
+            arm_q = np.asarray(setup["arm_qpos"], dtype=float)
+        else:
+            arm_q = np.clip(np.asarray(self.control.home_arm_qpos) + arm_noise, s.arm_range[:, 0], s.arm_range[:, 1])
         d.qpos[s.arm_qpos_adr] = arm_q
         d.ctrl[s.arm_actuators] = arm_q
         hand_q = self.open_hand_qpos()
         d.qpos[s.hand_qpos_adr] = hand_q
         d.ctrl[s.hand_actuators] = hand_q
+        self._belt_running = setup is None or setup.get("belt", True)
+        belt_speed = self._world.belt_speed if self._belt_running else 0.0
         for i, place in enumerate(layout):
             quat = (np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2))
-            s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_heights[i] + 0.001), quat)
-            d.qvel[s.object_dof_adr[i] + 1] = -self._world.belt_speed
+            if i in self._parked:  # resting on the floor, out of reach
+                s.set_object_pose(d, i, (place.x, place.y, self._half_heights[i] + 0.001), quat)
+            elif heights[i] is not None:  # placed (or held) at a given height: starts at rest
+                s.set_object_pose(d, i, (place.x, place.y, heights[i]), quat)
+            else:
+                s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_heights[i] + 0.001), quat)
+                d.qvel[s.object_dof_adr[i] + 1] = -belt_speed
         self._belt_factor = 1.0
-        m.geom_surfacevel[s.belt_geom, 1] = -self._world.belt_speed
+        m.geom_surfacevel[s.belt_geom, 1] = -belt_speed
         # Actuators with a command filter start settled at the reset command.
         filtered = np.flatnonzero(m.actuator_actadr >= 0)
         d.act[m.actuator_actadr[filtered]] = d.ctrl[filtered]
@@ -471,14 +522,98 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
         terms = self._update_outcomes_and_rewards()
         reward = sum(terms.values())
-        terminated = "pending" not in self._outcomes
+        if self._parked:  # parked slots (operator set-up) keep "pending": they never take part
+            terminated = all(o != "pending" or i in self._parked for i, o in enumerate(self._outcomes))
+        else:
+            terminated = "pending" not in self._outcomes
         truncated = False
         if not terminated and self._steps >= self.episode_steps:
             truncated = True
             for i, o in enumerate(self._outcomes):
-                if o == "pending":
+                if o == "pending" and i not in self._parked:
                     self._set_outcome(i, "timeout")
         return self._get_obs(), reward, terminated, truncated, self._info(terms)
+
+    # ------------------------------------------------------------------ operator set-up
+    def _check_setup(self, setup: Any) -> dict[str, Any]:
+        """Validate the ``setup`` reset option (what a person in the room can do); see ``reset``."""
+        if not isinstance(setup, Mapping):
+            raise TypeError(f"reset option 'setup' must be a mapping with keys from {list(SETUP_KEYS)}, got {setup!r}")
+        unknown = sorted(set(setup) - set(SETUP_KEYS))
+        if unknown:
+            raise ValueError(f"unknown setup key(s) {unknown}; valid: {list(SETUP_KEYS)}")
+        out: dict[str, Any] = {}
+        if "belt" in setup:
+            if not isinstance(setup["belt"], (bool, np.bool_)):
+                raise TypeError(f"setup 'belt' must be true (running) or false (stopped), got {setup['belt']!r}")
+            out["belt"] = bool(setup["belt"])
+        if "arm_qpos" in setup:
+            q = check_number("setup", "arm_qpos", setup["arm_qpos"], Bound(length=7, minimum=None))
+            lo, hi = self.scene.arm_range[:, 0], self.scene.arm_range[:, 1]
+            bad = [k for k in range(7) if not lo[k] <= q[k] <= hi[k]]
+            if bad:
+                limits = [[round(float(a), 4), round(float(b), 4)] for a, b in zip(lo, hi)]
+                raise ValueError(f"setup 'arm_qpos' joint(s) {bad} outside the joint limits {limits} (rad): {q!r}")
+            out["arm_qpos"] = q
+        if "objects" in setup:
+            objects = setup["objects"]
+            if isinstance(objects, (str, bytes, Mapping)) or not hasattr(objects, "__len__"):
+                raise TypeError(f"setup 'objects' must be a list of mappings (category, position), got {objects!r}")
+            if len(objects) > self.num_objects:
+                raise ValueError(
+                    f"setup 'objects' lists {len(objects)} objects but the env has num_objects={self.num_objects}"
+                )
+            checked = []
+            for k, obj in enumerate(objects):
+                where = f"setup objects[{k}]"
+                if not isinstance(obj, Mapping):
+                    raise TypeError(f"{where} must be a mapping with keys {list(SETUP_OBJECT_KEYS)}, got {obj!r}")
+                extra = sorted(set(obj) - set(SETUP_OBJECT_KEYS))
+                missing = [key for key in ("category", "position") if key not in obj]
+                if extra or missing:
+                    raise ValueError(
+                        f"{where}: unknown key(s) {extra}, missing key(s) {missing}; keys: 'category' (one of "
+                        f"{list(C.CATEGORIES)}), 'position' ([x, y] or [x, y, z], m), optional 'yaw' (rad)"
+                    )
+                if obj["category"] not in C.CATEGORIES:
+                    raise ValueError(f"{where}: unknown category {obj['category']!r}; valid: {list(C.CATEGORIES)}")
+                pos = obj["position"]
+                n = len(pos) if hasattr(pos, "__len__") and not isinstance(pos, (str, bytes)) else 0
+                if n not in (2, 3):
+                    raise ValueError(f"{where}: position must be [x, y] or [x, y, z] in m (world frame), got {pos!r}")
+                pos = check_number(where, "position", pos, Bound(length=n, minimum=None))
+                yaw = check_number(where, "yaw", obj.get("yaw", 0.0), Bound(minimum=None))
+                checked.append({"category": obj["category"], "position": pos, "yaw": yaw})
+            out["objects"] = checked
+        return out
+
+    def _setup_layout(
+        self, setup: dict[str, Any], layout: list[ObjectPlacement]
+    ) -> tuple[list[ObjectPlacement], list[float | None]]:
+        """The episode's objects under an operator set-up: listed objects where placed, the others parked."""
+        if "objects" not in setup:
+            return layout, [None] * self.num_objects
+        placed, heights = [], []
+        for i in range(self.num_objects):
+            if i < len(setup["objects"]):
+                obj = setup["objects"][i]
+                pos = obj["position"]
+                placed.append(ObjectPlacement(C.CATEGORIES.index(obj["category"]), pos[0], pos[1], obj["yaw"]))
+                heights.append(pos[2] if len(pos) == 3 else None)
+            else:
+                placed.append(ObjectPlacement(layout[i].category, _PARK_X, _PARK_Y0 + _PARK_DY * i, 0.0))
+                heights.append(None)
+        self._parked = frozenset(range(len(setup["objects"]), self.num_objects))
+        return placed, heights
+
+    def _disable_contacts(self, i: int) -> None:
+        # A parked object touches only static geometry (the floor it rests on): never the robot or other objects.
+        m, s = self._model, self.scene
+        g = s.object_geoms[i, self._categories[i]]
+        m.geom_contype[g] = 0
+        m.geom_conaffinity[g] = C.CONTACT_STATIC
+        m.body_contype[s.object_body[i]] = 0
+        m.body_conaffinity[s.object_body[i]] = C.CONTACT_STATIC
 
     # ------------------------------------------------------------------ hooks (overridden by the lab)
     def _object_physics(self, i: int, category: int) -> tuple[float, float]:
@@ -511,7 +646,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def _advance_belt(self) -> None:
         w = self._world
-        if w.belt_speed_fluctuation > 0.0:
+        if w.belt_speed_fluctuation > 0.0 and self._belt_running:
             # Ornstein-Uhlenbeck relative speed fluctuation, exact discretisation over one control period.
             a = np.exp(-self.dt / w.belt_fluctuation_time)
             noise = self._physics_rng.normal() * w.belt_speed_fluctuation * np.sqrt(1.0 - a * a)
@@ -558,7 +693,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._categories, g, rules)
         newly_sorted = newly_failed = 0
         for i, outcome in enumerate(decided):
-            if outcome is not None and self._outcomes[i] == "pending":
+            if outcome is not None and self._outcomes[i] == "pending" and i not in self._parked:
                 self._set_outcome(i, outcome)
                 if outcome == "sorted":
                     newly_sorted += 1
@@ -569,7 +704,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
         # Shaping: progress on the object being worked on, the held one, else the next one downstream.
         raw_reach = raw_grasp = raw_transport = 0.0
-        pending = [i for i, o in enumerate(self._outcomes) if o == "pending"]
+        pending = [i for i, o in enumerate(self._outcomes) if o == "pending" and i not in self._parked]
         if pending:
             tcp = d.site_xpos[s.tcp_site].tolist()
             holding = rules_mod.held(pos, bottom, tcp, g, rules)
@@ -619,6 +754,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._add_sensor_noise(obs, state)
         if self._offset and state:
             obs["object_pos"] += self._pos_offset
+        if self.sensors:
+            self._add_extra_sensors(obs)
         if self.obs_mode != "state":
             size = self.image_size
             obs["scene_image"] = self._render_camera(C.SCENE_CAMERA, size, size)
@@ -639,6 +776,19 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             obs["object_pos"] += z[49 : 49 + 3 * n]
             vel = obs["object_vel"].reshape(n, 6)
             vel[:, :3] += z[49 + 3 * n :].reshape(n, 3)
+
+    def _add_extra_sensors(self, obs: dict[str, np.ndarray]) -> None:
+        # Measured actuator effort (a Panda's joint torque sensors, the finger servos' current as torque), with
+        # white noise drawn from its own stream.
+        d, s = self._data, self.scene
+        for key, idx in (("arm_torque", s.arm_u), ("finger_current", s.hand_u)):
+            if key in self.sensors:
+                value = d.actuator_force[idx].astype(np.float32)
+                if self._extra_noise[key] > 0.0:
+                    value += (self._extra_sensor_rng.standard_normal(len(value)) * self._extra_noise[key]).astype(
+                        np.float32
+                    )
+                obs[key] = value
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         n_sorted = self._outcomes.count("sorted")

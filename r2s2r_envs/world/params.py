@@ -134,6 +134,10 @@ class WorldParams:
         object_vel_noise: Standard deviation of white noise on perceived object linear velocities, m/s.
         object_pos_offset: Constant offset of perceived object positions (x, y, z), m: the extrinsic
             calibration error of the perception camera.  Ref: spec sheet assumes a perfect calibration.
+        arm_torque_noise: Standard deviation of white noise on measured arm joint torques (the opt-in
+            ``arm_torque`` sensor), N*m.  Ref: spec sheet assumes perfect torque sensors.
+        finger_current_noise: Standard deviation of white noise on the finger servos' measured effort (the
+            opt-in ``finger_current`` sensor, expressed as joint torque), N*m.  Ref: spec sheet assumes none.
     """
 
     belt_speed: float = 0.08
@@ -158,6 +162,8 @@ class WorldParams:
     object_pos_noise: float = 0.0
     object_vel_noise: float = 0.0
     object_pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    arm_torque_noise: float = 0.0
+    finger_current_noise: float = 0.0
 
     def __post_init__(self) -> None:
         for name, bound in FIELD_BOUNDS.items():
@@ -217,6 +223,8 @@ FIELD_BOUNDS: dict[str, Bound] = {
     "object_pos_noise": _NONNEG,
     "object_vel_noise": _NONNEG,
     "object_pos_offset": Bound(length=3, minimum=None),
+    "arm_torque_noise": _NONNEG,
+    "finger_current_noise": _NONNEG,
 }
 
 #: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
@@ -227,6 +235,8 @@ SENSING_FIELDS: tuple[str, ...] = (
     "object_pos_noise",
     "object_vel_noise",
     "object_pos_offset",
+    "arm_torque_noise",
+    "finger_current_noise",
 )
 
 

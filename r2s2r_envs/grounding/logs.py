@@ -1,0 +1,343 @@
+"""Lab logs: the commands sent to a cell, what its sensors measured and when, one HDF5 file per run.
+
+A log directory holds ``manifest.json`` and one ``<run name>.hdf5`` per run (format in docs/lab_logs.md):
+
+* ``manifest.json``: ``schema_version``, ``lab`` (name and config SHA-256, never its parameters), ``seed``,
+  ``versions`` (r2s2r_envs, MuJoCo, numpy, h5py), and ``runs``: per run its file name, protocol, split and the
+  SHA-256 of the file.
+* each run file: attributes ``schema_version``, ``protocol``, ``settings`` (JSON), ``split`` (``"fit"`` or
+  ``"heldout"``), ``seed``, ``control_mode``, ``setup`` (JSON of the operator set-up at reset), ``env_kwargs``
+  (JSON), ``lab_name``, ``lab_config_sha256``, ``control_dt`` (s); datasets ``actions`` (T, A) float32,
+  ``timestamps`` (T+1,) float64 (s since reset, when each observation was taken) and ``obs/<key>`` (T+1, ...).
+
+``read_logs`` refuses what it cannot trust with a ``LogError`` that says what is wrong and what is accepted: a
+missing or foreign manifest, another schema version, a truncated or altered file, inconsistent lengths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LOG_SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+SPLITS = ("fit", "heldout")
+CONTROL_MODES = ("task", "joint")
+_RUN_ATTRS = (
+    "schema_version",
+    "protocol",
+    "settings",
+    "split",
+    "seed",
+    "control_mode",
+    "setup",
+    "env_kwargs",
+    "lab_name",
+    "lab_config_sha256",
+    "control_dt",
+)
+
+
+class LogError(ValueError):
+    """A log directory or run file that cannot be read as lab logs of this schema."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LogRun:
+    """One logged run: the commands sent and the observations measured after reset and after each command.
+
+    Attributes:
+        name: Run name (its file is ``<name>.hdf5``).
+        protocol: Name of the excitation protocol that made it (``grounding.excitation.PROTOCOLS``).
+        settings: The protocol's settings for this run (JSON-serializable).
+        split: ``"fit"`` (used for identification) or ``"heldout"`` (validation only).
+        seed: The reset seed.
+        control_mode: ``"task"`` or ``"joint"``.
+        setup: The operator set-up passed to ``reset(options={"setup": ...})`` (``{}``: none).
+        env_kwargs: Arguments the env was made with (besides the lab), e.g. ``num_objects``, ``sensors``.
+        actions: (T, A) float32 commands sent, one per control step.
+        timestamps: (T+1,) float64 time of each observation, s since reset.
+        obs: Observation key -> (T+1, ...) array, as the sensors gave them.
+    """
+
+    name: str
+    protocol: str
+    settings: dict[str, Any]
+    split: str
+    seed: int
+    control_mode: str
+    setup: dict[str, Any]
+    env_kwargs: dict[str, Any]
+    actions: np.ndarray
+    timestamps: np.ndarray
+    obs: dict[str, np.ndarray]
+
+    @property
+    def steps(self) -> int:
+        """Number of commands T."""
+        return int(self.actions.shape[0])
+
+    @property
+    def control_dt(self) -> float:
+        """Control period, s (from the timestamps)."""
+        return float(np.median(np.diff(self.timestamps))) if self.steps else 0.0
+
+    def require(self, keys: Sequence[str], purpose: str) -> None:
+        """Raise ``LogError`` naming the missing observation keys a parameter needs.
+
+        Args:
+            keys: Observation keys needed.
+            purpose: What they are needed for (named in the message).
+        """
+        missing = [k for k in keys if k not in self.obs]
+        if missing:
+            raise LogError(
+                f"run {self.name!r} ({self.protocol}) lacks the signal(s) {missing} needed for {purpose}; it has "
+                f"{sorted(self.obs)}. Log it again with the sensors enabled (r2s2r log-lab does)"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class LogSet:
+    """All runs of one log directory.
+
+    Attributes:
+        runs: Every run, in manifest order.
+        lab_name: Name of the lab that was logged.
+        lab_config_sha256: SHA-256 of that lab's config (identifies it without revealing it).
+        file_sha256s: Run file name -> SHA-256 of the file.
+        seed: Base seed of the logging session.
+        directory: Where the logs were read from (None if built in memory).
+    """
+
+    runs: list[LogRun]
+    lab_name: str
+    lab_config_sha256: str
+    file_sha256s: dict[str, str]
+    seed: int
+    directory: Path | None = None
+
+    @property
+    def fit(self) -> list[LogRun]:
+        """Runs used for identification."""
+        return [r for r in self.runs if r.split == "fit"]
+
+    @property
+    def heldout(self) -> list[LogRun]:
+        """Runs kept for validation."""
+        return [r for r in self.runs if r.split == "heldout"]
+
+    def by_protocol(self, protocol: str, split: str | None = "fit") -> list[LogRun]:
+        """Runs of one protocol (of one split; None: both)."""
+        return [r for r in self.runs if r.protocol == protocol and (split is None or r.split == split)]
+
+    @property
+    def protocols(self) -> list[str]:
+        """Protocol names present, in first-seen order."""
+        return list(dict.fromkeys(r.protocol for r in self.runs))
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    import h5py
+    import mujoco
+
+    from r2s2r_envs._version import __version__
+
+    return {
+        "r2s2r_envs": __version__,
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "h5py": h5py.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def _check_run(run: LogRun) -> None:
+    where = f"run {run.name!r}"
+    if not run.name or any(c in run.name for c in "/\\") or run.name.startswith("."):
+        raise LogError(f"{where}: a run name must be a plain file stem (no path separators)")
+    if run.split not in SPLITS:
+        raise LogError(f"{where}: split must be one of {list(SPLITS)}, got {run.split!r}")
+    if run.control_mode not in CONTROL_MODES:
+        raise LogError(f"{where}: control_mode must be one of {list(CONTROL_MODES)}, got {run.control_mode!r}")
+    if run.actions.ndim != 2:
+        raise LogError(f"{where}: actions must be (T, A), got shape {run.actions.shape}")
+    t = run.actions.shape[0]
+    if run.timestamps.shape != (t + 1,):
+        raise LogError(f"{where}: timestamps must be (T+1,) = ({t + 1},), got {run.timestamps.shape}")
+    if not run.obs:
+        raise LogError(f"{where}: no observations")
+    for key, value in run.obs.items():
+        if value.shape[:1] != (t + 1,):
+            raise LogError(f"{where}: obs/{key} must have T+1 = {t + 1} rows, got shape {value.shape}")
+
+
+def write_logs(
+    directory: str | Path,
+    runs: Sequence[LogRun],
+    *,
+    lab_name: str,
+    lab_config_sha256: str,
+    seed: int,
+) -> LogSet:
+    """Write runs as a log directory (one HDF5 file per run plus ``manifest.json``) and return it as read back.
+
+    Args:
+        directory: Output directory (created; existing run files of the same names are overwritten).
+        runs: The runs.
+        lab_name: Name of the logged lab.
+        lab_config_sha256: Its config hash.
+        seed: Base seed of the session.
+
+    Raises:
+        LogError: a run is malformed (names the run and the problem) or two runs share a name.
+    """
+    import h5py
+
+    directory = Path(directory)
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise LogError(f"run names must be unique, got duplicates {sorted({n for n in names if names.count(n) > 1})}")
+    for run in runs:
+        _check_run(run)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for run in runs:
+        path = directory / f"{run.name}.hdf5"
+        with h5py.File(path, "w") as f:
+            f.attrs["schema_version"] = LOG_SCHEMA_VERSION
+            f.attrs["protocol"] = run.protocol
+            f.attrs["settings"] = json.dumps(run.settings, sort_keys=True)
+            f.attrs["split"] = run.split
+            f.attrs["seed"] = int(run.seed)
+            f.attrs["control_mode"] = run.control_mode
+            f.attrs["setup"] = json.dumps(run.setup, sort_keys=True)
+            f.attrs["env_kwargs"] = json.dumps(run.env_kwargs, sort_keys=True)
+            f.attrs["lab_name"] = lab_name
+            f.attrs["lab_config_sha256"] = lab_config_sha256
+            f.attrs["control_dt"] = run.control_dt
+            f.create_dataset("actions", data=np.asarray(run.actions, dtype=np.float32), fletcher32=True)
+            f.create_dataset("timestamps", data=np.asarray(run.timestamps, dtype=np.float64), fletcher32=True)
+            group = f.create_group("obs")
+            for key, value in run.obs.items():
+                group.create_dataset(key, data=np.asarray(value), fletcher32=True)
+        entries.append(
+            {"file": path.name, "protocol": run.protocol, "split": run.split, "sha256": file_sha256(path)}
+        )
+    manifest = {
+        "schema_version": LOG_SCHEMA_VERSION,
+        "lab": {"name": lab_name, "config_sha256": lab_config_sha256},
+        "seed": int(seed),
+        "versions": _versions(),
+        "runs": entries,
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return read_logs(directory)
+
+
+def _read_manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST
+    if not directory.is_dir():
+        raise LogError(f"log directory {str(directory)!r} does not exist (make one with `r2s2r log-lab`)")
+    if not path.is_file():
+        raise LogError(f"{str(directory)!r} is not a log directory: it has no {MANIFEST} (made by `r2s2r log-lab`)")
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LogError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, Mapping):
+        raise LogError(f"{path}: must be a JSON object")
+    version = manifest.get("schema_version")
+    if version != LOG_SCHEMA_VERSION:
+        raise LogError(
+            f"{path}: log schema version {version!r}; this r2s2r_envs reads version {LOG_SCHEMA_VERSION} "
+            "(log the lab again with this version's `r2s2r log-lab`)"
+        )
+    for key in ("lab", "seed", "runs"):
+        if key not in manifest:
+            raise LogError(f"{path}: missing key {key!r}; a manifest has schema_version, lab, seed, versions, runs")
+    return dict(manifest)
+
+
+def _read_run(path: Path, expected_sha256: str) -> LogRun:
+    import h5py
+
+    if not path.is_file():
+        raise LogError(f"run file {str(path)!r} listed in the manifest is missing")
+    digest = file_sha256(path)
+    if digest != expected_sha256:
+        raise LogError(
+            f"{path}: SHA-256 {digest[:12]}... differs from the manifest's {str(expected_sha256)[:12]}...: the file "
+            "was truncated or changed after logging"
+        )
+    try:
+        with h5py.File(path, "r") as f:
+            missing = [a for a in _RUN_ATTRS if a not in f.attrs]
+            if missing:
+                raise LogError(f"{path}: missing attribute(s) {missing}; a run file has {list(_RUN_ATTRS)}")
+            version = int(f.attrs["schema_version"])
+            if version != LOG_SCHEMA_VERSION:
+                raise LogError(f"{path}: log schema version {version}; this r2s2r_envs reads {LOG_SCHEMA_VERSION}")
+            for key in ("actions", "timestamps", "obs"):
+                if key not in f:
+                    raise LogError(f"{path}: missing {key!r}; a run file has actions, timestamps and obs/<key>")
+            run = LogRun(
+                name=path.stem,
+                protocol=str(f.attrs["protocol"]),
+                settings=json.loads(str(f.attrs["settings"])),
+                split=str(f.attrs["split"]),
+                seed=int(f.attrs["seed"]),
+                control_mode=str(f.attrs["control_mode"]),
+                setup=json.loads(str(f.attrs["setup"])),
+                env_kwargs=json.loads(str(f.attrs["env_kwargs"])),
+                actions=f["actions"][()],
+                timestamps=f["timestamps"][()],
+                obs={k: f["obs"][k][()] for k in f["obs"]},
+            )
+    except OSError as exc:
+        raise LogError(f"{path}: not a readable HDF5 run file ({exc})") from None
+    _check_run(run)
+    return run
+
+
+def read_logs(directory: str | Path) -> LogSet:
+    """Read a log directory written by ``write_logs`` / ``r2s2r log-lab``.
+
+    Raises:
+        LogError: no manifest, another schema version, a missing, truncated or altered run file, or
+            inconsistent array lengths; the message names the file and what is accepted.
+    """
+    directory = Path(directory)
+    manifest = _read_manifest(directory)
+    runs, hashes = [], {}
+    for entry in manifest["runs"]:
+        if not isinstance(entry, Mapping) or not {"file", "sha256"} <= set(entry):
+            raise LogError(f"{directory / MANIFEST}: each run entry needs 'file', 'protocol', 'split', 'sha256'")
+        run = _read_run(directory / str(entry["file"]), str(entry["sha256"]))
+        runs.append(run)
+        hashes[str(entry["file"])] = str(entry["sha256"])
+    lab = manifest["lab"]
+    return LogSet(
+        runs=runs,
+        lab_name=str(lab.get("name", "")),
+        lab_config_sha256=str(lab.get("config_sha256", "")),
+        file_sha256s=hashes,
+        seed=int(manifest["seed"]),
+        directory=directory,
+    )
