@@ -1,0 +1,93 @@
+"""The checkpoint directory written by ``r2s2r train --out DIR`` and its checks (no torch).
+
+Layout (docs/baselines.md, "Checkpoints"):
+
+* ``config.json``: ``format``, ``checkpoint_version``, the resolved training ``config``, the policy ``metadata``
+  (method, ``real_fraction``, grounding ``variant``, datasets with content hashes, training seed, numbers of real
+  and sim demos, policy class), the observation/action ``pipeline`` (keys, shapes, normalization statistics) and
+  the ``model`` sizes;
+* ``policy.pt``: the network weights (a plain ``state_dict``, read with ``torch.load(weights_only=True)``: a
+  checkpoint is data, never code);
+* ``train_log.json``: loss curve and training time; ``loss.png``: the loss curve.
+
+:func:`read_checkpoint` checks a directory and returns its ``config.json`` without importing torch (so an
+evaluation or a leaderboard can read the metadata of a policy on a machine without torch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+#: The ``format`` field of ``config.json``.
+CHECKPOINT_FORMAT = "r2s2r_envs.policy_checkpoint"
+#: Version of the checkpoint layout; :func:`read_checkpoint` refuses others.
+CHECKPOINT_VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "policy.pt"
+LOG_FILE = "train_log.json"
+LOSS_PLOT = "loss.png"
+#: Keys every checkpoint's ``metadata`` carries.
+METADATA_KEYS: tuple[str, ...] = (
+    "method",
+    "real_fraction",
+    "variant",
+    "datasets",
+    "training_seed",
+    "n_real_demos",
+    "n_sim_demos",
+    "policy_class",
+)
+
+
+class CheckpointError(ValueError):
+    """A directory that is not a usable policy checkpoint; the message names the path and what is wrong."""
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Checks a checkpoint directory and returns the content of its ``config.json``.
+
+    Args:
+        path: a directory written by ``r2s2r train --out DIR``.
+
+    Raises:
+        FileNotFoundError: the directory does not exist.
+        CheckpointError: it is not a checkpoint (no ``config.json`` or ``policy.pt``), the file is not a checkpoint
+            config, or it has another checkpoint version (the message names the one this package reads).
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(
+            f"no policy checkpoint at {root}: the directory does not exist (write one with r2s2r train --out DIR)"
+        )
+    if not root.is_dir():
+        raise CheckpointError(f"{root} is a file; a policy checkpoint is a directory (r2s2r train --out DIR)")
+    config_path = root / CONFIG_FILE
+    if not config_path.is_file():
+        raise CheckpointError(f"{root} is not a policy checkpoint: it has no {CONFIG_FILE} (written by r2s2r train)")
+    try:
+        data = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{config_path} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        fmt = data.get("format") if isinstance(data, dict) else None
+        raise CheckpointError(
+            f"{config_path} is not a policy checkpoint config (format {fmt!r}, expected {CHECKPOINT_FORMAT!r})"
+        )
+    version = data.get("checkpoint_version")
+    if version != CHECKPOINT_VERSION:
+        raise CheckpointError(
+            f"{root} has checkpoint version {version!r}; this version of r2s2r_envs reads version {CHECKPOINT_VERSION} "
+            "(retrain with this version, or use the r2s2r_envs version that wrote it)"
+        )
+    for key in ("config", "metadata", "pipeline", "model"):
+        if not isinstance(data.get(key), dict):
+            raise CheckpointError(f"{config_path} lacks its {key!r} section")
+    missing = [k for k in METADATA_KEYS if k not in data["metadata"]]
+    if missing:
+        raise CheckpointError(f"{config_path}: metadata lacks {missing}")
+    if not (root / WEIGHTS_FILE).is_file():
+        raise CheckpointError(f"{root} has no {WEIGHTS_FILE} (the weights); the training run did not finish")
+    return data

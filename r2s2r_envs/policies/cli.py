@@ -1,0 +1,165 @@
+"""``r2s2r train``: trains a baseline policy (a thin shell over :func:`r2s2r_envs.policies.train.train`).
+
+The options are built from the fields of :class:`~r2s2r_envs.policies.config.TrainConfig` (one option per field,
+``--real-fraction`` for ``real_fraction``; help text from the field's documentation), so the CLI and the library
+never disagree. Bad settings and datasets are reported before torch is imported or any data is loaded.
+
+Examples:
+    r2s2r train --method bc --real lab-50 --sim ungrounded-1000 --real-fraction 0.22 --seed 0 --out runs/bc-s0
+    r2s2r train --method flow-cfg-adda --real lab-50 --sim ungrounded-1000 --real-fraction 0.22 --out runs/cfg-adda
+    r2s2r train --method flow --real lab-50 --real-fraction 1.0 --steps 2000 --out runs/flow-real-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import re
+import sys
+import typing
+from typing import Any
+
+from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config, field_choices
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+_METAVARS = {"real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
+
+
+def _field_docs() -> dict[str, str]:
+    """Each field's description from the ``Attributes:`` section of :class:`TrainConfig`'s docstring."""
+    doc = inspect.getdoc(TrainConfig) or ""
+    section = doc.split("Attributes:", 1)[-1]
+    docs: dict[str, str] = {}
+    current = None
+    for line in section.splitlines():
+        m = re.match(r"^    (\w+): (.*)$", line)
+        if m:
+            current = m.group(1)
+            docs[current] = m.group(2)
+        elif current and line.startswith("        "):
+            docs[current] += " " + line.strip()
+    # Plain text for --help: ``x`` -> x, :data:`X` -> X.
+    plain = {k: re.sub(r":\w+:`([^`]*)`", r"\1", v).replace("``", "") for k, v in docs.items()}
+    return {k: v.replace("%", "%%") for k, v in plain.items()}
+
+
+def _comma_list(text: str) -> list[str]:
+    return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds ``train`` to the ``r2s2r`` command.
+
+    Args:
+        subparsers: the object returned by ``parser.add_subparsers()``.
+    """
+    parser = subparsers.add_parser(
+        "train",
+        help="train a baseline policy (bc, flow, flow-cfg, flow-adda, flow-cfg-adda) on real and sim data",
+        description="Train a co-training baseline on real (lab) and simulated demonstrations mixed by "
+        "--real-fraction, the expected share of real samples per batch (1.0: real only, 0.0: sim only). Datasets "
+        "are canonical names (r2s2r datasets list) or HDF5 files. Writes DIR/config.json, policy.pt, "
+        "train_log.json and loss.png; load with r2s2r_envs.policies.load_policy(DIR). Needs the torch extra. "
+        "See docs/baselines.md.",
+    )
+    docs = _field_docs()
+    hints = typing.get_type_hints(TrainConfig)
+    for field in dataclasses.fields(TrainConfig):
+        name = field.name
+        flag = "--" + name.replace("_", "-")
+        help_text = docs.get(name, "")
+        required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        default = None if required else field.default
+        hint = hints[name]
+        if hint is bool:
+            if default:
+                parser.add_argument(f"--no-{name.replace('_', '-')}", dest=name, action="store_false", help=help_text)
+            else:
+                parser.add_argument(flag, dest=name, action="store_true", help=help_text)
+            parser.set_defaults(**{name: default})
+            continue
+        kwargs: dict[str, Any] = {"dest": name, "help": help_text, "metavar": _METAVARS.get(name)}
+        choices = field_choices(name)
+        if choices is not None:
+            kwargs.update(choices=choices, metavar=None)
+            kwargs["help"] += f" (default {default})" if default is not None else ""
+        elif name in ("real", "sim"):
+            kwargs.update(action="extend", nargs="+", default=[], help=help_text + " (repeatable)")
+        elif name == "obs_keys":
+            kwargs.update(type=_comma_list, default=[])
+        else:
+            kwargs["type"] = {int: int, float: float, str: str}[hint]
+            if default is not None:
+                kwargs["help"] += f" (default {default})"
+        if required:
+            kwargs["required"] = True
+        elif "default" not in kwargs:
+            kwargs["default"] = default
+        parser.add_argument(flag, **kwargs)
+    parser.add_argument("--json", action="store_true", help="print the result (metadata, timings) as JSON")
+    parser.set_defaults(func=_cmd_train)
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The :class:`TrainConfig` of parsed ``r2s2r train`` arguments."""
+    values = {}
+    for field in dataclasses.fields(TrainConfig):
+        value = getattr(args, field.name)
+        values[field.name] = tuple(value) if isinstance(value, list) else value
+    return TrainConfig(**values)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from r2s2r_envs.datasets.schema import DatasetError
+    from r2s2r_envs.policies.data import DataSelectionError
+
+    try:
+        config = config_from_args(args)
+        check_config(config)
+    except ConfigError as exc:
+        print(f"r2s2r train: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from r2s2r_envs.policies.train import train
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "torch":
+            raise
+        from r2s2r_envs.policies import TORCH_HINT
+
+        print(f"r2s2r train: error: {TORCH_HINT}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        result = train(config)
+    except (ConfigError, DataSelectionError) as exc:
+        print(f"r2s2r train: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (DatasetError, FloatingPointError) as exc:
+        print(f"r2s2r train: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("r2s2r train: interrupted (no checkpoint written)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    summary = {
+        "out": str(result.out),
+        "final_loss": result.final_loss,
+        "load_time_s": result.load_time_s,
+        "train_time_s": result.train_time_s,
+        "samples_per_s": result.samples_per_s,
+        "metadata": result.metadata,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        m = result.metadata
+        print(
+            f"{m['method']}: {m['n_real_demos']} real + {m['n_sim_demos']} sim demos, real_fraction "
+            f"{m['real_fraction']}, seed {m['training_seed']}: final loss {result.final_loss:.4f}, "
+            f"train {result.train_time_s:.1f} s ({result.samples_per_s:.0f} samples/s), load {result.load_time_s:.1f} s"
+        )
+        print(f"checkpoint: {result.out} (load with r2s2r_envs.policies.load_policy)")
+    return EXIT_OK

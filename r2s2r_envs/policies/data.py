@@ -1,0 +1,152 @@
+"""Which data a training run uses: datasets by canonical name or file, checked before any training (no torch).
+
+A dataset argument is a canonical name (``r2s2r datasets list``; the file is looked up in the cache,
+``$R2S2R_DATA_DIR`` or ``~/.cache/r2s2r_envs/datasets``) or a path to an HDF5 file. Before anything is loaded
+:func:`resolve_datasets` checks that every dataset exists, that ``--real`` ones hold real (lab) data and ``--sim``
+ones simulated data, and that all of them are of one task (same env family, observation keys and shapes, action
+size), so a mistake fails at once with a message naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec
+from r2s2r_envs.datasets.reader import open_dataset
+from r2s2r_envs.datasets.schema import DatasetError
+
+# "PickSort-Ungrounded-v0" -> family "PickSort", variant "Ungrounded"; "ToyPickSort-v0" -> family "ToyPickSort".
+_ENV_ID = re.compile(r"^(?P<family>[^-]+)(?:-(?P<variant>.+))?-v\d+$")
+#: The variant name of the lab's env id (real data, not a grounding variant).
+REAL_VARIANT = "Real"
+
+
+class DataSelectionError(ValueError):
+    """A dataset argument that cannot be used: missing, of the wrong domain or of another task."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DatasetRef:
+    """A dataset chosen for training.
+
+    Attributes:
+        name: the canonical name, or ``None`` for a file given by path.
+        path: the HDF5 file.
+        domain: ``"real"`` or ``"sim"`` (as the file records it).
+        env_id: the env that made it.
+        content_hash: the file's content hash.
+        obs_spec: shape of every observation key.
+        action_dim: action size.
+    """
+
+    name: str | None
+    path: Path
+    domain: str
+    env_id: str
+    content_hash: str
+    obs_spec: dict[str, tuple[int, ...]]
+    action_dim: int
+
+
+def task_family(env_id: str) -> str:
+    """The task an env id belongs to: ``"PickSort"`` for every PickSort id."""
+    m = _ENV_ID.match(env_id)
+    return m.group("family") if m else env_id
+
+
+def grounding_variant(env_id: str) -> str | None:
+    """The grounding variant of a sim env id (``"Ungrounded"`` for ``PickSort-Ungrounded-v0``), else ``None``."""
+    m = _ENV_ID.match(env_id)
+    variant = m.group("variant") if m else None
+    return None if variant in (None, REAL_VARIANT) else variant
+
+
+def resolve_path(arg: str) -> tuple[str | None, Path]:
+    """``(canonical name or None, file)`` for a dataset argument.
+
+    Raises:
+        DataSelectionError: neither an existing file nor a canonical name, or a canonical dataset not built yet.
+    """
+    path = Path(arg).expanduser()
+    if path.is_file():
+        return None, path
+    try:
+        entries = {e.name: e for e in load_spec()}
+    except (FileNotFoundError, ValueError):
+        entries = {}
+    if arg in entries:
+        cached = default_cache_dir() / entries[arg].file
+        if not cached.is_file():
+            raise DataSelectionError(
+                f"canonical dataset {arg!r} is not built yet (expected at {cached}): run `r2s2r datasets make {arg}`"
+            )
+        return arg, cached
+    if path.exists():
+        raise DataSelectionError(f"dataset {arg!r} is a directory; give an HDF5 file or a canonical name")
+    raise DataSelectionError(
+        f"no dataset {arg!r}: not a file and not a canonical dataset name; canonical names: {sorted(entries)} "
+        "(`r2s2r datasets list`)"
+    )
+
+
+def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef]:
+    """Finds and checks the training datasets (headers only; the data is loaded later).
+
+    Args:
+        real: real dataset arguments (names or files).
+        sim: simulated dataset arguments.
+
+    Returns:
+        The real ones first, then the sim ones.
+
+    Raises:
+        DataSelectionError: a missing dataset, a real one that holds sim data or the other way round, or datasets
+            of different tasks (env family, observation keys or shapes, action size).
+    """
+    refs: list[DatasetRef] = []
+    for role, args in (("real", real), ("sim", sim)):
+        for arg in args:
+            name, path = resolve_path(arg)
+            try:
+                with open_dataset(path, verify="none") as f:
+                    ref = DatasetRef(
+                        name=name,
+                        path=path,
+                        domain=f.domain,
+                        env_id=f.env_id,
+                        content_hash=f.content_hash,
+                        obs_spec={k: tuple(shape) for k, (shape, _dtype) in f.obs_spec().items()},
+                        action_dim=int(f.action_dim),
+                    )
+            except DatasetError as exc:
+                raise DataSelectionError(f"--{role} {arg}: {exc}") from None
+            if ref.domain != role:
+                raise DataSelectionError(
+                    f"--{role} {arg}: {path} holds {ref.domain} data (env {ref.env_id}); give it as --{ref.domain}"
+                )
+            refs.append(ref)
+    if refs:
+        first = refs[0]
+        for ref in refs[1:]:
+            if task_family(ref.env_id) != task_family(first.env_id):
+                raise DataSelectionError(
+                    f"datasets of different tasks: {first.path} is from {first.env_id}, {ref.path} from {ref.env_id}; "
+                    "co-training needs data of one task"
+                )
+            if ref.action_dim != first.action_dim:
+                raise DataSelectionError(
+                    f"datasets of different tasks: {first.path} has {first.action_dim}-D actions, {ref.path} "
+                    f"{ref.action_dim}-D"
+                )
+            if ref.obs_spec != first.obs_spec:
+                diff = sorted(
+                    k for k in set(ref.obs_spec) | set(first.obs_spec) if ref.obs_spec.get(k) != first.obs_spec.get(k)
+                )
+                raise DataSelectionError(
+                    f"datasets disagree on observations {diff}: {first.path} {[first.obs_spec.get(k) for k in diff]}, "
+                    f"{ref.path} {[ref.obs_spec.get(k) for k in diff]} (another task or env settings, e.g. num_objects)"
+                )
+    return refs

@@ -1,0 +1,290 @@
+"""The torch networks of the baselines: encoders, a BC head, a flow-matching head, CFG and an ADDA discriminator.
+
+* :class:`Encoder`: flattened, normalized state frames (and optionally camera frames through a small CNN) to a
+  feature vector. Everything domain-related acts on these features.
+* BC (:class:`PolicyModel` with ``generative=False``): an MLP regressing the normalized action chunk (unimodal).
+* Flow matching (``generative=True``): a velocity field ``v(x_t, t | features[, domain])`` trained on the straight
+  path ``x_t = (1 - t) x_0 + t x_1`` from noise ``x_0`` to the action chunk ``x_1`` (target ``x_1 - x_0``), integrated
+  with Euler steps from noise at inference.
+* Classifier-free guidance (``cfg=True``): a domain label (sim 0, real 1) embedded into the velocity net, replaced by
+  the "no label" token 2 with probability ``cfg_dropout`` in training; at inference
+  ``v = v_none + w * (v_real - v_none)`` guides toward the real domain.
+* ADDA-style alignment (``adda=True``): a domain discriminator on the encoder features behind a gradient reversal
+  layer: the discriminator learns to tell real from sim, the encoder receives the negated, scaled gradient and
+  learns features it cannot tell apart.
+
+docs/baselines.md describes the methods and their settings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+#: Domain tokens of the CFG label: sim, real, and "no label" (the unconditional flow).
+SIM, REAL, NO_LABEL = 0, 1, 2
+_TIME_EMBED = 32
+_CNN_FEATURES = 64
+
+
+def mlp(in_dim: int, hidden: int, layers: int, out_dim: int) -> nn.Sequential:
+    """``layers`` hidden Linear+SiLU layers of width ``hidden`` and a linear output."""
+    mods: list[nn.Module] = []
+    d = in_dim
+    for _ in range(layers):
+        mods += [nn.Linear(d, hidden), nn.SiLU()]
+        d = hidden
+    mods.append(nn.Linear(d, out_dim))
+    return nn.Sequential(*mods)
+
+
+class _GradientReversal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return -ctx.scale * grad, None
+
+
+def gradient_reversal(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """Identity forward; multiplies the gradient by ``-scale`` backward (Ganin and Lempitsky's layer)."""
+    return _GradientReversal.apply(x, float(scale))
+
+
+class CameraEncoder(nn.Module):
+    """A small CNN over ``(B, F, H, W, 3)`` frames in [0, 1] to ``(B, F * 64)`` features (for 128x128 cameras)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 16, 5, stride=2, padding=2),
+            nn.SiLU(),
+            nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.SiLU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1),
+            nn.SiLU(),
+            nn.Conv2d(64, _CNN_FEATURES, 3, stride=2, padding=1),
+            nn.SiLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        b, f = images.shape[:2]
+        x = images.reshape(b * f, *images.shape[2:]).permute(0, 3, 1, 2)
+        return self.net(x).reshape(b, f * _CNN_FEATURES)
+
+
+class Encoder(nn.Module):
+    """Policy inputs to a feature vector of width ``feature_dim``.
+
+    Args:
+        state_dim: width of the flattened state frames.
+        image_keys: camera keys (one :class:`CameraEncoder` each) or empty.
+        frame_stack: frames per input (for the camera features' width).
+        hidden_dim: MLP width.
+        layers: MLP hidden layers.
+        feature_dim: output width.
+    """
+
+    def __init__(
+        self, *, state_dim: int, image_keys: list[str], frame_stack: int, hidden_dim: int, layers: int, feature_dim: int
+    ) -> None:
+        super().__init__()
+        self.image_keys = list(image_keys)
+        self.cameras = nn.ModuleDict({k.replace("/", "_"): CameraEncoder() for k in self.image_keys})
+        in_dim = state_dim + len(self.image_keys) * frame_stack * _CNN_FEATURES
+        self.mlp = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
+
+    def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        parts = [inputs["state"]]
+        for key in self.image_keys:
+            parts.append(self.cameras[key.replace("/", "_")](inputs[f"image/{key}"]))
+        return self.mlp(torch.cat(parts, dim=-1))
+
+
+def time_embedding(t: torch.Tensor, dim: int = _TIME_EMBED) -> torch.Tensor:
+    """Sinusoidal embedding of flow times ``t`` in [0, 1], ``(B,) -> (B, dim)``."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=t.dtype, device=t.device) / half)
+    angles = 100.0 * t[:, None] * freqs[None]
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+
+class PolicyModel(nn.Module):
+    """Encoder plus a BC or flow head, with optional CFG domain label and ADDA discriminator.
+
+    Args:
+        state_dim: width of the flattened state input.
+        chunk_dim: width of a flattened action chunk ``H * A``.
+        generative: flow head (True) or BC regression (False).
+        cfg: condition the flow on a domain label with label dropout.
+        adda: add a domain discriminator behind gradient reversal.
+        image_keys, frame_stack, hidden_dim, layers, feature_dim: encoder and MLP sizes.
+    """
+
+    def __init__(
+        self,
+        *,
+        state_dim: int,
+        chunk_dim: int,
+        generative: bool,
+        cfg: bool,
+        adda: bool,
+        image_keys: list[str],
+        frame_stack: int,
+        hidden_dim: int,
+        layers: int,
+        feature_dim: int,
+    ) -> None:
+        super().__init__()
+        if cfg and not generative:
+            raise ValueError("classifier-free guidance needs the generative (flow) head")
+        self.hparams = {
+            "state_dim": state_dim,
+            "chunk_dim": chunk_dim,
+            "generative": generative,
+            "cfg": cfg,
+            "adda": adda,
+            "image_keys": list(image_keys),
+            "frame_stack": frame_stack,
+            "hidden_dim": hidden_dim,
+            "layers": layers,
+            "feature_dim": feature_dim,
+        }
+        self.chunk_dim = chunk_dim
+        self.generative = generative
+        self.cfg = cfg
+        self.encoder = Encoder(
+            state_dim=state_dim,
+            image_keys=image_keys,
+            frame_stack=frame_stack,
+            hidden_dim=hidden_dim,
+            layers=layers,
+            feature_dim=feature_dim,
+        )
+        if generative:
+            cond = feature_dim + _TIME_EMBED + (feature_dim if cfg else 0)
+            self.head = mlp(chunk_dim + cond, hidden_dim, layers, chunk_dim)
+            self.domain_embedding = nn.Embedding(3, feature_dim) if cfg else None
+        else:
+            self.head = mlp(feature_dim, hidden_dim, layers, chunk_dim)
+            self.domain_embedding = None
+        self.discriminator = mlp(feature_dim, hidden_dim, 1, 1) if adda else None
+
+    # -- flow ----------------------------------------------------------------------------------------
+
+    def velocity(
+        self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, domain: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The flow's velocity at ``x`` (``(B, H * A)``), time ``t`` (``(B,)``), given features and domain tokens."""
+        parts = [x, features, time_embedding(t)]
+        if self.domain_embedding is not None:
+            if domain is None:
+                raise ValueError("a CFG model needs domain tokens")
+            parts.append(self.domain_embedding(domain))
+        return self.head(torch.cat(parts, dim=-1))
+
+    def guided_velocity(self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, scale: float) -> torch.Tensor:
+        """``v_none + scale * (v_real - v_none)``: classifier-free guidance toward the real domain.
+
+        Without CFG, the plain velocity.
+        """
+        if self.domain_embedding is None:
+            return self.velocity(x, t, features, None)
+        b = len(x)
+        tokens = torch.cat([torch.full((b,), REAL), torch.full((b,), NO_LABEL)]).to(x.device)
+        both = self.velocity(torch.cat([x, x]), torch.cat([t, t]), torch.cat([features, features]), tokens)
+        v_real, v_none = both[:b], both[b:]
+        return v_none + scale * (v_real - v_none)
+
+    # -- training ------------------------------------------------------------------------------------
+
+    def losses(
+        self,
+        inputs: dict[str, torch.Tensor],
+        target: torch.Tensor,
+        weight: torch.Tensor,
+        domain: torch.Tensor,
+        generator: torch.Generator,
+        *,
+        cfg_dropout: float = 0.0,
+        reversal_scale: float = 0.0,
+    ) -> dict[str, torch.Tensor]:
+        """The training losses of one batch.
+
+        Args:
+            inputs: encoded observations (``"state"`` and image keys).
+            target: normalized action chunks ``(B, H * A)``.
+            weight: 1 for real actions, 0 for padding past a demo's end, ``(B, H * A)``.
+            domain: 1 real, 0 sim, ``(B,)`` int64.
+            generator: the source of the flow's noise and times and of the label dropout.
+            cfg_dropout: probability of replacing the domain label by the "no label" token.
+            reversal_scale: the gradient reversal's scale (the encoder's adversarial weight).
+
+        Returns:
+            ``{"loss": total, "action": the policy loss, ...}`` and, with ADDA, ``"domain"`` (discriminator BCE,
+            balanced over domains) and ``"domain_accuracy"``.
+        """
+        features = self.encoder(inputs)
+        if self.generative:
+            x1 = target
+            x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype)
+            t = torch.rand((len(x1),), generator=generator, dtype=x1.dtype)
+            xt = (1 - t[:, None]) * x0 + t[:, None] * x1
+            tokens = None
+            if self.cfg:
+                drop = torch.rand((len(x1),), generator=generator) < cfg_dropout
+                tokens = torch.where(drop, torch.full_like(domain, NO_LABEL), domain)
+            pred = self.velocity(xt, t, features, tokens)
+            err = (pred - (x1 - x0)) ** 2
+        else:
+            err = (self.head(features) - target) ** 2
+        action_loss = (err * weight).sum() / weight.sum().clamp_min(1.0)
+        out = {"action": action_loss}
+        total = action_loss
+        if self.discriminator is not None:
+            logits = self.discriminator(gradient_reversal(features, reversal_scale)).squeeze(-1)
+            label = domain.to(logits.dtype)
+            bce = F.binary_cross_entropy_with_logits(logits, label, reduction="none")
+            domain_loss = torch.zeros((), dtype=logits.dtype)
+            present = 0
+            for value in (0.0, 1.0):  # balanced over the domains present (real is usually the minority)
+                mask = label == value
+                if mask.any():
+                    domain_loss = domain_loss + bce[mask].mean()
+                    present += 1
+            domain_loss = domain_loss / max(present, 1)
+            out["domain"] = domain_loss
+            out["domain_accuracy"] = ((logits > 0).to(label.dtype) == label).to(logits.dtype).mean().detach()
+            total = total + domain_loss
+        out["loss"] = total
+        return out
+
+    # -- inference -----------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def predict(
+        self, inputs: dict[str, torch.Tensor], generator: torch.Generator, *, flow_steps: int, cfg_scale: float
+    ) -> torch.Tensor:
+        """Normalized action chunks ``(B, H * A)`` for encoded observations.
+
+        BC returns its regression; the flow integrates ``flow_steps`` Euler steps from noise drawn from
+        ``generator``, guided toward the real domain with ``cfg_scale`` when it has a domain label.
+        """
+        features = self.encoder(inputs)
+        if not self.generative:
+            return self.head(features)
+        b = len(features)
+        x = torch.randn((b, self.chunk_dim), generator=generator, dtype=features.dtype)
+        dt = 1.0 / flow_steps
+        for k in range(flow_steps):
+            t = torch.full((b,), k * dt, dtype=features.dtype)
+            x = x + dt * self.guided_velocity(x, t, features, cfg_scale)
+        return x

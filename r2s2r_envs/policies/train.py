@@ -1,0 +1,389 @@
+"""Training of the baselines: :func:`train` (``r2s2r train`` is a thin shell over it; needs torch).
+
+One run: check the configuration and the datasets (before anything heavy), load the datasets into memory with the
+loaders' frame stacking and action chunks (raw values), mix them with ``real_fraction``
+(:class:`~r2s2r_envs.datasets.mixture.CoTrainingMixture`), normalize through the shared
+:class:`~r2s2r_envs.policies.pipeline.Pipeline` with statistics merged over the datasets, and train with AdamW
+(cosine decay). Writes the checkpoint directory (``r2s2r_envs.policies.checkpoint``): ``config.json`` with the
+resolved config and metadata, ``policy.pt``, ``train_log.json`` and ``loss.png``. docs/baselines.md has the
+commands and measured numbers.
+
+Determinism: batches come from a numpy generator and every torch random draw from a ``torch.Generator``, both seeded
+with ``seed``; on one machine with the same ``threads`` two runs give identical weights.
+
+Example::
+
+    from r2s2r_envs.policies.config import TrainConfig
+    from r2s2r_envs.policies.train import train
+
+    result = train(TrainConfig(method="flow-cfg-adda", real=("lab-50",), sim=("ungrounded-1000",),
+                               real_fraction=0.22, seed=0, out="runs/cfg-adda-s0", steps=2000))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from r2s2r_envs._version import __version__
+from r2s2r_envs.datasets.loaders import TrajectoryDataset
+from r2s2r_envs.datasets.mixture import CoTrainingMixture
+from r2s2r_envs.datasets.stats import merge_stats
+from r2s2r_envs.policies.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    CONFIG_FILE,
+    LOG_FILE,
+    LOSS_PLOT,
+    WEIGHTS_FILE,
+)
+from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config
+from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets
+from r2s2r_envs.policies.models import PolicyModel
+from r2s2r_envs.policies.pipeline import Pipeline
+
+#: The class ``load_policy`` returns (recorded as ``policy_class``).
+POLICY_CLASS = "r2s2r_envs.policies.runtime.TrainedPolicy"
+# Learning rate at the end of the cosine schedule, as a share of ``lr``.
+_FINAL_LR_SHARE = 0.1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainResult:
+    """What :func:`train` wrote.
+
+    Attributes:
+        out: the checkpoint directory.
+        metadata: the policy metadata (as in ``config.json``).
+        final_loss: mean total loss over the last 10% of the steps.
+        load_time_s: seconds to check and load the data.
+        train_time_s: seconds of the gradient steps.
+        samples_per_s: training samples per second of ``train_time_s``.
+    """
+
+    out: Path
+    metadata: dict[str, Any]
+    final_loss: float
+    load_time_s: float
+    train_time_s: float
+    samples_per_s: float
+
+
+def prepare(config: TrainConfig) -> tuple[list[DatasetRef], Path]:
+    """Every check that needs no data loaded: the config, the datasets' existence, domains and task, the output.
+
+    Raises:
+        ConfigError: a bad field or an output directory that already holds a checkpoint (without ``overwrite``).
+        DataSelectionError: a dataset that is missing, of the wrong domain or of another task.
+    """
+    check_config(config)
+    real = config.real if config.real_fraction > 0 else ()
+    sim = config.sim if config.real_fraction < 1 else ()
+    refs = resolve_datasets(real, sim)
+    out = Path(config.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out {out} is a file; give a directory")
+    if (out / CONFIG_FILE).exists() and not config.overwrite:
+        raise ConfigError(f"{out} already holds a checkpoint; choose another --out or pass --overwrite")
+    return refs, out
+
+
+def load_datasets(config: TrainConfig, refs: list[DatasetRef]) -> list[TrajectoryDataset]:
+    """Loads the datasets (raw values, frame stacks and action chunks of the config).
+
+    Raises:
+        ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
+    """
+    spec = refs[0].obs_spec
+    keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
+    unknown = [k for k in keys if k not in spec]
+    if unknown:
+        raise ConfigError(f"obs_keys {unknown} are not in the data; it has {sorted(spec)}")
+    images = [k for k in keys if len(spec[k]) == 3]
+    if images and config.encoder != "cnn":
+        raise ConfigError(f"obs_keys {images} are camera images: train with encoder='cnn' (--encoder cnn)")
+    if config.encoder == "cnn" and not images:
+        cameras = sorted(k for k, s in spec.items() if len(s) == 3)
+        raise ConfigError(f"encoder='cnn' needs camera keys in obs_keys (the data has {cameras})")
+    return [
+        TrajectoryDataset(
+            ref.path,
+            obs_keys=keys,
+            frame_stack=config.frame_stack,
+            action_chunk=config.action_chunk,
+            filter_key="success" if config.demos == "success" else None,
+            verify=config.verify,
+        )
+        for ref in refs
+    ]
+
+
+def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pipeline:
+    """The shared pipeline: keys and shapes of the data, statistics merged over every dataset."""
+    ref = datasets[0]
+    spec = ref.sample_spec()
+    shapes = {k: spec[f"obs/{k}"][0][1:] for k in ref.obs_keys}
+    low, high = _action_bounds(ref.env_id)
+    return Pipeline(
+        obs_keys=[k for k in ref.obs_keys if len(shapes[k]) <= 1],
+        image_keys=[k for k in ref.obs_keys if len(shapes[k]) == 3],
+        obs_shapes=shapes,
+        action_dim=spec["actions"][0][1],
+        frame_stack=config.frame_stack,
+        action_chunk=config.action_chunk,
+        stats=merge_stats([d.stats for d in datasets]),
+        action_low=low,
+        action_high=high,
+    )
+
+
+def _action_bounds(env_id: str) -> tuple[list[float] | None, list[float] | None]:
+    """The action space bounds of a registered env (predictions are clipped to them), else ``None``."""
+    import gymnasium as gym
+
+    import r2s2r_envs  # noqa: F401 - registers the envs
+
+    if env_id not in gym.registry:
+        return None, None
+    env = gym.make(env_id)
+    try:
+        space = env.action_space
+        return np.asarray(space.low, dtype=np.float64).tolist(), np.asarray(space.high, dtype=np.float64).tolist()
+    finally:
+        env.close()
+
+
+def build_model(config: TrainConfig, pipeline: Pipeline) -> PolicyModel:
+    """The network of a config (sizes from the pipeline)."""
+    return PolicyModel(**model_config(config, pipeline))
+
+
+def model_config(config: TrainConfig, pipeline: Pipeline) -> dict[str, Any]:
+    """The ``model`` section of ``config.json``: the arguments of :class:`PolicyModel`."""
+    return {
+        "state_dim": pipeline.state_dim,
+        "chunk_dim": pipeline.chunk_dim,
+        "generative": config.generative,
+        "cfg": config.uses_cfg,
+        "adda": config.uses_adda,
+        "image_keys": list(pipeline.image_keys),
+        "frame_stack": config.frame_stack,
+        "hidden_dim": config.hidden_dim,
+        "layers": config.layers,
+        "feature_dim": config.feature_dim,
+    }
+
+
+def batch_tensors(
+    pipeline: Pipeline, batch: dict[str, Any]
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """A raw loader batch through the pipeline: ``(inputs, normalized targets, loss weights)``."""
+    inputs = {k: torch.from_numpy(v) for k, v in pipeline.encode_obs(batch["obs"]).items()}
+    target = torch.from_numpy(pipeline.encode_actions(batch["actions"]))
+    mask = np.repeat(batch["action_mask"].astype(np.float32), pipeline.action_dim, axis=1)
+    return inputs, target, torch.from_numpy(mask)
+
+
+def lr_factor(config: TrainConfig, step: int) -> float:
+    """Learning rate at ``step`` as a share of ``lr``: cosine decay from 1 to 10% over the run."""
+    progress = min(step, config.steps) / config.steps
+    return _FINAL_LR_SHARE + (1 - _FINAL_LR_SHARE) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def reversal_scale(config: TrainConfig, step: int) -> float:
+    """The encoder's adversarial weight at ``step``: DANN's ``2 / (1 + exp(-10 p)) - 1`` ramp over the warm-up."""
+    if not config.uses_adda:
+        return 0.0
+    warm = config.adda_warmup * config.steps
+    p = 1.0 if warm <= 0 else min(1.0, step / warm)
+    return config.adda_weight * (2.0 / (1.0 + math.exp(-10.0 * p)) - 1.0)
+
+
+def train(config: TrainConfig) -> TrainResult:
+    """Trains a policy and writes its checkpoint directory.
+
+    Args:
+        config: the run (docs/baselines.md).
+
+    Returns:
+        Where it was written, the metadata, the final loss and timings.
+
+    Raises:
+        ConfigError: a bad setting (before any data is loaded).
+        DataSelectionError: a missing dataset, one of the wrong domain or of another task (before loading).
+        DatasetError: a dataset that fails its checks while loading.
+    """
+    t0 = time.perf_counter()
+    refs, out = prepare(config)
+    datasets = load_datasets(config, refs)
+    pipeline = build_pipeline(config, datasets)
+    mixture = CoTrainingMixture(
+        datasets,
+        config.real_fraction,
+        composition=config.composition,
+        seed=config.seed,
+    )
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(config.seed)
+    model = build_model(config, pipeline)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(config, s))
+    load_time = time.perf_counter() - t0
+
+    history: dict[str, list[float]] = {"loss": [], "action": []}
+    if config.uses_adda:
+        history.update(domain=[], domain_accuracy=[], reversal_scale=[])
+    real_share: list[float] = []
+    t1 = time.perf_counter()
+    bar = _progress(config)
+    model.train()
+    for step in range(config.steps):
+        batch = mixture.sample(config.batch_size)
+        inputs, target, weight = batch_tensors(pipeline, batch)
+        domain = torch.from_numpy(batch["domain"])
+        scale = reversal_scale(config, step)
+        losses = model.losses(
+            inputs, target, weight, domain, generator, cfg_dropout=config.cfg_dropout, reversal_scale=scale
+        )
+        optimizer.zero_grad(set_to_none=True)
+        losses["loss"].backward()
+        if config.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        schedule.step()
+        for key in history:
+            history[key].append(scale if key == "reversal_scale" else float(losses[key].detach()))
+        real_share.append(float(batch["domain"].mean()))
+        if bar is not None:
+            bar.update(1)
+            if step % 50 == 0 or step == config.steps - 1:
+                bar.set_postfix(loss=f"{history['loss'][-1]:.4f}")
+        if not math.isfinite(history["loss"][-1]):
+            raise FloatingPointError(f"the loss became {history['loss'][-1]} at step {step}; lower --lr")
+    if bar is not None:
+        bar.close()
+    train_time = time.perf_counter() - t1
+
+    metadata = _metadata(config, refs, datasets)
+    tail = history["loss"][-max(1, config.steps // 10) :]
+    log = {
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "history": history,
+        "real_share_per_batch_mean": float(np.mean(real_share)),
+        "final_loss": float(np.mean(tail)),
+        "load_time_s": load_time,
+        "train_time_s": train_time,
+        "samples_per_s": config.steps * config.batch_size / max(train_time, 1e-9),
+        "num_samples": {str(d.path): len(d) for d in datasets},
+        "threads": config.threads,
+    }
+    _write(out, config, pipeline, model, metadata, log)
+    return TrainResult(
+        out=out,
+        metadata=metadata,
+        final_loss=log["final_loss"],
+        load_time_s=load_time,
+        train_time_s=train_time,
+        samples_per_s=log["samples_per_s"],
+    )
+
+
+def _progress(config: TrainConfig) -> Any:
+    if not config.progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=config.steps, desc=f"train {config.method}", unit="step", file=sys.stderr, dynamic_ncols=True)
+
+
+def _metadata(config: TrainConfig, refs: list[DatasetRef], datasets: list[TrajectoryDataset]) -> dict[str, Any]:
+    entries = [
+        {
+            "name": ref.name,
+            "path": str(ref.path),
+            "sha256": ref.content_hash,
+            "domain": ref.domain,
+            "env_id": ref.env_id,
+            "episodes": ds.num_demos,
+            "samples": len(ds),
+        }
+        for ref, ds in zip(refs, datasets)
+    ]
+    variants = sorted({v for ref in refs if ref.domain == "sim" and (v := grounding_variant(ref.env_id))})
+    real_env = [ref.env_id for ref in refs if ref.domain == "real"]
+    return {
+        "method": config.method,
+        "real_fraction": config.real_fraction,
+        "variant": "+".join(variants) if variants else None,
+        "datasets": entries,
+        "training_seed": config.seed,
+        "n_real_demos": sum(e["episodes"] for e in entries if e["domain"] == "real"),
+        "n_sim_demos": sum(e["episodes"] for e in entries if e["domain"] == "sim"),
+        "policy_class": POLICY_CLASS,
+        "demos": config.demos,
+        "env_id": real_env[0] if real_env else refs[0].env_id,
+        "steps": config.steps,
+        "versions": {"r2s2r_envs": __version__, "torch": torch.__version__},
+    }
+
+
+def _write(
+    out: Path,
+    config: TrainConfig,
+    pipeline: Pipeline,
+    model: PolicyModel,
+    metadata: dict[str, Any],
+    log: dict[str, Any],
+) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out / WEIGHTS_FILE)
+    (out / LOG_FILE).write_text(json.dumps(log) + "\n")
+    _plot(out / LOSS_PLOT, config, log)
+    document = {
+        "format": CHECKPOINT_FORMAT,
+        "checkpoint_version": CHECKPOINT_VERSION,
+        "config": config.to_dict(),
+        "metadata": metadata,
+        "pipeline": pipeline.to_dict(),
+        "model": model_config(config, pipeline),
+        "training": {k: log[k] for k in ("final_loss", "load_time_s", "train_time_s", "samples_per_s", "threads")},
+    }
+    # config.json last, atomically: its presence marks a finished checkpoint.
+    tmp = out / (CONFIG_FILE + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(tmp, out / CONFIG_FILE)
+
+
+def _plot(path: Path, config: TrainConfig, log: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    history = log["history"]
+    steps = np.arange(1, len(history["loss"]) + 1)
+    window = max(1, len(steps) // 100)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key in ("loss", "action", "domain"):
+        if key in history and (key != "action" or "domain" in history):
+            y = np.convolve(history[key], np.ones(window) / window, mode="valid")
+            ax.plot(steps[window - 1 :], y, label=key)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_yscale("log" if min(history["loss"]) > 0 else "linear")
+    ax.set_title(f"{config.method}, real_fraction={config.real_fraction}, seed={config.seed}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
