@@ -6,6 +6,7 @@ Examples::
     r2s2r demo --env PickSort-Ungrounded-v0 --episodes 10
     r2s2r demo --env PickSort-Real-v0 --episodes 20 --lab default --json
     r2s2r demo --env PickSort-Ungrounded-v0 --episodes 1 --video demo.mp4 --num-objects 2
+    r2s2r demo --env PickSort-WorldGrounded-v0 --grounding my_lab.json --episodes 10
 
 ``demo`` evaluates the demonstrator that comes with an env (``r2s2r_envs.behavior.make_demonstrator``) with the
 evaluation protocol (:func:`r2s2r_envs.evaluation.protocol.evaluate`, docs/protocol.md) and reports the success
@@ -88,6 +89,21 @@ def check_lab(env_id: str, lab: str) -> None:
         )
 
 
+def check_grounding(env_id: str, grounding: str) -> None:
+    """Raise ``UsageError`` unless ``env_id`` takes a grounding file and ``grounding`` names a loadable one."""
+    takes = sorted(k for k in registered_env_ids() if "grounding" in gym.spec(k).kwargs)
+    if "grounding" not in gym.spec(env_id).kwargs:
+        raise UsageError(
+            f"--grounding selects the grounding file of a world-grounded env {takes}; {env_id} does not take one"
+        )
+    from r2s2r_envs.grounding.result import GroundingFileError, load_grounding
+
+    try:
+        load_grounding(grounding)
+    except (FileNotFoundError, GroundingFileError) as e:
+        raise UsageError(str(e)) from e
+
+
 def default_episode_steps(env_id: str) -> int:
     """The time limit of ``env_id`` in control steps: its spec's ``episode_steps``, else the PickSort default."""
     from r2s2r_envs.envs import PickSortEnv
@@ -141,6 +157,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if args.lab is not None:
             check_lab(args.env, args.lab)
             env_kwargs["lab"] = args.lab
+        if args.grounding is not None:
+            check_grounding(args.env, args.grounding)
+            env_kwargs["grounding"] = args.grounding
         from r2s2r_envs.behavior import make_demonstrator
 
         result = evaluate(
@@ -239,6 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LAB",
         help=f"the lab of {LAB_ENV_ID}: a shipped lab name (default: 'default'; a wrong name lists "
         "them) or the path of a lab JSON file",
+    )
+    demo.add_argument(
+        "--grounding",
+        default=None,
+        metavar="FILE",
+        help="the grounding of a world-grounded env (PickSort-WorldGrounded-v0): a shipped name (default: "
+        "'default', the default lab's) or a grounding file written by `r2s2r sysid --out FILE`",
     )
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     demo.add_argument(

@@ -51,6 +51,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     gen.add_argument(
         "--env-kwargs", type=_json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
     )
+    _add_env_source_options(gen)
     gen.add_argument(
         "--episode-steps",
         "--max-episode-steps",
@@ -100,6 +101,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
     )
     make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
+    _add_env_source_options(make, datasets=True)
     make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec (a checkout's)")
     make.add_argument("--no-progress", action="store_true", help="no progress bars")
     make.set_defaults(func=cmd_datasets_make)
@@ -125,6 +127,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from r2s2r_envs.datasets.generate import GenerationError, generate
 
     try:
+        env_kwargs = with_env_sources(args.env_id, args.env_kwargs, lab=args.lab, grounding=args.grounding)
         result = generate(
             args.env_id,
             args.episodes,
@@ -134,7 +137,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             successes_only=args.successes_only,
             obs_mode=args.obs_mode,
             obs_keys=args.obs_keys,
-            env_kwargs=args.env_kwargs,
+            env_kwargs=env_kwargs,
             demonstrator=args.demonstrator,
             episode_steps=args.episode_steps,
             max_attempts=args.max_attempts,
@@ -142,7 +145,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=not args.no_progress,
         )
-    except (DatasetError, GenerationError, ValueError, FileExistsError) as exc:
+    except (DatasetError, GenerationError, ValueError, FileExistsError, FileNotFoundError) as exc:
         return _fail(exc)
     if result.interrupted:
         print(
@@ -192,9 +195,17 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
 
     if not args.all and not args.names:
         return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"))
+    spec = args.spec
     try:
+        if args.lab is not None or args.grounding is not None:
+            if args.update_spec:
+                raise ValueError(
+                    "--update-spec pins the canonical hashes, which are made with the shipped lab and grounding: "
+                    "do not combine it with --lab or --grounding"
+                )
+            spec = _spec_with_env_sources(args, _scratch_dir(args))
         reports = make_datasets(
-            args.spec,
+            spec,
             names=None if args.all else args.names,
             cache_dir=args.cache_dir,
             workers=args.workers,
@@ -269,6 +280,108 @@ def cmd_datasets_verify(args: argparse.Namespace) -> int:
             print(f"FAILED  {path}: {exc}", file=sys.stderr)
             status = EXIT_ERROR
     return status
+
+
+# -- --lab and --grounding -------------------------------------------------------------------------
+
+#: Env arguments that choose where an env's physics come from, and the command-line option of each.
+ENV_SOURCE_OPTIONS = {"lab": "--lab", "grounding": "--grounding"}
+
+
+def _add_env_source_options(parser: argparse.ArgumentParser, datasets: bool = False) -> None:
+    which = " of the datasets whose env takes one" if datasets else ""
+    note = (
+        "; the datasets are built as '<name>+<LAB or FILE stem>.hdf5', unpinned (the spec's hashes are the shipped "
+        "ones')"
+        if datasets
+        else ""
+    )
+    parser.add_argument(
+        "--lab",
+        default=None,
+        metavar="LAB",
+        help=f"the lab{which} (PickSort-Real-v0): a shipped lab name or a lab JSON file{note}",
+    )
+    parser.add_argument(
+        "--grounding",
+        default=None,
+        metavar="FILE",
+        help=f"the grounding{which} (PickSort-WorldGrounded-v0): a shipped name or a grounding file written by "
+        f"`r2s2r sysid --out FILE`{note}",
+    )
+
+
+def with_env_sources(
+    env_id: str, env_kwargs: dict[str, Any], *, lab: str | None = None, grounding: str | None = None
+) -> dict[str, Any]:
+    """``env_kwargs`` plus ``lab`` / ``grounding`` given as options.
+
+    Raises:
+        ValueError: the env does not take that argument (the message names the ids that do), or ``env_kwargs``
+            already sets it.
+    """
+    import gymnasium as gym
+
+    import r2s2r_envs  # noqa: F401 - registers the envs
+
+    kwargs = dict(env_kwargs)
+    for key, value in (("lab", lab), ("grounding", grounding)):
+        if value is None:
+            continue
+        option = ENV_SOURCE_OPTIONS[key]
+        if key in kwargs:
+            raise ValueError(f"{option} and --env-kwargs both set {key!r}: give it once")
+        if env_id in gym.registry and key not in gym.spec(env_id).kwargs:
+            takes = sorted(k for k in gym.registry if k.startswith("PickSort-") and key in gym.spec(k).kwargs)
+            raise ValueError(f"{option} applies to the envs that take a {key} {takes}; {env_id} does not")
+        kwargs[key] = value
+    return kwargs
+
+
+def _scratch_dir(args: argparse.Namespace) -> Path:
+    from r2s2r_envs.datasets.canonical import default_cache_dir
+
+    return Path(args.cache_dir) if args.cache_dir is not None else default_cache_dir()
+
+
+def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
+    """A copy of the spec whose datasets of envs taking ``--lab`` / ``--grounding`` use them, written to the cache.
+
+    Those datasets get their own file name (``<name>+<stem>.hdf5``) and no expected hash; the others are as in
+    the spec.  Raises ValueError when none of the selected datasets takes the option.
+    """
+    import gymnasium as gym
+
+    import r2s2r_envs  # noqa: F401 - registers the envs
+    from r2s2r_envs.datasets.canonical import read_spec_text
+
+    raw = json.loads(read_spec_text(args.spec))
+    selected = None if args.all else set(args.names)
+    for key in ENV_SOURCE_OPTIONS:
+        value = getattr(args, key)
+        if value is None:
+            continue
+        stem = Path(value).stem
+        hit = []
+        for item in raw.get("datasets", []):
+            if selected is not None and item.get("name") not in selected:
+                continue
+            env_id = item.get("env_id")
+            if env_id not in gym.registry or key not in gym.spec(env_id).kwargs:
+                continue
+            item["env_kwargs"] = with_env_sources(env_id, item.get("env_kwargs") or {}, **{key: value})
+            item["file"] = f"{item['name']}+{stem}.hdf5"
+            item["sha256"] = None
+            item.pop("command", None)  # recomputed from the fields
+            hit.append(item["name"])
+        if not hit:
+            raise ValueError(
+                f"{ENV_SOURCE_OPTIONS[key]} applies to datasets whose env takes a {key}; none of the selected does"
+            )
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / ".spec-with-env-sources.json"
+    path.write_text(json.dumps(raw, indent=2))
+    return path
 
 
 # -- helpers ---------------------------------------------------------------------------------------
