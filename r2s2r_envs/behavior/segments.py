@@ -1,0 +1,335 @@
+"""Reading demonstrations as a sequence of grasps: the events and segments both the metrics and the fit use.
+
+A demonstration file holds, per step, the commands sent (``actions``) and the observations (``eef_pos``,
+``object_pos``, ...), as a real cell records them. This module finds in them, for every grasp of an object on
+the belt (docs/behavior.md#segmentation):
+
+* ``arrival``: the object crosses ``ARRIVAL_Y`` (it enters the workspace),
+* ``rest_start`` / ``reach_start``: the hand's last pause before the reach (TCP speed below ``REST_SPEED``); a
+  hand that never pauses starts its reach where its previous grasp ended,
+* ``close``: the fingers start to close (closure onset of the finger commands),
+* ``lift``: the TCP starts to rise with the object,
+* ``release``: the fingers open again after the lift,
+* which object it was, its category and whether it ended up sorted.
+
+Only what a real cell records is used: commands and sensor readings (no simulator state), so the same code reads
+lab and simulated datasets alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.signal import savgol_filter
+
+from r2s2r_envs.datasets import open_dataset
+from r2s2r_envs.envs.config import ControlConfig
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import scene_layout
+
+#: Control period of the demonstrations, s (PickSort's 20 Hz command rate).
+DT = 1.0 / ControlConfig().control_hz
+#: Belt coordinate (y, m) at which an object counts as arrived in the workspace (docs/behavior.md#segmentation).
+ARRIVAL_Y = 0.3
+#: TCP speed below which the hand counts as resting, m/s.
+REST_SPEED = 0.03
+#: Height an object must rise above where it rode the belt to count as lifted, m.
+LIFT_HEIGHT = 0.03
+#: How far before an object's rise the fingers' closure onset is looked for, control steps (1.5 s).
+CLOSURE_WINDOW = 30
+#: Smallest change of a digit's mean flexion command, in [-1, 1] units, that counts as closing.
+MIN_CLOSURE = 0.05
+#: Observation keys the segmentation reads.
+OBS_KEYS = ("eef_pos", "eef_quat", "object_pos", "object_quat", "object_category")
+#: Finger flexion joints of each digit (the rotation/abduction joints are left out), in ``HAND_JOINTS`` order.
+DIGITS = ("if", "mf", "rf", "th")
+_FLEXION = {
+    "if": ("mcp", "pip", "dip"),
+    "mf": ("mcp", "pip", "dip"),
+    "rf": ("mcp", "pip", "dip"),
+    "th": ("mcp", "ipl"),
+}
+_JOINT_INDEX = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
+DIGIT_JOINTS: dict[str, list[int]] = {d: [_JOINT_INDEX[f"{d}_{j}"] for j in _FLEXION[d]] for d in DIGITS}
+#: Index of the first finger command in a task-space action.
+FINGER_ACTION_START = 6
+
+
+class BehaviorDataError(ValueError):
+    """A demonstration file cannot be used for behavior comparison or fitting; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Grasp:
+    """One grasp of one object, as step indices into its demonstration (see the module docstring).
+
+    Attributes:
+        obj: object slot index.
+        category: object category name.
+        sorted: whether the object ended up in its bin.
+        digit_onsets: step at which each digit that moves starts to close (``close`` is the earliest).
+        arrival, rest_start, reach_start, close, lift, release: step indices (``release`` is ``None`` if the
+            fingers never opened again; ``arrival`` may be 0 for an object already in the workspace).
+        retreat_end: step at which the hand's motion after the release ends (the next grasp's rest start, or the
+            episode's end).
+    """
+
+    obj: int
+    category: str
+    sorted: bool
+    arrival: int
+    rest_start: int
+    reach_start: int
+    close: int
+    digit_onsets: dict[str, int]
+    lift: int
+    release: int | None
+    retreat_end: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoTrace:
+    """The signals of one demonstration the behavior code reads, plus its grasps.
+
+    Attributes:
+        demo_id: the demo's id in its file.
+        success: the episode's outcome.
+        eef: (T, 3) TCP position, m; ``eef_quat`` (T, 4).
+        eef_smooth: (T, 3) TCP position smoothed (Savitzky-Golay, 7 steps), m; ``eef_vel`` its derivative, m/s.
+        objects: (T, N, 3) perceived object centres, m; ``object_quat`` (T, N, 4).
+        categories: category name per object slot.
+        fingers: (T, 16) finger commands in [-1, 1] (the commands sent, not the measured joints).
+        closure: (T, 4) mean flexion command per digit (order ``DIGITS``).
+        grasps: grasps in time order.
+    """
+
+    demo_id: int
+    success: bool
+    eef: np.ndarray
+    eef_quat: np.ndarray
+    eef_smooth: np.ndarray
+    eef_vel: np.ndarray
+    objects: np.ndarray
+    object_quat: np.ndarray
+    categories: tuple[str, ...]
+    fingers: np.ndarray
+    closure: np.ndarray
+    grasps: tuple[Grasp, ...]
+
+    @property
+    def speed(self) -> np.ndarray:
+        """(T,) TCP speed, m/s."""
+        return np.linalg.norm(self.eef_vel, axis=1)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoSet:
+    """Demonstrations read from one file with what identifies it.
+
+    Attributes:
+        path: the file.
+        env_id, domain: the env that made it and ``"real"`` or ``"sim"``.
+        content_hash: the file's content hash.
+        world: the provenance's world record (for a lab: its name and config hash only).
+        traces: one ``DemoTrace`` per demo.
+    """
+
+    path: Path
+    env_id: str
+    domain: str
+    content_hash: str
+    world: dict[str, Any]
+    traces: tuple[DemoTrace, ...]
+
+    @property
+    def grasps(self) -> list[tuple[DemoTrace, Grasp]]:
+        """Every grasp of every demo, with its demo."""
+        return [(t, g) for t in self.traces for g in t.grasps]
+
+
+def load_demos(path: str | Path, *, verify: str = "quick") -> DemoSet:
+    """Reads a PickSort demonstration file and segments every demo into grasps.
+
+    Args:
+        path: a dataset written by ``r2s2r generate`` (state observations, task-space actions).
+        verify: the reader's verification mode (``"quick"`` checks every hash but the arrays'; a damaged array
+            still fails its HDF5 checksum when read).
+
+    Raises:
+        FileNotFoundError, r2s2r_envs.datasets.DatasetError: the file is missing, not a dataset, damaged or empty.
+        BehaviorDataError: a dataset of another task, without the state observations, or with joint-space actions.
+    """
+    path = Path(path)
+    with open_dataset(path, verify=verify) as f:
+        env_id = f.env_id
+        if not env_id.startswith("PickSort-"):
+            raise BehaviorDataError(
+                f"{path} holds demonstrations of {env_id!r}, another task; behavior fitting and comparison read "
+                "PickSort datasets (PickSort-* ids)"
+            )
+        missing = [k for k in OBS_KEYS if k not in f.obs_keys]
+        if missing:
+            raise BehaviorDataError(
+                f"{path} lacks the observation key(s) {missing}; behavior code needs {list(OBS_KEYS)} (generate with "
+                "--obs-mode state or state+rgb and without --obs-keys)"
+            )
+        if f.action_dim != FINGER_ACTION_START + len(C.HAND_JOINTS):
+            raise BehaviorDataError(
+                f"{path} has {f.action_dim}-dimensional actions; behavior code reads task-space demonstrations "
+                f"({FINGER_ACTION_START + len(C.HAND_JOINTS)} dims, control_mode='task')"
+            )
+        traces = []
+        for demo_id in f.demo_ids:
+            obs = {k: f.read(demo_id, f"obs/{k}") for k in OBS_KEYS}
+            attrs = f.demo_attrs(demo_id)
+            traces.append(trace_from_arrays(demo_id, obs, f.read(demo_id, "actions"), attrs))
+        world = f.provenance.get("world", {})
+        return DemoSet(
+            path=path,
+            env_id=env_id,
+            domain=f.domain,
+            content_hash=f.content_hash,
+            world=world if isinstance(world, dict) else {},
+            traces=tuple(traces),
+        )
+
+
+def trace_from_arrays(
+    demo_id: int, obs: dict[str, np.ndarray], actions: np.ndarray, attrs: dict[str, Any]
+) -> DemoTrace:
+    """Builds a ``DemoTrace`` from one demo's arrays (``obs`` with the ``OBS_KEYS``, ``actions`` (T, 22))."""
+    eef = np.asarray(obs["eef_pos"], dtype=float)
+    n_steps = len(actions)
+    eef = eef[:n_steps]
+    objects = np.asarray(obs["object_pos"], dtype=float)[:n_steps].reshape(n_steps, -1, 3)
+    n_obj = objects.shape[1]
+    one_hot = np.asarray(obs["object_category"], dtype=float)[0].reshape(n_obj, len(C.CATEGORIES))
+    categories = tuple(C.CATEGORIES[int(k)] for k in one_hot.argmax(axis=1))
+    fingers = np.asarray(actions, dtype=float)[:, FINGER_ACTION_START:]
+    closure = np.stack([fingers[:, DIGIT_JOINTS[d]].mean(axis=1) for d in DIGITS], axis=1)
+    window = min(7, n_steps - (1 - n_steps % 2))
+    if window >= 5:
+        eef_smooth = savgol_filter(eef, window, 2, axis=0)
+        eef_vel = savgol_filter(eef, window, 2, deriv=1, delta=DT, axis=0)
+    else:
+        eef_smooth = eef.copy()
+        eef_vel = np.gradient(eef, DT, axis=0) if n_steps > 1 else np.zeros_like(eef)
+    outcomes = list(attrs.get("object_outcomes") or [])
+    trace = DemoTrace(
+        demo_id=int(demo_id),
+        success=bool(attrs.get("success", False)),
+        eef=eef,
+        eef_quat=np.asarray(obs["eef_quat"], dtype=float)[:n_steps],
+        eef_smooth=eef_smooth,
+        eef_vel=eef_vel,
+        objects=objects,
+        object_quat=np.asarray(obs["object_quat"], dtype=float)[:n_steps].reshape(n_steps, n_obj, 4),
+        categories=categories,
+        fingers=fingers,
+        closure=closure,
+        grasps=(),
+    )
+    grasps = find_grasps(trace, outcomes)
+    return dataclasses.replace(trace, grasps=tuple(grasps))
+
+
+def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
+    """The grasps of one demonstration, in time order (see the module docstring)."""
+    layout = scene_layout()
+    objects, n_steps = trace.objects, len(trace.fingers)
+    overall = trace.closure.mean(axis=1)
+    lifts: list[tuple[int, int]] = []
+    for i in range(objects.shape[1]):
+        z0 = objects[0, i, 2]
+        on_belt = objects[:, i, 2] < layout.belt_top + 0.08
+        up = (objects[:, i, 2] > z0 + LIFT_HEIGHT) & (np.linalg.norm(objects[:, i] - trace.eef, axis=1) < 0.12)
+        # A lift starts where the object rises from belt level near the hand; re-grasps give several.
+        t = 1
+        while t < n_steps:
+            if up[t] and on_belt[t - 1] and not up[t - 1]:
+                lifts.append((t, i))
+                while t < n_steps and up[t]:
+                    t += 1
+            t += 1
+    lifts.sort()
+    grasps: list[Grasp] = []
+    prev_end = 0
+    for t_lift, i in lifts:
+        if t_lift <= prev_end:
+            continue
+        onsets = digit_onsets(trace.closure, max(prev_end, t_lift - CLOSURE_WINDOW), t_lift)
+        if not onsets:
+            continue
+        close = min(onsets.values())
+        closed = float(overall[t_lift : min(n_steps, t_lift + 5)].max())
+        open_level = float(overall[close])
+        span = closed - open_level
+        # Lift start: the TCP's lowest point between the closure onset and the object's rise.
+        z = trace.eef_smooth[close : t_lift + 1, 2]
+        lift = close + int(np.argmin(z)) if len(z) else t_lift
+        lift = max(lift, close + 1)
+        opened = np.flatnonzero(overall[t_lift:] < open_level + 0.5 * span) if span > 1e-3 else []
+        release = t_lift + int(opened[0]) if len(opened) else None
+        # Reach start: the end of the hand's last pause before the closure onset.
+        speed = np.linalg.norm(trace.eef_vel[prev_end:close], axis=1)
+        rest = np.flatnonzero(speed < REST_SPEED)
+        if len(rest):
+            reach_start = prev_end + int(rest[-1]) + 1
+            k = int(rest[-1])
+            while k > 0 and speed[k - 1] < REST_SPEED:
+                k -= 1
+            rest_start = prev_end + k
+        else:
+            reach_start = rest_start = prev_end
+        reach_start = min(reach_start, close - 1) if close > prev_end else reach_start
+        arrived = np.flatnonzero(objects[:, i, 1] < ARRIVAL_Y)
+        arrival = int(arrived[0]) if len(arrived) else n_steps
+        grasps.append(
+            Grasp(
+                obj=i,
+                category=trace.categories[i],
+                sorted=i < len(outcomes) and outcomes[i] == "sorted",
+                arrival=arrival,
+                rest_start=rest_start,
+                reach_start=max(reach_start, 0),
+                close=close,
+                digit_onsets=onsets,
+                lift=lift,
+                release=release,
+                retreat_end=n_steps,
+            )
+        )
+        prev_end = release if release is not None else n_steps
+    # The motion after a release ends where the next grasp's pause (or reach) begins.
+    for k in range(len(grasps) - 1):
+        grasps[k] = dataclasses.replace(grasps[k], retreat_end=max(grasps[k + 1].rest_start, grasps[k].release or 0))
+    return grasps
+
+
+def digit_onsets(closure: np.ndarray, start: int, lift: int) -> dict[str, int]:
+    """Step at which each digit starts closing before ``lift``: the last step in ``[start, lift]`` at which its
+    flexion command was within 10% of its lowest value there (digits that do not close are left out)."""
+    out: dict[str, int] = {}
+    end = min(len(closure) - 1, lift + 3)
+    for k, d in enumerate(DIGITS):
+        seg = closure[start : end + 1, k]
+        low, high = float(seg[: lift - start + 1].min()), float(seg.max())
+        if high - low < MIN_CLOSURE:
+            continue
+        below = np.flatnonzero(seg[: lift - start + 1] <= low + 0.1 * (high - low))
+        out[d] = start + int(below[-1])
+    return out
+
+
+def hand_yaw(quat: np.ndarray) -> np.ndarray:
+    """Yaw of the hand's x axis in the horizontal plane, rad, for (..., 4) quaternions (w, x, y, z)."""
+    w, x, y, z = np.moveaxis(np.asarray(quat, dtype=float), -1, 0)
+    return np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+
+
+def object_yaw(quat: np.ndarray) -> np.ndarray:
+    """Yaw of an object about the vertical, rad, for (..., 4) quaternions (w, x, y, z)."""
+    return hand_yaw(quat)
