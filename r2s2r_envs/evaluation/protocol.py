@@ -40,8 +40,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from functools import lru_cache
-from importlib import resources
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -53,15 +51,36 @@ import numpy as np
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import FAILURE_CAUSES
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
+from r2s2r_envs.evaluation.schema import (
+    READABLE_SCHEMA_VERSIONS,
+    RESULT_FORMAT,
+    RESULT_SCHEMA_VERSION,
+    ResultSchemaError,
+    result_schema,
+    validate_method,
+    validate_result,
+)
 from r2s2r_envs.evaluation.stats import summarize_episodes
 
 #: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
 #: never changes (``tests/test_protocol.py`` pins the seeds it gives).
 EVALUATION_BASE_SEED = 271828
-#: Version of the result file format written by :meth:`EvaluationResult.to_json`; readers refuse others.
-RESULT_SCHEMA_VERSION = 1
-#: The ``format`` field of a result file.
-RESULT_FORMAT = "r2s2r_envs.evaluation_result"
+#: Failure cause (and object outcome) of an episode the protocol stopped because the policy emitted an action
+#: the env cannot take: the wrong shape, NaN/inf or not a number (the record's ``policy_error`` says which).
+POLICY_FAILURE = "policy_failure"
+#: Every failure cause a record can hold: the env's (``r2s2r_envs.envs.FAILURE_CAUSES``) and the policy failure.
+RECORD_FAILURE_CAUSES: tuple[str, ...] = (*FAILURE_CAUSES, POLICY_FAILURE)
+#: Keys of a result's ``method`` section (docs/leaderboard.md#schema): how the policy was made.
+METHOD_KEYS = (
+    "method",
+    "policy_class",
+    "real_fraction",
+    "variant",
+    "datasets",
+    "training_seed",
+    "n_real_demos",
+    "n_sim_demos",
+)
 #: Only ids starting with this are evaluated.
 ENV_PREFIX = "PickSort-"
 #: Written instead of a lab given as a dict or object (its parameters) in a result's ``env_kwargs``.
@@ -72,7 +91,6 @@ RENDER_HINT = (
     "`MUJOCO_GL=egl r2s2r demo ...`) and make sure the EGL libraries are installed "
     "(Debian/Ubuntu: apt-get install -y libegl1 libegl-mesa0 libgl1-mesa-dri)"
 )
-_SCHEMA_FILE = "result_schema.json"
 
 
 # ---------------------------------------------------------------------- errors
@@ -88,17 +106,14 @@ class RenderError(RuntimeError):
     """Offscreen rendering (for a video) is not available; the message says how to enable it."""
 
 
-class ResultSchemaError(ValueError):
-    """A result file or dict that is not a valid evaluation result of a schema version this package reads."""
-
-
 # ---------------------------------------------------------------------- policies
 @runtime_checkable
 class Policy(Protocol):
     """What :func:`evaluate` runs: the demonstrators of :mod:`r2s2r_envs.behavior` satisfy it.
 
-    Optional attributes, recorded in the result when present: ``name`` (str) and ``settings``
-    (JSON-serializable configuration).
+    Optional attributes, recorded in the result when present: ``name`` (str), ``settings`` (JSON-serializable
+    configuration) and ``metadata`` (a mapping: how the policy was made, the result's ``method`` section;
+    ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema).
     """
 
     def reset(self, seed: int | None) -> None:
@@ -158,6 +173,48 @@ def _policy_record(policy: Policy) -> dict[str, Any]:
     }
 
 
+def method_record(policy: Policy, override: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The result's ``method`` section: the policy's ``metadata`` (if any), then ``override``, over defaults.
+
+    Keys the metadata does not give are null (``datasets``: an empty list); ``method`` defaults to the policy's
+    ``name`` (else its class name) and ``policy_class`` to its qualified class.  Extra metadata keys are kept.
+
+    Raises:
+        TypeError: ``metadata`` is not a mapping, or holds something that is not JSON data.
+        ResultSchemaError: a value the schema refuses (e.g. ``real_fraction`` 1.5); the message names the key.
+    """
+    metadata = getattr(policy, "metadata", None)
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise TypeError(f"policy.metadata must be a mapping (or absent), got a {type(metadata).__name__}")
+    record: dict[str, Any] = dict.fromkeys(METHOD_KEYS)
+    record["datasets"] = []
+    record.update(_jsonable(dict(metadata or {}), "policy.metadata"))
+    record.update(_jsonable(dict(override or {}), "method"))
+    if not record["method"]:
+        record["method"] = str(getattr(policy, "name", None) or type(policy).__name__)
+    if not record["policy_class"]:
+        record["policy_class"] = _qualified_name(type(policy))
+    validate_method(record)
+    return record
+
+
+def action_problem(action: Any, shape: tuple[int, ...]) -> str | None:
+    """Why ``action`` cannot be sent to an env whose actions have ``shape`` (None when it can).
+
+    The env itself would raise on these; the protocol records them as a policy failure instead.
+    """
+    try:
+        a = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"the action is not an array of numbers (got a {type(action).__name__})"
+    if a.shape != tuple(shape):
+        return f"the action has shape {a.shape}; the env takes shape {tuple(shape)}"
+    bad = np.flatnonzero(~np.isfinite(a.ravel()))
+    if bad.size:
+        return f"the action has NaN/inf at indices {bad[:8].tolist()}{' ...' if bad.size > 8 else ''}"
+    return None
+
+
 # ---------------------------------------------------------------------- envs and seeds
 def picksort_env_ids() -> list[str]:
     """Every registered id whose name starts with ``PickSort-`` (the shipped ones plus any registered later)."""
@@ -199,13 +256,17 @@ class EpisodeRecord:
         success_any_step: Every object sorted at some step of the episode.
         sort_accuracy: Share of the objects sorted, in [0, 1].
         time_to_sort: Seconds until the last object was sorted; None unless every object was.
-        failure_cause: Outcome of the first object that failed (``FAILURE_CAUSES``); None if none failed.
-        object_outcomes: Outcome per object (``r2s2r_envs.envs.OUTCOMES``).
+        failure_cause: Outcome of the first object that failed (``RECORD_FAILURE_CAUSES``); None if none failed.
+            ``policy_failure`` when the policy emitted an unusable action before any object failed.
+        object_outcomes: Outcome per object (``r2s2r_envs.envs.OUTCOMES``, or ``policy_failure`` for the objects
+            still pending when the policy failed).
         steps: Control steps taken.
         episode_return: Sum of the rewards.
         terminated: The episode ended because every object had an outcome.
         truncated: The episode ended at the env's time limit or because the simulation diverged.
         unstable: The simulation diverged.
+        policy_error: Why the protocol stopped the episode early: the policy emitted an action of the wrong shape,
+            NaN/inf or not numbers (at which step); None when the policy never did.
     """
 
     index: int
@@ -222,6 +283,7 @@ class EpisodeRecord:
     terminated: bool
     truncated: bool
     unstable: bool
+    policy_error: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "object_outcomes", tuple(str(o) for o in self.object_outcomes))
@@ -258,6 +320,9 @@ class EvaluationResult:
         env_kwargs: Arguments of ``gym.make`` (JSON form; a lab given inline is withheld).
         provenance: The env's ``provenance()``, as the env discloses it (for the lab: its name, never its physics).
         policy: ``name`` and ``settings`` of the policy (None when it has none) and its ``class``.
+        method: How the policy was made (``METHOD_KEYS``: method, policy class, ``real_fraction``, grounding
+            variant of its sim data, content hashes of its datasets, training seed, numbers of real and sim
+            demos), from the policy's ``metadata``; None gives the defaults of :func:`method_record`.
         base_seed: Base seed ``S``; episode ``i`` used ``episode_seeds(S, i)``.
         records: One record per episode, in episode order.
         versions: Versions of r2s2r_envs, MuJoCo, Gymnasium, NumPy and Python that produced the result.
@@ -274,6 +339,7 @@ class EvaluationResult:
     base_seed: int
     records: tuple[EpisodeRecord, ...]
     versions: dict[str, str]
+    method: dict[str, Any] | None = None
     seeding_convention: str = SEEDING_CONVENTION
     video: str | None = None
     wall_time_s: float | None = None
@@ -281,6 +347,14 @@ class EvaluationResult:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
+        if self.method is None:
+            default = dict.fromkeys(METHOD_KEYS)
+            default.update(
+                method=self.policy.get("name") or self.policy["class"].rpartition(".")[2],
+                policy_class=self.policy["class"],
+                datasets=[],
+            )
+            object.__setattr__(self, "method", default)
 
     @property
     def episodes(self) -> int:
@@ -290,7 +364,9 @@ class EvaluationResult:
     @property
     def summary(self) -> dict[str, Any]:
         """``summarize_episodes`` of the records: success rate at the end and at any step (each with its Wilson
-        95% interval), sort accuracy, mean time to sort, failure causes (episodes per first failure)."""
+        95% interval), sort accuracy, mean time to sort, failure causes (episodes per first failure, policy
+        failures included) and ``policy_failures`` (episodes stopped for an unusable action).  Every env cause is
+        listed, zeros included; ``policy_failure`` only when it occurred."""
         return summarize_episodes([r.to_dict() for r in self.records], FAILURE_CAUSES)
 
     def to_dict(self) -> dict[str, Any]:
@@ -302,6 +378,7 @@ class EvaluationResult:
             "env_kwargs": self.env_kwargs,
             "provenance": self.provenance,
             "policy": self.policy,
+            "method": self.method,
             "base_seed": self.base_seed,
             "seeding_convention": self.seeding_convention,
             "episodes": self.episodes,
@@ -320,12 +397,16 @@ class EvaluationResult:
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationResult:
         """Read a result dict, checking it against the schema and for internal consistency.
 
+        A file of schema version 1 is checked against its own schema and upgraded (no policy failures, a method
+        section from the policy record); the result is then of the current version.
+
         Raises:
             ResultSchemaError: not a result, an unsupported ``schema_version``, a field that breaks the schema,
                 records out of order or with seeds that do not follow the seeding convention, or a summary
                 that does not match the records.
         """
-        validate_result(data)
+        if validate_result(data) == 1:
+            data = _upgrade_v1(data)
         records = tuple(EpisodeRecord.from_dict(r) for r in data["records"])
         result = cls(
             env_id=data["env_id"],
@@ -335,10 +416,10 @@ class EvaluationResult:
             base_seed=data["base_seed"],
             records=records,
             versions=dict(data["versions"]),
+            method=None if data["method"] is None else dict(data["method"]),
             seeding_convention=data["seeding_convention"],
             video=data["video"],
             wall_time_s=data["wall_time_s"],
-            schema_version=data["schema_version"],
         )
         if data["episodes"] != len(records):
             raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
@@ -372,6 +453,18 @@ class EvaluationResult:
         return cls.from_dict(data)
 
 
+def _upgrade_v1(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A valid version-1 result as version 2: its summary checked first (against version 1's own figures)."""
+    if not _same_json(data["summary"], summarize_episodes(list(data["records"]), FAILURE_CAUSES)):
+        raise ResultSchemaError("result.summary does not match its records (edited by hand?)")
+    upgraded = {k: v for k, v in data.items() if k != "summary"}
+    upgraded["schema_version"] = RESULT_SCHEMA_VERSION
+    upgraded["records"] = [{**r, "policy_error": None} for r in data["records"]]
+    upgraded["summary"] = summarize_episodes(upgraded["records"], FAILURE_CAUSES)
+    upgraded["method"] = None
+    return upgraded
+
+
 def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, abs_tol=1e-12)
@@ -380,104 +473,6 @@ def _same_json(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b))
     return a == b
-
-
-# ---------------------------------------------------------------------- result schema
-@lru_cache(maxsize=1)
-def result_schema() -> dict[str, Any]:
-    """The JSON Schema of a result file (``r2s2r_envs/evaluation/result_schema.json``)."""
-    return json.loads(resources.files("r2s2r_envs.evaluation").joinpath(_SCHEMA_FILE).read_text())
-
-
-def validate_result(data: Any) -> None:
-    """Check a result dict against ``result_schema.json`` (and that the lab's provenance holds no physics).
-
-    Checked by a small validator of the JSON Schema keywords the schema uses, so no dependency is needed.
-
-    Raises:
-        ResultSchemaError: names the first offending field, e.g. ``result.records[3].env_seed``, and what the
-            schema accepts there; an unsupported ``schema_version`` is refused before anything else.
-    """
-    if not isinstance(data, Mapping) or data.get("format") != RESULT_FORMAT:
-        found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-        raise ResultSchemaError(f"not an r2s2r_envs evaluation result: format is {found!r}, expected {RESULT_FORMAT!r}")
-    version = data.get("schema_version")
-    if version != RESULT_SCHEMA_VERSION or isinstance(version, bool):
-        raise ResultSchemaError(
-            f"unsupported evaluation result schema_version {version!r}: r2s2r_envs {__version__} reads "
-            f"schema_version {RESULT_SCHEMA_VERSION} only (a result from another version of the package needs "
-            "that version to read it)"
-        )
-    schema = result_schema()
-    _validate(data, schema, schema, "result")
-    provenance = data["provenance"]
-    if provenance["domain"] == "real" and ("world_params" in provenance or "world" in provenance):
-        raise ResultSchemaError(
-            "result.provenance of the lab (domain 'real') holds physics ('world_params' or "
-            "'world'); the lab must only disclose its name"
-        )
-
-
-_JSON_TYPES: dict[str, Any] = {
-    "object": Mapping,
-    "array": (list, tuple),
-    "string": str,
-    "boolean": bool,
-    "null": type(None),
-}
-
-
-def _is_type(value: Any, name: str) -> bool:
-    if name in ("integer", "number"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return False
-        return isinstance(value, int) if name == "integer" else math.isfinite(value)
-    return isinstance(value, _JSON_TYPES[name])
-
-
-def _validate(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], path: str) -> None:
-    if "$ref" in schema:
-        target: Any = root
-        for part in schema["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        _validate(value, target, root, path)
-        return
-    if "type" in schema:
-        types = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-        if not any(_is_type(value, t) for t in types):
-            raise ResultSchemaError(f"{path}: expected {' or '.join(types)}, got {value!r}")
-    if "const" in schema and not (type(value) is type(schema["const"]) and value == schema["const"]):
-        raise ResultSchemaError(f"{path}: expected {schema['const']!r}, got {value!r}")
-    if "enum" in schema and value not in schema["enum"]:
-        raise ResultSchemaError(f"{path}: expected one of {schema['enum']}, got {value!r}")
-    if _is_type(value, "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ResultSchemaError(f"{path}: expected >= {schema['minimum']}, got {value!r}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ResultSchemaError(f"{path}: expected <= {schema['maximum']}, got {value!r}")
-    if isinstance(value, Mapping):
-        props = schema.get("properties", {})
-        missing = [k for k in schema.get("required", []) if k not in value]
-        if missing:
-            raise ResultSchemaError(f"{path}: missing key(s) {missing}; required: {schema['required']}")
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ResultSchemaError(f"{path}: keys must be strings, got {key!r}")
-            if key in props:
-                _validate(item, props[key], root, f"{path}.{key}")
-            elif extra is False:
-                raise ResultSchemaError(f"{path}: unknown key {key!r}; valid keys: {sorted(props)}")
-            elif isinstance(extra, Mapping):
-                _validate(item, extra, root, f"{path}.{key}")
-    if isinstance(value, (list, tuple)):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            raise ResultSchemaError(f"{path}: expected at least {schema['minItems']} items, got {len(value)}")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise ResultSchemaError(f"{path}: expected at most {schema['maxItems']} items, got {len(value)}")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                _validate(item, schema["items"], root, f"{path}[{i}]")
 
 
 # ---------------------------------------------------------------------- JSON forms
@@ -563,6 +558,9 @@ def run_episode(
 ) -> EpisodeRecord:
     """Run one episode: ``env.reset(seed=env_seed)``, ``policy.reset(policy_seed)``, step until it ends.
 
+    An action the env cannot take (wrong shape, NaN/inf, not numbers) ends the episode as a policy failure: the
+    objects still pending get the outcome ``policy_failure``, the record's ``policy_error`` says what was wrong.
+
     Args:
         env: A PickSort env.
         policy: The policy.
@@ -586,10 +584,16 @@ def run_episode(
     success_any_step = bool(info.get("is_success", False))
     total, steps = 0.0, 0
     terminated = truncated = False
+    shape = env.action_space.shape
     while not (terminated or truncated):
         if limit is not None and steps >= limit:
             raise RuntimeError(f"the env did not end episode {index} within its episode_steps={limit} steps")
-        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+        action = policy.act(obs)
+        problem = action_problem(action, shape)
+        if problem is not None:
+            error = f"step {steps}: {problem}"
+            return _policy_failure(info, error, index, env_seed, policy_seed, steps, total, success_any_step)
+        obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         steps += 1
         success_any_step = success_any_step or bool(info["is_success"])
@@ -610,6 +614,37 @@ def run_episode(
         terminated=bool(terminated),
         truncated=bool(truncated),
         unstable=bool(info.get("unstable", False)),
+    )
+
+
+def _policy_failure(
+    info: Mapping[str, Any],
+    error: str,
+    index: int,
+    env_seed: int,
+    policy_seed: int,
+    steps: int,
+    total: float,
+    success_any_step: bool,
+) -> EpisodeRecord:
+    """The record of an episode stopped because the policy emitted an unusable action (``info``: the last)."""
+    outcomes = [POLICY_FAILURE if o == "pending" else str(o) for o in info["object_outcomes"]]
+    return EpisodeRecord(
+        index=int(index),
+        env_seed=int(env_seed),
+        policy_seed=int(policy_seed),
+        is_success=False,  # an action is only asked for while some object is pending
+        success_any_step=success_any_step,
+        sort_accuracy=float(info["sort_accuracy"]),
+        time_to_sort=None,
+        failure_cause=POLICY_FAILURE if info["failure_cause"] is None else str(info["failure_cause"]),
+        object_outcomes=tuple(outcomes),
+        steps=steps,
+        episode_return=total,
+        terminated=False,
+        truncated=True,
+        unstable=False,
+        policy_error=error,
     )
 
 
@@ -665,6 +700,7 @@ def evaluate(
     progress: bool = True,
     video: str | os.PathLike[str] | None = None,
     workers: int = 1,
+    method: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
     """Evaluate a policy on a PickSort env with the suite's protocol.
 
@@ -685,6 +721,8 @@ def evaluate(
             of workers.  With more than one, ``policy`` is pickled to the workers, and a script calling this
             must guard its entry point with ``if __name__ == "__main__":``; ids registered at run time by the
             caller are not known to workers.
+        method: Entries of the result's ``method`` section that override the policy's ``metadata``
+            (:func:`method_record`), e.g. ``{"method": "my-method"}``.
 
     Returns:
         The result: records, summary and provenance.
@@ -694,6 +732,7 @@ def evaluate(
         EnvArgumentError: the env refused ``env_kwargs`` (the message passes on what it accepts).
         RenderError: ``video`` was asked for but offscreen rendering is not available.
         TypeError: ``policy`` is not a policy or factory, or cannot be pickled for workers.
+        ResultSchemaError: the policy's ``metadata`` or ``method`` holds a value the result schema refuses.
         ValueError: ``episodes`` < 1, ``workers`` < 1 or ``base_seed`` < 0.
     """
     from tqdm import tqdm
@@ -713,6 +752,7 @@ def evaluate(
         recorded_kwargs = _recorded_env_kwargs(kwargs, provenance["domain"])
         main_policy = resolve_policy(policy, env)
         policy_record = _policy_record(main_policy)
+        method_section = method_record(main_policy, method)
         first = 1 if video is not None else 0
         rest = range(first, episodes)
         parallel = workers > 1 and len(rest) > 1
@@ -758,6 +798,7 @@ def evaluate(
         env_kwargs=recorded_kwargs,
         provenance=provenance,
         policy=policy_record,
+        method=method_section,
         base_seed=base_seed,
         records=tuple(r for r in records if r is not None),  # all filled: every episode ran or raised
         versions=_versions(),
@@ -770,6 +811,10 @@ __all__ = [
     "ENV_PREFIX",
     "EVALUATION_BASE_SEED",
     "LAB_WITHHELD",
+    "METHOD_KEYS",
+    "POLICY_FAILURE",
+    "READABLE_SCHEMA_VERSIONS",
+    "RECORD_FAILURE_CAUSES",
     "RENDER_HINT",
     "RESULT_FORMAT",
     "RESULT_SCHEMA_VERSION",
@@ -786,7 +831,9 @@ __all__ = [
     "check_env_id",
     "evaluate",
     "evaluation_seeds",
+    "action_problem",
     "make_env",
+    "method_record",
     "picksort_env_ids",
     "resolve_policy",
     "result_schema",

@@ -38,8 +38,10 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     z2n = z * z / trials
     center = (p + z2n / 2.0) / (1.0 + z2n)
     half = z * math.sqrt(p * (1.0 - p) / trials + z2n / (4.0 * trials)) / (1.0 + z2n)
-    # Clamp rounding noise at the ends (p = 0 or 1 gives a bound of exactly 0 or 1 analytically).
-    return (max(0.0, center - half), min(1.0, center + half))
+    # p = 0 or 1 gives a bound of exactly 0 or 1 analytically; floating point leaves ~1e-17 there.
+    low = 0.0 if successes == 0 else max(0.0, center - half)
+    high = 1.0 if successes == trials else min(1.0, center + half)
+    return (low, high)
 
 
 def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()) -> dict[str, Any]:
@@ -49,14 +51,15 @@ def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: It
         episodes: One mapping per episode with ``is_success`` (bool, at the end of the episode),
             ``sort_accuracy`` (float in [0, 1]), ``failure_cause`` (str or None) and ``time_to_sort`` (seconds or
             None), i.e. the env's final ``info``; optionally ``success_any_step`` (bool: every object sorted at
-            some step).
+            some step) and ``policy_error`` (str or None: the protocol stopped the episode for an unusable action).
         failure_causes: Causes to report even when they never occurred (so the keys are stable across runs).
 
     Returns:
         ``episodes`` (count), ``success_rate`` (at the end), ``success_rate_ci95`` ([low, high], Wilson 95%),
         ``sort_accuracy`` (mean), ``mean_time_to_sort`` (mean over successful episodes, None if there were none)
         and ``failure_causes`` (episodes per first failure cause).  When every episode has ``success_any_step``,
-        also ``success_rate_any_step`` and ``success_rate_any_step_ci95``.
+        also ``success_rate_any_step`` and ``success_rate_any_step_ci95``; when every episode has
+        ``policy_error``, also ``policy_failures`` (episodes whose policy emitted an unusable action).
     """
     n = len(episodes)
     successes = sum(bool(e["is_success"]) for e in episodes)
@@ -80,4 +83,6 @@ def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: It
             "failure_causes": dict(causes),
         }
     )
+    if n and all("policy_error" in e for e in episodes):
+        summary["policy_failures"] = sum(e["policy_error"] is not None for e in episodes)
     return summary

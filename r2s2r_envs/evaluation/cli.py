@@ -1,0 +1,256 @@
+"""``r2s2r`` subcommands of the evaluation module: ``evaluate`` and ``leaderboard``.
+
+``r2s2r_envs.cli`` calls :func:`add_subcommands` on its subparsers; every handler takes the parsed arguments
+and returns an exit code (0 ok, 1 error, 2 usage error).  Both are thin shells: ``evaluate`` over
+:func:`r2s2r_envs.evaluation.protocol.evaluate` (docs/protocol.md), ``leaderboard`` over
+:func:`r2s2r_envs.evaluation.leaderboard.build_leaderboard` (docs/leaderboard.md).
+
+Examples:
+    r2s2r evaluate --policy runs/bc_seed0 --env PickSort-Real-v0 --episodes 100 --workers 2 --out results/bc0_lab.json
+    r2s2r evaluate --policy my_pkg.policies:make_policy --env PickSort-Ungrounded-v0 --episodes 20 --json
+    r2s2r leaderboard results/ --out leaderboard/
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.evaluation.protocol import (
+    EVALUATION_BASE_SEED,
+    EnvArgumentError,
+    EvaluationResult,
+    RenderError,
+    ResultSchemaError,
+    UnknownEnvError,
+    evaluate,
+    picksort_env_ids,
+)
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+#: The env whose physics come from a lab (``--lab``).
+LAB_ENV_ID = "PickSort-Real-v0"
+
+
+class PolicySpecError(ValueError):
+    """A ``--policy`` that names no policy directory and no importable ``module:factory``."""
+
+
+class DirectoryPolicy:
+    """Factory ``f(env) -> Policy`` for a ``r2s2r train --out DIR`` checkpoint (``r2s2r_envs.policies.load_policy``).
+
+    Picklable (it holds only the path), so each worker process loads its own copy; ``threads`` caps torch's
+    intra-op threads there, so parallel workers do not oversubscribe the cores.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], threads: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.threads = threads
+
+    def __call__(self, env: Any) -> Any:
+        try:
+            from r2s2r_envs.policies import load_policy
+        except ImportError as e:
+            raise PolicySpecError(
+                f"cannot load the policy directory {self.path}: r2s2r_envs.policies.load_policy is not available "
+                f"({e}); install the torch extra (pip install 'r2s2r_envs[torch]')"
+            ) from e
+        if self.threads is not None and "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(self.threads)
+        return load_policy(self.path)
+
+
+def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
+    """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`) or ``module:attribute``.
+
+    ``module:attribute`` is imported (the current directory first on ``sys.path``, as ``python -m`` does) and
+    may be a factory ``f(env) -> Policy``, a policy class (called with the env) or a policy object.
+
+    Raises:
+        PolicySpecError: neither an existing directory nor an importable ``module:attribute``.
+    """
+    path = Path(spec)
+    if path.is_dir():
+        return DirectoryPolicy(path, threads=threads)
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise PolicySpecError(
+            f"--policy {spec!r} is neither a policy directory (r2s2r train --out DIR) nor module:factory "
+            "(e.g. my_policies:make_policy, a function f(env) -> Policy)"
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise PolicySpecError(f"--policy {spec!r}: cannot import module {module_name!r} ({e})") from e
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_"))
+            raise PolicySpecError(f"--policy {spec!r}: module {module_name!r} has no {attribute!r}; it has {public}")
+        target = getattr(target, part)
+    return target
+
+
+def _format_summary(result: EvaluationResult) -> str:
+    s, m = result.summary, result.method
+    low, high = s["success_rate_ci95"]
+    n = s["episodes"]
+    time_to_sort = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.2f} s"
+    causes = ", ".join(f"{k}: {v}" for k, v in s["failure_causes"].items() if v) or "none"
+    lab = result.provenance.get("lab")
+    lab_name = lab.get("name") if isinstance(lab, dict) else lab
+    where = f"{result.env_id}" + (f" (lab: {lab_name})" if lab_name else "")
+    trained = ", ".join(
+        f"{k}={m[k]}"
+        for k in ("variant", "real_fraction", "training_seed", "n_real_demos", "n_sim_demos")
+        if m.get(k) is not None
+    )
+    return "\n".join(
+        [
+            f"env:              {where}",
+            f"policy:           {m['method']} ({m['policy_class']}){', ' + trained if trained else ''}",
+            f"episodes:         {n}, base seed {result.base_seed}",
+            f"success rate:     {s['success_rate']:.3f}  (95% Wilson CI {low:.3f}-{high:.3f}, "
+            f"{round(s['success_rate'] * n)}/{n} episodes)",
+            f"sort accuracy:    {s['sort_accuracy']:.3f}",
+            f"time to sort:     {time_to_sort}  (mean over successful episodes)",
+            f"failure causes:   {causes}  (episodes by their first failure)",
+            f"policy failures:  {s['policy_failures']}  (episodes stopped for a NaN or wrong-shape action)",
+            f"wall time:        {result.wall_time_s:.1f} s",
+        ]
+    )
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    env_kwargs: dict[str, Any] = {}
+    for key in ("num_objects", "episode_steps", "grounding"):
+        if getattr(args, key) is not None:
+            env_kwargs[key] = getattr(args, key)
+    try:
+        if args.env not in picksort_env_ids():
+            raise UnknownEnvError(f"unknown env id {args.env!r}; registered PickSort ids: {picksort_env_ids()}")
+        if args.lab is not None:
+            if args.env != LAB_ENV_ID:
+                raise PolicySpecError(f"--lab selects the lab of {LAB_ENV_ID}; {args.env} is a simulator")
+            env_kwargs["lab"] = args.lab
+        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None)
+        result = evaluate(
+            args.env,
+            policy,
+            episodes=args.episodes,
+            base_seed=args.seed,
+            env_kwargs=env_kwargs,
+            progress=not args.no_progress,
+            video=args.video,
+            workers=args.workers,
+            method={"method": args.method} if args.method else None,
+        )
+    except (PolicySpecError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError) as e:
+        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    text = result.to_json(indent=2)
+    EvaluationResult.from_json(text)  # a result this package cannot read back is a bug: fail before writing it
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text if args.json else _format_summary(result))
+    if args.out is not None and not args.json:
+        print(f"result:           {args.out}")
+    return EXIT_OK
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard
+
+    try:
+        board = build_leaderboard(args.results_dir, args.out, title=args.title)
+    except LeaderboardError as e:
+        print(f"r2s2r leaderboard: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"{len(board.results)} results, {len(board.rows)} rows -> {args.out}/leaderboard.md, index.html")
+    for path, reason in board.skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Adds ``evaluate`` and ``leaderboard`` to the ``r2s2r`` command.
+
+    Args:
+        subparsers: the object returned by ``parser.add_subparsers()``.
+    """
+    ev = subparsers.add_parser(
+        "evaluate",
+        help="evaluate a trained or your own policy with the evaluation protocol",
+        description="Run the evaluation protocol (docs/protocol.md: published seeds, per-episode records, success "
+        "rate with a Wilson 95%% interval) on a PickSort env and write a result JSON that the leaderboard reads "
+        "(docs/leaderboard.md). A NaN or wrong-shape action ends its episode as a policy failure.",
+    )
+    ev.add_argument(
+        "--policy",
+        required=True,
+        metavar="DIR|MODULE:FACTORY",
+        help="a checkpoint directory (r2s2r train --out DIR) or module:factory, a function f(env) -> Policy, a "
+        "policy class or object importable from the current directory (docs/byo_method.md)",
+    )
+    ev.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {picksort_env_ids()}")
+    ev.add_argument("--lab", default=None, metavar="LAB", help=f"the lab of {LAB_ENV_ID}: a shipped name or a file")
+    ev.add_argument(
+        "--grounding",
+        default=None,
+        metavar="FILE",
+        help="grounding file of a world-grounded env (its grounding= argument; default: the shipped one)",
+    )
+    ev.add_argument("--episodes", type=_positive_int, default=100, metavar="N", help="episodes (default 100)")
+    ev.add_argument("--workers", type=_positive_int, default=1, metavar="W", help="worker processes (default 1)")
+    ev.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=EVALUATION_BASE_SEED,
+        metavar="S",
+        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's; results with another are not "
+        "comparable)",
+    )
+    ev.add_argument("--num-objects", type=_positive_int, default=None, metavar="K", help="objects per episode")
+    ev.add_argument("--episode-steps", type=_positive_int, default=None, metavar="T", help="time limit, steps")
+    ev.add_argument("--method", default=None, metavar="NAME", help="method name in the result (overrides metadata)")
+    ev.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
+    ev.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result JSON here")
+    ev.add_argument("--json", action="store_true", help="print the result JSON instead of a summary")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    lb = subparsers.add_parser(
+        "leaderboard",
+        help="build the leaderboard (Markdown + static HTML) from a folder of result JSONs",
+        description="Read every evaluation result under RESULTS_DIR (other JSON files are skipped and listed), "
+        "group them by method, variant and real_fraction (mean over training seeds), and write "
+        "leaderboard.md, index.html (plots inline, works offline) and leaderboard.json to --out "
+        "(docs/leaderboard.md).",
+    )
+    lb.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="folder searched recursively for *.json")
+    lb.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    lb.add_argument("--title", default="PickSort co-training leaderboard", help="page title")
+    lb.set_defaults(func=_cmd_leaderboard)

@@ -1,0 +1,521 @@
+"""The leaderboard: evaluation results grouped into rows, as Markdown, a static HTML page and JSON.
+
+:func:`build_leaderboard` reads every evaluation result under a folder (``r2s2r evaluate --out``, the baselines),
+checks each against the result schema, and groups them (docs/leaderboard.md):
+
+- a **row** is a way of training a policy: method, grounding variant of its sim data, ``real_fraction``, numbers
+  of real and sim demos and the content hashes of its datasets.  Its training seeds are averaged.
+- a **column** is an evaluation env: the id, the lab's name for ``PickSort-Real-v0``, a grounding file, and the
+  task settings (objects, time limit) when they are not the defaults.
+- a **cell** is the mean success rate over the row's training seeds in that env, the standard deviation over
+  seeds, and the Wilson 95% interval of all its episodes pooled (``stats.wilson_interval``).
+
+Across rows evaluated both in a simulated env and in the lab with the same task settings, ``ranking.pearson``
+and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab does.  The HTML page embeds
+plotly.js, so it works offline and without a server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import inspect
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
+from r2s2r_envs.evaluation.ranking import mmrv, pearson
+from r2s2r_envs.evaluation.schema import RESULT_FORMAT
+from r2s2r_envs.evaluation.stats import wilson_interval
+
+#: What the variant column shows for a row trained without simulated data.
+NO_VARIANT = "none (real only)"
+
+
+class LeaderboardError(ValueError):
+    """Results that cannot be put on a leaderboard: an invalid result file, a duplicate, an empty folder."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EnvColumn:
+    """An evaluation env as the leaderboard shows it.
+
+    Attributes:
+        label: Column title, e.g. ``PickSort-Real-v0 (lab default)``.
+        env_id: The registered id.
+        is_lab: The env is the lab (``provenance.domain == "real"``).
+        settings: Task settings (``num_objects``, ``episode_steps``) that must match to compare sim and lab.
+    """
+
+    label: str
+    env_id: str
+    is_lab: bool
+    settings: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Cell:
+    """A row's results in one env.
+
+    Attributes:
+        seeds: Training seeds evaluated (None for a policy without one).
+        success_rates: Success rate of each seed, same order.
+        mean: Mean success rate over seeds, in [0, 1].
+        seed_std: Sample standard deviation over seeds (None with one seed).
+        successes: Successful episodes over all seeds.
+        episodes: Episodes over all seeds.
+        ci95: Wilson 95% interval of ``successes / episodes`` (episode noise of the pooled episodes).
+        sort_accuracy: Mean sort accuracy over seeds.
+        policy_failures: Episodes stopped for an unusable action, over all seeds.
+        files: The result files.
+    """
+
+    seeds: tuple[int | None, ...]
+    success_rates: tuple[float, ...]
+    mean: float
+    seed_std: float | None
+    successes: int
+    episodes: int
+    ci95: tuple[float, float]
+    sort_accuracy: float
+    policy_failures: int
+    files: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Row:
+    """A way of training a policy, with its cells per env label."""
+
+    method: str
+    variant: str | None
+    real_fraction: float | None
+    n_real_demos: int | None
+    n_sim_demos: int | None
+    datasets: tuple[str, ...]
+    cells: dict[str, Cell]
+
+    @property
+    def label(self) -> str:
+        rf = "" if self.real_fraction is None else f" @ real_fraction {self.real_fraction:g}"
+        return f"{self.method} / {self.variant or NO_VARIANT}{rf}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RankAgreement:
+    """How well one simulated env ranks the rows the way one lab env does (same task settings)."""
+
+    sim_env: str
+    lab_env: str
+    rows: tuple[str, ...]
+    sim: tuple[float, ...]
+    lab: tuple[float, ...]
+    pearson: float | None
+    mmrv: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Leaderboard:
+    """Everything the pages show; :meth:`to_dict` is ``leaderboard.json``."""
+
+    results: tuple[tuple[str, EvaluationResult], ...]
+    envs: tuple[EnvColumn, ...]
+    rows: tuple[Row, ...]
+    ranking: tuple[RankAgreement, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "envs": [dataclasses.asdict(e) | {"settings": dict(e.settings)} for e in self.envs],
+            "rows": [
+                {
+                    **{k: v for k, v in dataclasses.asdict(r).items() if k != "cells"},
+                    "cells": {k: dataclasses.asdict(c) for k, c in r.cells.items()},
+                }
+                for r in self.rows
+            ],
+            "ranking": [dataclasses.asdict(a) for a in self.ranking],
+            "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
+        }
+
+
+# ---------------------------------------------------------------------- reading
+def load_results(results_dir: str | os.PathLike[str]) -> tuple[list[tuple[str, EvaluationResult]], list]:
+    """Every evaluation result under ``results_dir`` (recursively, ``*.json``), checked against the schema.
+
+    JSON files that are not evaluation results (no ``format`` of one: training configs, logs) are skipped and
+    returned with the reason; a file that claims to be a result but is invalid is an error.
+
+    Raises:
+        LeaderboardError: no such folder, or an invalid result file (the message names the file and the field).
+    """
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise LeaderboardError(f"results folder {root} does not exist (expected a folder of result JSON files)")
+    results, skipped = [], []
+    for path in sorted(root.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            skipped.append((str(path), f"not JSON ({e})"))
+            continue
+        if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
+            skipped.append((str(path), f"not an evaluation result (no format {RESULT_FORMAT!r})"))
+            continue
+        try:
+            results.append((str(path), EvaluationResult.from_dict(data)))
+        except ResultSchemaError as e:
+            raise LeaderboardError(f"{path}: {e}") from e
+    return results, skipped
+
+
+def _defaults() -> dict[str, Any]:
+    from r2s2r_envs.envs import PickSortEnv
+
+    params = inspect.signature(PickSortEnv).parameters
+    return {k: params[k].default for k in ("num_objects", "episode_steps")}
+
+
+def env_column(result: EvaluationResult) -> EnvColumn:
+    """The column a result belongs to: env id, lab name, grounding file and non-default task settings."""
+    prov, defaults = result.provenance, _defaults()
+    is_lab = prov.get("domain") == "real"
+    parts = []
+    lab = prov.get("lab")
+    if is_lab:
+        parts.append(f"lab {lab.get('name') if isinstance(lab, dict) else lab}")
+    grounding = result.env_kwargs.get("grounding")
+    if isinstance(grounding, str):
+        parts.append(f"grounding {Path(grounding).name}")
+    settings = tuple((k, prov.get(k, result.env_kwargs.get(k, defaults[k]))) for k in defaults)
+    for key, value in settings:
+        if value != defaults[key]:
+            parts.append(f"{value} object{'s' if value != 1 else ''}" if key == "num_objects" else f"{value} steps")
+    label = result.env_id + (f" ({', '.join(parts)})" if parts else "")
+    return EnvColumn(label=label, env_id=result.env_id, is_lab=is_lab, settings=settings)
+
+
+def _row_key(result: EvaluationResult) -> tuple:
+    m = result.method
+    hashes = tuple(sorted({d["sha256"] for d in m["datasets"]}))
+    return (m["method"], m["variant"], m["real_fraction"], m["n_real_demos"], m["n_sim_demos"], hashes)
+
+
+def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
+    entries = sorted(entries, key=lambda e: (e[1].method["training_seed"] is None, e[1].method["training_seed"] or 0))
+    rates = [r.summary["success_rate"] for _, r in entries]
+    successes = sum(sum(rec.is_success for rec in r.records) for _, r in entries)
+    episodes = sum(r.episodes for _, r in entries)
+    mean = sum(rates) / len(rates)
+    std = math.sqrt(sum((v - mean) ** 2 for v in rates) / (len(rates) - 1)) if len(rates) > 1 else None
+    return Cell(
+        seeds=tuple(r.method["training_seed"] for _, r in entries),
+        success_rates=tuple(rates),
+        mean=mean,
+        seed_std=std,
+        successes=successes,
+        episodes=episodes,
+        ci95=wilson_interval(successes, episodes),
+        sort_accuracy=sum(r.summary["sort_accuracy"] for _, r in entries) / len(entries),
+        policy_failures=sum(r.summary["policy_failures"] for _, r in entries),
+        files=tuple(path for path, _ in entries),
+    )
+
+
+def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequence = ()) -> Leaderboard:
+    """Group checked results into rows, columns and cells, and compute the sim-vs-lab ranking agreement.
+
+    Raises:
+        LeaderboardError: no results, or two results of the same row, env and training seed (the message names
+            both files: keep one).
+    """
+    if not results:
+        raise LeaderboardError("no evaluation results found (r2s2r evaluate --out FILE writes one)")
+    columns: dict[str, EnvColumn] = {}
+    groups: dict[tuple, dict[str, list[tuple[str, EvaluationResult]]]] = {}
+    seen: dict[tuple, str] = {}
+    for path, result in results:
+        column = env_column(result)
+        columns.setdefault(column.label, column)
+        key = _row_key(result)
+        ident = (key, column.label, result.method["training_seed"])
+        if ident in seen:
+            raise LeaderboardError(
+                f"two results for the same policy (method {key[0]!r}, training seed "
+                f"{result.method['training_seed']}) in {column.label}: {seen[ident]} and {path}; keep one"
+            )
+        seen[ident] = path
+        groups.setdefault(key, {}).setdefault(column.label, []).append((path, result))
+    envs = tuple(sorted(columns.values(), key=lambda c: (not c.is_lab, c.label)))
+    rows = []
+    for key, by_env in groups.items():
+        method, variant, rf, n_real, n_sim, hashes = key
+        cells = {label: _cell(entries) for label, entries in by_env.items()}
+        rows.append(
+            Row(
+                method=method,
+                variant=variant,
+                real_fraction=rf,
+                n_real_demos=n_real,
+                n_sim_demos=n_sim,
+                datasets=hashes,
+                cells=cells,
+            )
+        )
+    first_lab = next((c.label for c in envs if c.is_lab), None)
+    rows.sort(key=lambda r: (-(r.cells[first_lab].mean if first_lab in r.cells else -1.0), r.label))
+    return Leaderboard(
+        results=tuple(results),
+        envs=envs,
+        rows=tuple(rows),
+        ranking=tuple(_ranking(envs, rows)),
+        skipped=tuple(skipped),
+    )
+
+
+def _ranking(envs: Sequence[EnvColumn], rows: Sequence[Row]) -> list[RankAgreement]:
+    out = []
+    for lab in (c for c in envs if c.is_lab):
+        for sim in (c for c in envs if not c.is_lab and c.settings == lab.settings):
+            both = [r for r in rows if lab.label in r.cells and sim.label in r.cells]
+            if len(both) < 2:
+                continue
+            s = tuple(r.cells[sim.label].mean for r in both)
+            real = tuple(r.cells[lab.label].mean for r in both)
+            out.append(
+                RankAgreement(
+                    sim_env=sim.label,
+                    lab_env=lab.label,
+                    rows=tuple(r.label for r in both),
+                    sim=s,
+                    lab=real,
+                    pearson=pearson(s, real),
+                    mmrv=mmrv(s, real),
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- writing
+def build_leaderboard(
+    results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, title: str = "Leaderboard"
+) -> Leaderboard:
+    """Read the results under ``results_dir`` and write ``leaderboard.md``, ``index.html`` and ``leaderboard.json``.
+
+    Raises:
+        LeaderboardError: see :func:`load_results` and :func:`group_results`.
+    """
+    results, skipped = load_results(results_dir)
+    board = group_results(results, skipped)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "leaderboard.md").write_text(to_markdown(board, title))
+    (out / "index.html").write_text(to_html(board, title))
+    (out / "leaderboard.json").write_text(json.dumps(board.to_dict(), indent=2) + "\n")
+    return board
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return "-"
+    spread = "" if cell.seed_std is None else f" ± {_pct(cell.seed_std)}"
+    low, high = cell.ci95
+    return f"{_pct(cell.mean)}{spread} [{_pct(low)}, {_pct(high)}] (n={len(cell.seeds)})"
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    header = ["#", "method", "variant", "real_fraction", "demos real/sim"]
+    header += [f"{c.label} success %" for c in board.envs] + ["datasets (sha256)"]
+    body = []
+    for i, r in enumerate(board.rows, 1):
+        line = [str(i), r.method, r.variant or NO_VARIANT, _fmt(r.real_fraction)]
+        line.append(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}")
+        line += [_cell_text(r.cells.get(c.label)) for c in board.envs]
+        line.append(", ".join(h[:12] for h in r.datasets) or "-")
+        body.append(line)
+    return header, body
+
+
+def _ranking_table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    header = ["simulated env", "lab", "rows", "Pearson", "MMRV"]
+    body = [
+        [a.sim_env, a.lab_env, str(len(a.rows)), "n/a" if a.pearson is None else f"{a.pearson:.3f}", f"{a.mmrv:.3f}"]
+        for a in board.ranking
+    ]
+    return header, body
+
+
+NOTES = (
+    "Success % per env: mean over training seeds ± standard deviation over seeds, [Wilson 95% interval of all "
+    "episodes pooled], (n = training seeds). Rows: method, grounding variant of the sim data, real_fraction, "
+    "numbers of demos and dataset hashes. Ranking: Pearson correlation (1 is best; n/a when one side is constant) "
+    "and mean maximum rank violation MMRV(sim, lab) (0 is best, in success-rate fractions) over the rows evaluated "
+    "in both envs."
+)
+
+NO_RANKING = "Sim-vs-lab ranking: needs at least two rows evaluated both in a simulated env and in the lab."
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(board: Leaderboard, title: str) -> str:
+    """The leaderboard as Markdown: the rows table, the ranking table, notes and skipped files."""
+    lines = [f"# {_md_escape(title)}", "", NOTES, ""]
+    for header, body in (_table(board), _ranking_table(board)):
+        if body:
+            lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
+            lines.append("|" + "---|" * len(header))
+            lines += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in body]
+            lines.append("")
+    if not board.ranking:
+        lines += [NO_RANKING, ""]
+    lines.append(f"{len(board.results)} result files.")
+    for path, why in board.skipped:
+        lines.append(f"- skipped {_md_escape(path)}: {_md_escape(why)}")
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(table_id: str, header: list[str], body: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in body)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
+    """(div id, caption, plotly figure) of each plot; lab plots only when there are lab results."""
+    import plotly.graph_objects as go
+
+    figures = []
+    labs = [c for c in board.envs if c.is_lab]
+    for k, lab in enumerate(labs):
+        rows = [r for r in board.rows if lab.label in r.cells]
+        fig = go.Figure()
+        for method_rf in sorted({(r.method, _fmt(r.real_fraction)) for r in rows}):
+            mine = [r for r in rows if (r.method, _fmt(r.real_fraction)) == method_rf]
+            cells = [r.cells[lab.label] for r in mine]
+            fig.add_trace(
+                go.Bar(
+                    name=f"{method_rf[0]} (real_fraction {method_rf[1]})",
+                    x=[r.variant or NO_VARIANT for r in mine],
+                    y=[c.mean for c in cells],
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [c.ci95[1] - c.mean for c in cells],
+                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
+                    },
+                )
+            )
+        fig.update_layout(
+            barmode="group",
+            title=f"Lab success per variant: {lab.label}",
+            xaxis_title="grounding variant of the sim data",
+            yaxis={"title": "success rate (mean over seeds, Wilson 95%)", "range": [0, 1.05]},
+        )
+        figures.append((f"plot-lab-variant-{k}", "Lab success per grounding variant", fig))
+
+        fig = go.Figure()
+        with_rf = [r for r in rows if r.real_fraction is not None]
+        for method, variant in sorted({(r.method, r.variant or NO_VARIANT) for r in with_rf}):
+            mine = sorted(
+                (r for r in with_rf if (r.method, r.variant or NO_VARIANT) == (method, variant)),
+                key=lambda r: r.real_fraction,
+            )
+            cells = [r.cells[lab.label] for r in mine]
+            fig.add_trace(
+                go.Scatter(
+                    name=f"{method} / {variant}",
+                    mode="lines+markers",
+                    x=[r.real_fraction for r in mine],
+                    y=[c.mean for c in cells],
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [c.ci95[1] - c.mean for c in cells],
+                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
+                    },
+                )
+            )
+        fig.update_layout(
+            title=f"Lab success against real_fraction: {lab.label}",
+            xaxis={"title": "real_fraction (expected share of real samples per batch)", "range": [-0.05, 1.05]},
+            yaxis={"title": "success rate (mean over seeds, Wilson 95%)", "range": [0, 1.05]},
+        )
+        figures.append((f"plot-lab-real-fraction-{k}", "Lab success against real_fraction", fig))
+    if board.ranking:
+        fig = go.Figure()
+        for a in board.ranking:
+            label = f"{a.sim_env} (Pearson {'n/a' if a.pearson is None else f'{a.pearson:.2f}'}, MMRV {a.mmrv:.3f})"
+            fig.add_trace(go.Scatter(name=label, mode="markers", x=list(a.sim), y=list(a.lab), text=list(a.rows)))
+        fig.add_trace(go.Scatter(name="sim = lab", mode="lines", x=[0, 1], y=[0, 1], line={"dash": "dot"}))
+        fig.update_layout(
+            title="Sim against lab success, one point per row",
+            xaxis={"title": "success in the simulated env", "range": [-0.02, 1.02]},
+            yaxis={"title": "success in the lab", "range": [-0.02, 1.02]},
+        )
+        figures.append(("plot-sim-vs-lab", "Sim against lab success", fig))
+    return figures
+
+
+def to_html(board: Leaderboard, title: str) -> str:
+    """A self-contained HTML page: tables and plotly plots, with plotly.js inline (no network, no server)."""
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    header, body = _table(board)
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(NOTES)}</p>"]
+    parts.append(_html_table("leaderboard-table", header, body))
+    if board.ranking:
+        parts.append("<h2>Does the simulator rank policies as the lab does?</h2>")
+        parts.append(_html_table("ranking-table", *_ranking_table(board)))
+    else:
+        parts.append(f"<p>{html.escape(NO_RANKING)}</p>")
+    figures = _figures(board)
+    if not any(c.is_lab for c in board.envs):
+        parts.append("<p>No lab results yet: the lab plots appear once a result of PickSort-Real-v0 is added.</p>")
+    for div_id, caption, fig in figures:
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(
+            pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+        )
+    skipped = "".join(f"<li>{html.escape(p)}: {html.escape(w)}</li>" for p, w in board.skipped)
+    parts.append(f"<p>{len(board.results)} result files.</p>" + (f"<ul>{skipped}</ul>" if skipped else ""))
+    style = (
+        "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #bbb;padding:4px 8px;font-size:90%;text-align:left}th{background:#eee}"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{style}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head>'
+        f"<body>{''.join(parts)}</body></html>\n"
+    )
+
+
+__all__ = [
+    "Cell",
+    "EnvColumn",
+    "Leaderboard",
+    "LeaderboardError",
+    "RankAgreement",
+    "Row",
+    "build_leaderboard",
+    "env_column",
+    "group_results",
+    "load_results",
+    "to_html",
+    "to_markdown",
+]

@@ -1,0 +1,285 @@
+"""The leaderboard (``r2s2r_envs.evaluation.leaderboard``) and the sim-vs-lab ranking metrics.
+
+Results are synthetic (records made by hand with the protocol's seeds), so grouping and statistics are checked
+against hand-computed numbers without running an env.  The page is opened in a real headless Chromium: it must
+load without console errors and show the tables and the plots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from r2s2r_envs.cli import main
+from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard, group_results, load_results
+from r2s2r_envs.evaluation.protocol import EpisodeRecord, EvaluationResult, evaluation_seeds
+from r2s2r_envs.evaluation.ranking import mmrv, pearson
+from r2s2r_envs.evaluation.stats import wilson_interval
+
+LAB = "PickSort-Real-v0"
+SIM = "PickSort-Ungrounded-v0"
+HASH_REAL = "a" * 64
+HASH_SIM = "b" * 64
+CHROMIUM_INSTALL = "apt-get install -y chromium"
+
+
+def synthetic_result(
+    env_id: str,
+    successes: int,
+    episodes: int = 10,
+    *,
+    method: str = "bc",
+    variant: str | None = "ungrounded",
+    real_fraction: float | None = 0.5,
+    training_seed: int | None = 0,
+    policy_failures: int = 0,
+) -> EvaluationResult:
+    """A result with ``successes`` successful episodes out of ``episodes`` (one object each)."""
+    records = []
+    for i, (env_seed, policy_seed) in enumerate(evaluation_seeds(episodes)):
+        ok = i < successes
+        failed_policy = not ok and i >= episodes - policy_failures
+        records.append(
+            EpisodeRecord(
+                index=i,
+                env_seed=env_seed,
+                policy_seed=policy_seed,
+                is_success=ok,
+                success_any_step=ok,
+                sort_accuracy=1.0 if ok else 0.0,
+                time_to_sort=4.0 if ok else None,
+                failure_cause=None if ok else "policy_failure" if failed_policy else "missed",
+                object_outcomes=("sorted",) if ok else ("policy_failure",) if failed_policy else ("missed",),
+                steps=80,
+                episode_return=1.0,
+                terminated=ok or not failed_policy,
+                truncated=failed_policy,
+                unstable=False,
+                policy_error="step 3: the action has NaN/inf at indices [0]" if failed_policy else None,
+            )
+        )
+    domain = "real" if env_id == LAB else "sim"
+    provenance = {"domain": domain, "num_objects": 1, "episode_steps": 500}
+    if domain == "real":
+        provenance["lab"] = {"name": "default", "config_sha256": "c" * 64}
+    datasets = [{"name": "lab-50", "sha256": HASH_REAL, "domain": "real", "episodes": 50}]
+    if variant is not None:
+        datasets.append({"name": "ungrounded-1000", "sha256": HASH_SIM, "domain": "sim", "episodes": 1000})
+    return EvaluationResult(
+        env_id=env_id,
+        env_kwargs={"num_objects": 1},
+        provenance=provenance,
+        policy={"name": method, "class": "r2s2r_envs.policies.Policy", "settings": None},
+        method={
+            "method": method,
+            "policy_class": "r2s2r_envs.policies.Policy",
+            "real_fraction": real_fraction,
+            "variant": variant,
+            "datasets": datasets,
+            "training_seed": training_seed,
+            "n_real_demos": 50,
+            "n_sim_demos": 1000 if variant is not None else 0,
+        },
+        base_seed=271828,
+        records=tuple(records),
+        versions={"r2s2r_envs": "0.2.0", "mujoco": "4.0.0", "gymnasium": "1.4.0", "numpy": "2", "python": "3.11"},
+        wall_time_s=1.0,
+    )
+
+
+def write(directory: Path, name: str, result: EvaluationResult) -> Path:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.to_json(indent=2))
+    return path
+
+
+@pytest.fixture
+def results_dir(tmp_path: Path) -> Path:
+    """Three methods: bc (3 seeds, 2 envs), flow (2 seeds, 2 envs), cfg (1 seed, lab only) plus a non-result."""
+    d = tmp_path / "results"
+    # bc, lab: 6/10, 7/10, 8/10 -> mean 0.7, std 0.1, pooled 21/30.  sim: 9, 9, 9 -> 0.9.
+    for seed, (lab, sim) in enumerate([(6, 9), (7, 9), (8, 9)]):
+        write(d, f"bc/seed{seed}_lab.json", synthetic_result(LAB, lab, training_seed=seed))
+        write(d, f"bc/seed{seed}_sim.json", synthetic_result(SIM, sim, training_seed=seed))
+    # flow, lab: 3/10, 5/10 -> 0.4.  sim: 10, 10 -> 1.0.
+    for seed, (lab, sim) in enumerate([(3, 10), (5, 10)]):
+        write(d, f"flow/seed{seed}_lab.json", synthetic_result(LAB, lab, method="flow", training_seed=seed))
+        write(d, f"flow/seed{seed}_sim.json", synthetic_result(SIM, sim, method="flow", training_seed=seed))
+    # real-only bc, lab 2/10 (with two policy failures), sim 1/10.
+    write(d, "bc_real/lab.json", synthetic_result(LAB, 2, variant=None, real_fraction=1.0, policy_failures=2))
+    write(d, "bc_real/sim.json", synthetic_result(SIM, 1, variant=None, real_fraction=1.0))
+    (d / "bc" / "config.json").write_text(json.dumps({"lr": 1e-3}))
+    return d
+
+
+# ---------------------------------------------------------------------- metrics
+def test_wilson_interval_hand_computed():
+    # 50/100: p = 0.5, z = 1.95996; centre 0.5, half-width z*sqrt(0.25/100 + z^2/40000)/(1 + z^2/100) = 0.0960.
+    low, high = wilson_interval(50, 100)
+    assert low == pytest.approx(0.40383, abs=1e-5) and high == pytest.approx(0.59617, abs=1e-5)
+    # 0/10: low is exactly 0, high = z^2/n / (1 + z^2/n) = 0.27753.
+    assert wilson_interval(0, 10) == (0.0, pytest.approx(0.27753, abs=1e-5))
+    assert wilson_interval(10, 10) == (pytest.approx(0.72247, abs=1e-5), 1.0)
+
+
+def test_pearson_and_mmrv_worked_example():
+    sim, real = [0.8, 0.5, 0.6], [0.9, 0.45, 0.3]
+    assert mmrv(sim, real) == pytest.approx(0.100, abs=1e-12)
+    assert mmrv(real, sim) == pytest.approx(0.2 / 3, abs=1e-12)  # asymmetric: magnitudes from the second list
+    assert pearson(sim, real) == pytest.approx(0.8386, abs=1e-4)
+    assert pearson(real, sim) == pytest.approx(0.8386, abs=1e-4)
+
+
+def test_ranking_metrics_edge_cases():
+    assert mmrv([0.1, 0.5, 0.9], [0.2, 0.4, 0.8]) == 0.0  # same order: no violation
+    assert pearson([0.1, 0.5, 0.9], [0.2, 0.6, 1.0]) == 1.0  # identical centred lists
+    assert pearson([0.1, 0.2], [0.2, 0.1]) == pytest.approx(-1.0)
+    # A tie in sim that the lab orders counts (strict >) for the policy the lab puts higher: (0 + 0.4) / 2.
+    assert mmrv([0.5, 0.5], [0.2, 0.6]) == pytest.approx(0.2)
+    assert pearson([0.5, 0.5], [0.2, 0.6]) is None  # sim constant: no ranking to agree with
+    assert pearson([0.3], [0.4]) is None and mmrv([], []) == 0.0
+    with pytest.raises(ValueError, match="same policies"):
+        mmrv([0.1], [0.1, 0.2])
+    with pytest.raises(ValueError, match="finite"):
+        pearson([0.1, float("nan")], [0.1, 0.2])
+
+
+# ---------------------------------------------------------------------- grouping
+def test_rows_are_grouped_with_means_over_seeds(results_dir):
+    results, skipped = load_results(results_dir)
+    assert len(results) == 12 and [Path(p).name for p, _ in skipped] == ["config.json"]
+    board = group_results(results, skipped)
+    lab, sim = "PickSort-Real-v0 (lab default, 1 object)", "PickSort-Ungrounded-v0 (1 object)"
+    assert [c.label for c in board.envs] == [lab, sim]  # the lab first
+    assert [r.label for r in board.rows] == [  # sorted by lab success
+        "bc / ungrounded @ real_fraction 0.5",
+        "flow / ungrounded @ real_fraction 0.5",
+        "bc / none (real only) @ real_fraction 1",
+    ]
+    bc, flow, real_only = board.rows
+    cell = bc.cells[lab]
+    assert cell.seeds == (0, 1, 2) and cell.success_rates == (0.6, 0.7, 0.8)
+    assert cell.mean == pytest.approx(0.7) and cell.seed_std == pytest.approx(0.1)
+    assert (cell.successes, cell.episodes) == (21, 30) and cell.ci95 == wilson_interval(21, 30)
+    assert bc.cells[sim].mean == pytest.approx(0.9) and bc.cells[sim].seed_std == pytest.approx(0.0)
+    assert flow.cells[lab].mean == pytest.approx(0.4) and flow.cells[sim].mean == pytest.approx(1.0)
+    assert real_only.cells[lab].seed_std is None and real_only.cells[lab].policy_failures == 2
+    assert bc.datasets == (HASH_REAL, HASH_SIM) and real_only.datasets == (HASH_REAL,)
+    (agreement,) = board.ranking
+    assert agreement.sim_env == sim and agreement.lab_env == lab
+    assert agreement.sim == pytest.approx((0.9, 1.0, 0.1)) and agreement.lab == pytest.approx((0.7, 0.4, 0.2))
+    assert agreement.mmrv == pytest.approx(mmrv([0.9, 1.0, 0.1], [0.7, 0.4, 0.2]))
+    assert agreement.mmrv == pytest.approx((0.3 + 0.3 + 0.0) / 3)  # bc and flow are swapped by 0.3
+    assert agreement.pearson == pytest.approx(pearson([0.9, 1.0, 0.1], [0.7, 0.4, 0.2]))
+
+
+def test_duplicate_and_invalid_results_are_clear_errors(results_dir):
+    write(results_dir, "again/bc_seed0_lab.json", synthetic_result(LAB, 1, training_seed=0))
+    with pytest.raises(LeaderboardError, match="two results for the same policy.*keep one"):
+        group_results(load_results(results_dir)[0])
+    (results_dir / "again" / "bc_seed0_lab.json").unlink()
+    data = synthetic_result(LAB, 1, training_seed=5).to_dict()
+    data["method"]["real_fraction"] = 2.0
+    (results_dir / "broken.json").write_text(json.dumps(data))
+    with pytest.raises(LeaderboardError, match=r"broken\.json: result\.method\.real_fraction: expected <= 1"):
+        load_results(results_dir)
+    with pytest.raises(LeaderboardError, match="does not exist"):
+        load_results(results_dir / "nope")
+    with pytest.raises(LeaderboardError, match="no evaluation results"):
+        group_results([])
+
+
+def test_cli_writes_markdown_html_and_json(results_dir, tmp_path, capsys):
+    out = tmp_path / "board"
+    assert main(["leaderboard", str(results_dir), "--out", str(out)]) == 0
+    assert "12 results, 3 rows" in capsys.readouterr().out
+    md = (out / "leaderboard.md").read_text()
+    assert "| 1 | bc | ungrounded | 0.5 | 50/1000 | 70.0 ± 10.0 [52.1, 83.3] (n=3) |" in md
+    assert "| PickSort-Ungrounded-v0 (1 object) | PickSort-Real-v0 (lab default, 1 object) | 3 |" in md
+    assert "aaaaaaaaaaaa, bbbbbbbbbbbb" in md and "skipped" in md
+    data = json.loads((out / "leaderboard.json").read_text())
+    assert data["rows"][0]["cells"]["PickSort-Real-v0 (lab default, 1 object)"]["mean"] == pytest.approx(0.7)
+    page = (out / "index.html").read_text()
+    assert 'id="leaderboard-table"' in page and 'id="ranking-table"' in page
+    from plotly.offline import get_plotlyjs
+
+    assert "<script src=" not in page and get_plotlyjs()[:2000] in page  # plotly.js inline: works offline
+    assert main(["leaderboard", str(tmp_path / "missing"), "--out", str(out)]) == 1
+
+
+def test_untrusted_text_is_escaped(tmp_path):
+    d = tmp_path / "results"
+    evil = "</script><script>alert(1)</script>"
+    write(d, "a.json", synthetic_result(LAB, 3, method=evil))
+    write(d, "b.json", synthetic_result(SIM, 3, method=evil))
+    board = build_leaderboard(d, tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert evil not in page and len(board.rows) == 1
+
+
+# ---------------------------------------------------------------------- the page in a real browser
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail(f"Chromium is needed to check the leaderboard page in a real browser: {CHROMIUM_INSTALL}")
+
+
+def _open_in_chromium(page: Path, tmp_path: Path) -> tuple[str, str, Path]:
+    """(DOM after the scripts ran, Chromium's log with console messages, screenshot path)."""
+    chromium = _chromium()
+    common = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1400,3000",
+        "--virtual-time-budget=5000",
+    ]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    shot = tmp_path / "page.png"
+    run = subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    return dom.stdout, dom.stderr + run.stderr, shot
+
+
+def _console_errors(log: str) -> list[str]:
+    return [line for line in log.splitlines() if "CONSOLE" in line and re.search(r"error|uncaught", line, re.I)]
+
+
+@pytest.mark.slow
+def test_page_loads_in_headless_chromium(results_dir, tmp_path):
+    build_leaderboard(results_dir, tmp_path / "board")
+    dom, log, shot = _open_in_chromium(tmp_path / "board" / "index.html", tmp_path)
+    assert _console_errors(log) == [], _console_errors(log)
+    # The tables and every plot: plotly draws an SVG (class main-svg) into each plot's div when its script runs.
+    assert 'id="leaderboard-table"' in dom and 'id="ranking-table"' in dom and "70.0 ± 10.0" in dom
+    for div in ("plot-lab-variant-0", "plot-lab-real-fraction-0", "plot-sim-vs-lab"):
+        match = re.search(f'<div id="{div}"[^>]*>(.*?)</div>\\s*<script', dom, re.S)
+        assert match and "main-svg" in match.group(1), f"plot {div} was not drawn"
+    from PIL import Image
+
+    image = Image.open(shot).convert("L")
+    assert image.size == (1400, 3000) and len(np.unique(np.asarray(image))) > 20  # not a blank page
+
+
+@pytest.mark.slow
+def test_the_browser_check_catches_a_broken_page(tmp_path):
+    # The check above would pass vacuously if console errors never reached the log: prove they do.
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><p>x</p><script>undefinedFunction();</script></body></html>")
+    _, log, _ = _open_in_chromium(page, tmp_path)
+    assert any("undefinedFunction" in line for line in _console_errors(log)), log[-2000:]
