@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -152,3 +153,22 @@ def test_tables_as_text():
     }
     text = format_planner_table(planner)
     assert "missed 3" in text and "dropped" not in text and "75% of the nominal gap closed" in text
+
+
+def test_report_is_one_offline_html_page(tmp_path):
+    from test_grounding_result import example_grounding
+
+    from r2s2r_envs.grounding.report import write_report
+
+    t = np.arange(T + 1) * DT
+    truth = _signals(t)
+    run = _run("heldout_arm", truth)
+    g = example_grounding()
+    v = validate([run], g.world, simulate=lambda r, w: truth)
+    path = write_report(tmp_path / "report", g, v, [run])
+    page = path.read_text()
+    assert path.name == "index.html"
+    assert not re.search(r"<script[^>]*\bsrc=", page) and "fonts.googleapis" not in page  # nothing fetched
+    assert "Plotly" in page and len(page) > 1_000_000  # plotly.js itself is embedded
+    for text in ("heldout_arm", "belt_speed", "arm_armature", "the logs do not excite", "objects on the belt"):
+        assert text in page
