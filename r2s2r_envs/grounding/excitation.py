@@ -1,0 +1,503 @@
+"""Excitation protocols: what a team runs on a real cell to identify its simulator, and ``log_lab`` to run them.
+
+Every protocol uses only what a real cell offers (docs/lab_logs.md): the command interface (task space or joint
+mode), the sensors (with the opt-in ``arm_torque`` and ``finger_current``) and what a person in the room can do
+at reset (``reset(options={"setup": ...})``: place objects at measured spots, stop the belt, start the arm at a
+posture).  Each protocol names the ``WorldParams`` fields it exposes:
+
+* ``sensing_rest``: robot and objects at rest on a stopped belt, objects placed at measured spots.  Exposes
+  every noise level, ``object_pos_offset`` and ``object_size_scale``.
+* ``belt_ride``: objects ride the running belt far upstream of the robot.  Exposes ``belt_speed``,
+  ``belt_speed_fluctuation`` and ``belt_fluctuation_time``.
+* ``finger_steps``: finger open/close steps and ramps at several speeds and amplitudes, free.  Exposes
+  ``finger_kp``, ``finger_kv``, ``finger_force_limit`` and ``control_latency``.
+* ``latency``: small alternating steps of arm and fingers at once.  Exposes ``control_latency``.
+* ``arm_steps`` / ``arm_chirp``: per arm joint, steps of several amplitudes with reversals / a chirp, in joint
+  mode.  Expose ``arm_damping``, ``arm_armature`` and ``arm_frictionloss``.
+* ``lift``: the scripted planner picks one placed object off the stopped belt (the fingers close around it),
+  lifts it and carries it to its bin; ``lift_empty`` replays the same commands with no object.  Together they
+  expose ``object_mass`` per category (measured joint torques with minus without the object).
+* ``push``: the hand pushes a cube that rests on a bar along the bar; ``push_empty`` replays the same commands
+  with the bar alone.  Together they expose ``object_friction`` (object against object is the only contact
+  where the objects' own friction decides).
+
+``log_lab`` runs every protocol on ``gym.make("PickSort-Real-v0", lab=LAB, ...)`` and writes the logs
+(``grounding.logs``); the split into fitting and held-out runs is fixed by ``split_of``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from r2s2r_envs.envs.config import ControlConfig
+from r2s2r_envs.envs.controller import finger_command
+from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.grounding.logs import LogRun, LogSet, write_logs
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import build_model, scene_layout
+from r2s2r_envs.world.params import nominal
+
+LAB_ID = "PickSort-Real-v0"
+SENSORS = ("arm_torque", "finger_current")
+NUM_OBJECTS = 3
+HOME = tuple(ControlConfig().home_arm_qpos)
+
+Policy = Callable[[dict[str, np.ndarray], int], np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """One run to execute: how to make and reset the env and what to command.
+
+    Attributes:
+        name: Run name (file stem).
+        protocol: Protocol name.
+        settings: The protocol's settings for this run (JSON-serializable).
+        control_mode: ``"task"`` or ``"joint"``.
+        setup: Operator set-up at reset.
+        steps: Number of commands.
+        actions: (steps, A) open-loop commands, or None when ``policy`` decides from the observations.
+        policy: ``(obs, t) -> action`` for closed-loop runs (the scripted planner); None for open loop.
+        replay_of: Name of the run whose logged commands this run replays open loop (``*_empty`` references).
+    """
+
+    name: str
+    protocol: str
+    settings: dict[str, Any]
+    control_mode: str
+    setup: dict[str, Any]
+    steps: int
+    actions: np.ndarray | None = None
+    policy: Callable[[gym.Env], Policy] | None = None
+    replay_of: str | None = None
+
+
+def split_of(index: int, count: int) -> str:
+    """The fixed split of run ``index`` among ``count`` runs of one protocol: every third run (the second of
+    two) is held out, a single run is for fitting."""
+    if count == 1:
+        return "fit"
+    if count == 2:
+        return "heldout" if index == 1 else "fit"
+    return "heldout" if index % 3 == 2 else "fit"
+
+
+# ---------------------------------------------------------------------------------------------- commands
+class _Commands:
+    """Joint-mode command helpers on the nominal scene (joint limits are drawings, not physics)."""
+
+    def __init__(self) -> None:
+        self.scene = SceneView(build_model(nominal(), NUM_OBJECTS), NUM_OBJECTS)
+        self.arm_lo, self.arm_hi = self.scene.arm_range[:, 0], self.scene.arm_range[:, 1]
+        self.hand_lo, self.hand_hi = self.scene.hand_range[:, 0], self.scene.hand_range[:, 1]
+        self.hand_open = np.clip(np.zeros(len(C.HAND_JOINTS)), self.hand_lo, self.hand_hi)
+
+    def joint_actions(self, arm_q: np.ndarray, hand_q: np.ndarray) -> np.ndarray:
+        """(T, 23) joint-mode commands for arm (T, 7) and finger (T, 16) joint targets, rad."""
+        arm = 2.0 * (np.asarray(arm_q) - self.arm_lo) / (self.arm_hi - self.arm_lo) - 1.0
+        hand = finger_command(self.scene, np.asarray(hand_q))
+        return np.clip(np.concatenate([arm, hand], axis=1), -1.0, 1.0).astype(np.float32)
+
+    def hold(self, steps: int, arm_q: tuple[float, ...] = HOME) -> tuple[np.ndarray, np.ndarray]:
+        return np.tile(np.asarray(arm_q), (steps, 1)), np.tile(self.hand_open, (steps, 1))
+
+
+def _hold_pattern(levels: list[float], hold_steps: int) -> np.ndarray:
+    return np.repeat(np.asarray(levels, dtype=float), hold_steps)
+
+
+def _chirp(steps: int, dt: float, f0: float, f1: float, amplitude: float) -> np.ndarray:
+    t = np.arange(steps) * dt
+    duration = steps * dt
+    phase = 2.0 * math.pi * (f0 * t + 0.5 * (f1 - f0) / duration * t * t)
+    envelope = np.minimum(1.0, np.minimum(t, duration - t) / 0.5)  # 0.5 s fade in and out
+    return amplitude * envelope * np.sin(phase)
+
+
+# Per arm joint: step amplitudes (rad) and chirp amplitude (rad).  Shoulder and elbow move the most mass, so
+# smaller amplitudes keep the hand well above the belt.
+_ARM_STEP_AMPLITUDES = ((0.1, 0.3, 0.5), (0.05, 0.15, 0.25), (0.1, 0.3, 0.5), (0.05, 0.15, 0.25)) + (
+    (0.15, 0.4, 0.7),
+) * 3
+_ARM_CHIRP_AMPLITUDE = (0.25, 0.12, 0.25, 0.12, 0.4, 0.4, 0.4)
+
+
+def _plans_arm(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    plans = []
+    joints = range(7)
+    hold = 10 if quick else 14
+    for j in joints:
+        amps = _ARM_STEP_AMPLITUDES[j]
+        levels = [0.0]
+        for a in amps:  # steps of several amplitudes, each with a reversal through zero
+            levels += [a, -a, 0.0]
+        pattern = _hold_pattern(levels, hold)
+        arm, hand = cmd.hold(len(pattern))
+        arm[:, j] += pattern
+        plans.append(
+            RunPlan(
+                name=f"arm_steps_j{j + 1}",
+                protocol="arm_steps",
+                settings={"joint": j + 1, "amplitudes_rad": list(amps), "hold_s": hold * dt},
+                control_mode="joint",
+                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
+                steps=len(pattern),
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    chirp_steps = 80 if quick else 120
+    for j in joints:
+        wave = _chirp(chirp_steps, dt, 0.3, 2.5, _ARM_CHIRP_AMPLITUDE[j])
+        arm, hand = cmd.hold(chirp_steps)
+        arm[:, j] += wave
+        plans.append(
+            RunPlan(
+                name=f"arm_chirp_j{j + 1}",
+                protocol="arm_chirp",
+                settings={"joint": j + 1, "f0_hz": 0.3, "f1_hz": 2.5, "amplitude_rad": _ARM_CHIRP_AMPLITUDE[j]},
+                control_mode="joint",
+                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
+                steps=chirp_steps,
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+def _finger_close(cmd: _Commands, fraction: float) -> np.ndarray:
+    return cmd.hand_open + fraction * (cmd.hand_hi - cmd.hand_open)
+
+
+def _plans_fingers(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    plans = []
+    # (name, closing fraction of the range, ramp durations in control steps: 1 = a step)
+    variants = [("large", 0.7, (1, 5, 20)), ("small", 0.25, (1, 3, 10)), ("mixed", 0.5, (1, 8, 1))]
+    if quick:
+        variants = variants[:2]
+    for k, (label, fraction, ramps) in enumerate(variants):
+        target = _finger_close(cmd, fraction)
+        rows = [np.tile(cmd.hand_open, (6, 1))]
+        for ramp in ramps:
+            for a, b in ((cmd.hand_open, target), (target, cmd.hand_open)):
+                s = np.linspace(0.0, 1.0, ramp + 1)[1:, None]
+                rows.append(a + s * (b - a))
+                rows.append(np.tile(b, (12, 1)))
+        hand = np.concatenate(rows)
+        arm = np.tile(np.asarray(HOME), (len(hand), 1))
+        plans.append(
+            RunPlan(
+                name=f"finger_steps_{k}_{label}",
+                protocol="finger_steps",
+                settings={"closing_fraction": fraction, "ramp_s": [r * dt for r in ramps]},
+                control_mode="joint",
+                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
+                steps=len(hand),
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+def _plans_latency(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    plans = []
+    count = 2 if quick else 3
+    for k in range(count):
+        hold = 8 + 2 * k  # different phases relative to the control clock
+        levels = [0.0] + [(-1.0) ** i for i in range(8)]
+        pattern = _hold_pattern(levels, hold)
+        arm, hand = cmd.hold(len(pattern))
+        arm[:, 0] += 0.08 * pattern
+        arm[:, 6] += 0.2 * pattern
+        hand = cmd.hand_open + np.outer((pattern + 1.0) * 0.5, 0.4 * (cmd.hand_hi - cmd.hand_open))
+        hand[:hold] = cmd.hand_open
+        plans.append(
+            RunPlan(
+                name=f"latency_{k}",
+                protocol="latency",
+                settings={"hold_s": hold * dt, "arm_step_rad": [0.08, 0.2], "finger_fraction": 0.4},
+                control_mode="joint",
+                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
+                steps=len(pattern),
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+# Spots (x, y on the belt, m) where the operator places cube, ball and bar for the sensing runs.
+_REST_SPOTS = (
+    ((0.51, 0.25), (0.59, -0.05), (0.55, -0.30)),
+    ((0.58, 0.30), (0.50, 0.05), (0.56, -0.25)),
+    ((0.55, 0.20), (0.55, -0.10), (0.52, 0.45)),
+    ((0.60, 0.35), (0.53, 0.10), (0.57, -0.35)),
+    ((0.50, 0.40), (0.57, 0.15), (0.54, -0.15)),
+    ((0.56, 0.28), (0.52, -0.20), (0.58, 0.05)),
+)
+
+
+def _plans_rest(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    count, steps = (3, 60) if quick else (6, 100)
+    plans = []
+    for k in range(count):
+        objects = [{"category": c, "position": list(_REST_SPOTS[k][i]), "yaw": 0.0} for i, c in enumerate(C.CATEGORIES)]
+        arm, hand = cmd.hold(steps)
+        plans.append(
+            RunPlan(
+                name=f"sensing_rest_{k}",
+                protocol="sensing_rest",
+                settings={"spots_m": [list(s) for s in _REST_SPOTS[k]]},
+                control_mode="joint",
+                setup={"belt": False, "objects": objects, "arm_qpos": list(HOME)},
+                steps=steps,
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+def _plans_belt(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    count, steps = (3, 240) if quick else (6, 400)
+    plans = []
+    for k in range(count):
+        objects = [
+            {"category": c, "position": [0.55, 2.4 + 0.35 * i + 0.05 * k], "yaw": 0.0}
+            for i, c in enumerate(C.CATEGORIES)
+        ]
+        arm, hand = cmd.hold(steps)
+        plans.append(
+            RunPlan(
+                name=f"belt_ride_{k}",
+                protocol="belt_ride",
+                settings={"start_y_m": [o["position"][1] for o in objects]},
+                control_mode="joint",
+                setup={"belt": True, "objects": objects, "arm_qpos": list(HOME)},
+                steps=steps,
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+# Where the operator puts the object for a lift (on the stopped belt, under the robot's reach), m.
+LIFT_SPOT = (0.55, 0.05)
+
+
+def _planner_policy(env: gym.Env) -> Policy:
+    from r2s2r_envs.behavior.scripted import ScriptedPlanner
+
+    planner = ScriptedPlanner(env)
+    planner.reset(0)
+    return lambda obs, t: planner.act(obs)
+
+
+def _plans_lift(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    per_category = 2 if quick else 3
+    steps = 200
+    plans = []
+    for c in C.CATEGORIES:
+        for k in range(per_category):
+            x, y = LIFT_SPOT
+            spot = [x + 0.02 * (k - 1), y + 0.04 * (k - 1)]
+            name = f"lift_{c}_{k}"
+            plans.append(
+                RunPlan(
+                    name=name,
+                    protocol="lift",
+                    settings={"category": c, "spot_m": spot, "reference": f"{name}_empty", "index": k},
+                    control_mode="task",
+                    setup={"belt": False, "objects": [{"category": c, "position": spot}], "arm_qpos": list(HOME)},
+                    steps=steps,
+                    policy=_planner_policy,
+                )
+            )
+            plans.append(
+                RunPlan(
+                    name=f"{name}_empty",
+                    protocol="lift_empty",
+                    settings={"category": c, "replays": name, "index": k},
+                    control_mode="task",
+                    setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
+                    steps=steps,
+                    replay_of=name,
+                )
+            )
+    return plans
+
+
+PROTOCOLS: dict[str, tuple[str, ...]] = {
+    "sensing_rest": (
+        "joint_pos_noise",
+        "joint_vel_noise",
+        "eef_pos_noise",
+        "object_pos_noise",
+        "object_vel_noise",
+        "arm_torque_noise",
+        "finger_current_noise",
+        "object_pos_offset",
+        "object_size_scale",
+    ),
+    "belt_ride": ("belt_speed", "belt_speed_fluctuation", "belt_fluctuation_time"),
+    "finger_steps": ("finger_kp", "finger_kv", "finger_force_limit", "control_latency"),
+    "latency": ("control_latency",),
+    "arm_steps": ("arm_damping", "arm_armature", "arm_frictionloss"),
+    "arm_chirp": ("arm_damping", "arm_armature", "arm_frictionloss"),
+    "lift": ("object_mass",),
+    "lift_empty": ("object_mass",),
+}
+
+_PLANNERS = (_plans_rest, _plans_belt, _plans_fingers, _plans_latency, _plans_arm, _plans_lift)
+
+
+def plan_runs(*, quick: bool = False, dt: float = 0.05) -> list[RunPlan]:
+    """Every run of every protocol, in logging order (references after the runs they replay)."""
+    cmd = _Commands()
+    return [plan for make in _PLANNERS for plan in make(cmd, dt, quick)]
+
+
+def _splits(plans: list[RunPlan]) -> dict[str, str]:
+    """Fixed split per run name; a reference run shares the split of the run it replays."""
+    by_protocol: dict[str, list[RunPlan]] = {}
+    for p in plans:
+        if p.replay_of is None:
+            group = p.protocol if p.protocol != "lift" else f"lift_{p.settings['category']}"
+            by_protocol.setdefault(group, []).append(p)
+    split = {}
+    for group in by_protocol.values():
+        for i, p in enumerate(group):
+            split[p.name] = split_of(i, len(group))
+    for p in plans:
+        if p.replay_of is not None:
+            split[p.name] = split[p.replay_of]
+    return split
+
+
+def execute(env: gym.Env, plan: RunPlan, seed: int, actions: np.ndarray | None = None) -> dict[str, Any]:
+    """Run one plan on ``env``; returns the logged arrays (actions, timestamps, obs)."""
+    obs, _ = env.reset(seed=seed, options={"setup": plan.setup})
+    policy = plan.policy(env) if plan.policy is not None else None
+    commands = actions if actions is not None else plan.actions
+    observations = {k: [v] for k, v in obs.items()}
+    sent, stamps = [], [0.0]
+    for t in range(plan.steps):
+        a = commands[t] if policy is None else np.asarray(policy(obs, t), dtype=np.float32)
+        obs, _, _, truncated, info = env.step(a)
+        sent.append(np.asarray(a, dtype=np.float32))
+        stamps.append(float(info["elapsed_time"]))
+        for k, v in obs.items():
+            observations[k].append(v)
+        if info["unstable"]:
+            raise RuntimeError(f"run {plan.name}: the simulation became unstable at step {t}")
+    return {
+        "actions": np.asarray(sent, dtype=np.float32),
+        "timestamps": np.asarray(stamps, dtype=np.float64),
+        "obs": {k: np.asarray(v) for k, v in observations.items()},
+    }
+
+
+def env_kwargs_of(plan: RunPlan) -> dict[str, Any]:
+    """The env arguments (besides the lab) a plan runs with; replay uses the same."""
+    return {
+        "control_mode": plan.control_mode,
+        "num_objects": NUM_OBJECTS,
+        "sensors": list(SENSORS),
+        "episode_steps": plan.steps + 1,
+        "obs_mode": "state",
+    }
+
+
+def run_seed(seed: int, index: int) -> int:
+    """Reset seed of run ``index`` of a session with base seed ``seed``."""
+    return int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint32)[0])
+
+
+def log_lab(
+    lab: str | Path,
+    out: str | Path,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> LogSet:
+    """Run every protocol on the lab and write the logs.
+
+    Args:
+        lab: A shipped lab name or a lab JSON file (what ``PickSort-Real-v0`` takes as ``lab=``).
+        out: Output directory (``manifest.json`` plus one HDF5 file per run).
+        seed: Base seed of the session (run ``i`` resets with ``run_seed(seed, i)``).
+        quick: Fewer and shorter runs (a reduced budget for tests and quick looks).
+        progress: Called with one line per run (e.g. ``print``).
+
+    Returns:
+        The written logs, as read back.
+    """
+    lab_arg = lab if isinstance(lab, str) else str(lab)
+    return log_env(
+        lambda kwargs: gym.make(LAB_ID, lab=lab_arg, **kwargs), out, seed=seed, quick=quick, progress=progress
+    )
+
+
+def log_env(
+    make_env: Callable[[dict[str, Any]], gym.Env],
+    out: str | Path,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+    plans: list[RunPlan] | None = None,
+) -> LogSet:
+    """Run the protocols on envs made by ``make_env(env_kwargs)`` and write the logs (``log_lab`` on the lab;
+    tests log a simulated env with a known world the same way).  The lab identity comes from the env's
+    ``provenance()["lab"]``; a simulated env is named ``sim:<world sha256>``."""
+    plans = plan_runs(quick=quick) if plans is None else plans
+    splits = _splits(plans)
+    runs: list[LogRun] = []
+    logged: dict[str, np.ndarray] = {}
+    identity: dict[str, str] | None = None
+    for i, plan in enumerate(plans):
+        start = time.perf_counter()
+        kwargs = env_kwargs_of(plan)
+        env = make_env(kwargs)
+        try:
+            if identity is None:
+                prov = env.unwrapped.provenance()
+                identity = prov.get("lab") or {"name": f"sim:{prov['world_sha256'][:12]}", "config_sha256": ""}
+            s = run_seed(seed, i)
+            replay = logged[plan.replay_of] if plan.replay_of else None
+            record = execute(env, plan, s, replay)
+        finally:
+            env.close()
+        logged[plan.name] = record["actions"]
+        runs.append(
+            LogRun(
+                name=plan.name,
+                protocol=plan.protocol,
+                settings=plan.settings,
+                split=splits[plan.name],
+                seed=s,
+                control_mode=plan.control_mode,
+                setup=plan.setup,
+                env_kwargs=kwargs,
+                actions=record["actions"],
+                timestamps=record["timestamps"],
+                obs=record["obs"],
+            )
+        )
+        if progress is not None:
+            progress(f"{plan.name:28s} {plan.protocol:14s} {splits[plan.name]:8s} {time.perf_counter() - start:5.2f} s")
+    assert identity is not None
+    return write_logs(out, runs, lab_name=identity["name"], lab_config_sha256=identity["config_sha256"], seed=seed)
+
+
+def nominal_layout_height(category: str) -> float:
+    """Centre height of an object of ``category`` resting on the belt with nominal sizes, m."""
+    layout = scene_layout()
+    size = layout.object_half_sizes[category]
+    return layout.belt_top + float(size[0] if category == "ball" else size[2])

@@ -1,0 +1,190 @@
+"""Replay logged commands in the simulator: what a candidate world predicts a run's sensors would have measured.
+
+``simulate_run`` makes a simulated ``PickSortEnv`` with the candidate world (noise-free: no sensor noise, a steady
+belt; the perception offset is deterministic and kept), resets it with the run's seed and operator set-up, and
+sends the logged commands open loop.  The prediction has the same keys and shapes as ``run.obs``.
+
+``JointRollout`` does the same for many candidate worlds at once when the run is in joint mode: there the
+servo targets are the commands themselves, so the whole run is a fixed control sequence and every candidate is
+one trajectory of a single multi-threaded ``mujoco.rollout`` call (the workhorse of identification).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+from r2s2r_envs.envs.controller import finger_targets
+from r2s2r_envs.envs.pick_sort import PickSortEnv
+from r2s2r_envs.grounding.logs import LogRun
+from r2s2r_envs.world.builder import update_model
+from r2s2r_envs.world.params import WorldParams
+
+#: Fields a prediction leaves out: random processes (sensor noise, belt fluctuation) predict as their mean.
+NOISE_FIELDS = (
+    "joint_pos_noise",
+    "joint_vel_noise",
+    "eef_pos_noise",
+    "object_pos_noise",
+    "object_vel_noise",
+    "arm_torque_noise",
+    "finger_current_noise",
+    "belt_speed_fluctuation",
+)
+
+_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+
+
+def prediction_world(world: WorldParams) -> WorldParams:
+    """``world`` without its random processes (noise-free sensors, a steady belt)."""
+    return dataclasses.replace(world, **dict.fromkeys(NOISE_FIELDS, 0.0))
+
+
+def make_sim_env(run: LogRun, world: WorldParams) -> PickSortEnv:
+    """A simulated env with the run's env arguments and the noise-free ``world``."""
+    kwargs = dict(run.env_kwargs)
+    kwargs["episode_steps"] = max(int(kwargs.get("episode_steps", 0)), run.steps + 1)
+    if "sensors" in kwargs:
+        kwargs["sensors"] = tuple(kwargs["sensors"])
+    return PickSortEnv(world=prediction_world(world), **kwargs)
+
+
+def _reset(env: PickSortEnv, run: LogRun) -> dict[str, np.ndarray]:
+    options: dict[str, Any] = {"setup": run.setup} if run.setup else {}
+    obs, _ = env.reset(seed=run.seed, options=options)
+    return obs
+
+
+def simulate_run(run: LogRun, world: WorldParams, env: PickSortEnv | None = None) -> dict[str, np.ndarray]:
+    """Noise-free predicted observations of ``run`` under ``world`` (same keys and shapes as ``run.obs``).
+
+    Args:
+        run: A logged run.
+        world: The candidate world.
+        env: A simulated env to reuse (made with ``make_sim_env``); its world is set to ``world``.
+
+    Returns:
+        Observation key -> (T+1, ...) predicted array, float32 like the logs.
+    """
+    if env is None:
+        env = make_sim_env(run, world)
+    else:
+        env.set_world(prediction_world(world))
+    obs = _reset(env, run)
+    keys = list(run.obs)
+    out = {k: np.empty_like(run.obs[k]) for k in keys}
+    for k in keys:
+        out[k][0] = obs[k]
+    for t in range(run.steps):
+        obs, _, _, _, info = env.step(run.actions[t])
+        for k in keys:
+            out[k][t + 1] = obs[k]
+        if info["unstable"]:
+            for k in keys:
+                out[k][t + 2 :] = out[k][t + 1]
+            break
+    return out
+
+
+class JointRollout:
+    """Batch predictions of one joint-mode run for many candidate worlds through ``mujoco.rollout``.
+
+    Candidate worlds in one call must share the latency's delay-buffer length and the object sizes (the model
+    structure); ``predict`` groups them accordingly.  Predicts ``arm_qpos``, ``hand_qpos``, ``arm_qvel``,
+    ``hand_qvel`` and the actuator forces (``arm_torque``, ``finger_current``) at the observation times.
+
+    Args:
+        run: A logged joint-mode run.
+        nthread: Rollout threads (default: the CPU count).
+    """
+
+    def __init__(self, run: LogRun, nthread: int | None = None) -> None:
+        if run.control_mode != "joint":
+            raise ValueError(f"JointRollout needs a joint-mode run, {run.name!r} is in {run.control_mode} mode")
+        self.run = run
+        self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self._envs: dict[Any, PickSortEnv] = {}
+
+    def _base(self, world: WorldParams) -> tuple[PickSortEnv, np.ndarray, np.ndarray]:
+        key = (round(world.control_latency, 6), world.object_size_scale)
+        env = self._envs.get(key)
+        if env is None:
+            env = make_sim_env(self.run, world)
+            self._envs[key] = env
+        else:
+            env.set_world(prediction_world(world))
+        _reset(env, self.run)
+        m, d, s = env.model, env.data, env.scene
+        state = np.empty(mujoco.mj_stateSize(m, _FULL))
+        mujoco.mj_getState(m, d, state, _FULL)
+        # Joint mode in a simulator: the servo targets are the commands (command gain 1).
+        a = np.asarray(self.run.actions, dtype=np.float64)
+        lo, hi = s.arm_range[:, 0], s.arm_range[:, 1]
+        ctrl = np.empty((self.run.steps, m.nu))
+        ctrl[:, s.arm_actuators] = lo + (np.clip(a[:, :7], -1, 1) + 1.0) * 0.5 * (hi - lo)
+        ctrl[:, s.hand_actuators] = finger_targets(s, np.clip(a[:, 7:], -1, 1))
+        return env, state, ctrl
+
+    def predict(self, worlds: Sequence[WorldParams]) -> list[dict[str, np.ndarray]]:
+        """Predicted signals per world, each key (T+1, n) float64."""
+        groups: dict[Any, list[int]] = {}
+        for i, w in enumerate(worlds):
+            groups.setdefault((round(w.control_latency, 6), w.object_size_scale), []).append(i)
+        out: list[dict[str, np.ndarray]] = [{} for _ in worlds]
+        for indices in groups.values():
+            for i, pred in zip(indices, self._predict_group([worlds[i] for i in indices])):
+                out[i] = pred
+        return out
+
+    def _predict_group(self, worlds: list[WorldParams]) -> list[dict[str, np.ndarray]]:
+        env, state0, ctrl = self._base(worlds[0])
+        base, s = env.model, env.scene
+        sub = env.n_substeps
+        belt = float(base.geom_surfacevel[s.belt_geom, 1])
+        models = []
+        scratch = mujoco.MjData(base)
+        for w in worlds:
+            m = copy.copy(base)
+            if not update_model(m, prediction_world(w), env.num_objects):
+                raise RuntimeError("candidate worlds of one rollout group must share the model structure")
+            m.geom_surfacevel[s.belt_geom, 1] = belt  # the run's belt state (stopped or running), not the world's
+            mujoco.mj_setConst(m, scratch)
+            models.append(m)
+        control = np.repeat(ctrl, sub, axis=0)[None]
+        nbatch = len(models)
+        datas = [mujoco.MjData(base) for _ in range(min(self.nthread, nbatch))]
+        states, _ = mj_rollout.rollout(models, datas, np.tile(state0, (nbatch, 1)), np.tile(control, (nbatch, 1, 1)))
+        # Observation k (k >= 1) is taken after k control steps; the actuator force it reports was computed in the
+        # forward pass of the last physics step, from the state before that step.
+        obs_idx = np.arange(1, self.run.steps + 1) * sub - 1
+        nq, nv = base.nq, base.nv
+        results = []
+        for b, m in enumerate(models):
+            traj = np.concatenate([state0[None], states[b, obs_idx]])
+            qpos, qvel = traj[:, 1 : 1 + nq], traj[:, 1 + nq : 1 + nq + nv]
+            force = np.zeros((self.run.steps + 1, m.nu))
+            d = datas[0]
+            for k in range(1, self.run.steps + 1):
+                prev = states[b, obs_idx[k - 1] - 1] if obs_idx[k - 1] >= 1 else state0
+                mujoco.mj_setState(m, d, prev, _FULL)
+                d.ctrl[:] = ctrl[k - 1]
+                mujoco.mj_forward(m, d)
+                force[k] = d.actuator_force
+            results.append(
+                {
+                    "arm_qpos": qpos[:, s.arm_qpos_adr],
+                    "hand_qpos": qpos[:, s.hand_qpos_adr],
+                    "arm_qvel": qvel[:, s.arm_dof_adr],
+                    "hand_qvel": qvel[:, s.hand_dof_adr],
+                    "arm_torque": force[:, s.arm_actuators],
+                    "finger_current": force[:, s.hand_actuators],
+                }
+            )
+        return results
