@@ -161,7 +161,7 @@ def _group_samples(group: str, mask: np.ndarray, array: np.ndarray) -> np.ndarra
     """The group's samples of ``array`` as (samples, channels)."""
     a = np.asarray(array, dtype=float)
     if mask.ndim == 1:
-        return a[mask].reshape(int(mask.sum()), -1)
+        return a[mask].reshape(int(mask.sum()), int(np.prod(a.shape[1:])))
     return a.reshape(len(a), mask.shape[1], 3)[mask]
 
 
@@ -274,7 +274,7 @@ def unmodeled_effects(
             else:
                 both = mask[1:] & mask[:-1]
                 d = np.diff(r.reshape(len(r), mask.shape[1], 3), axis=0)[both]
-            diffs[group].append(d.reshape(len(d), -1))
+            diffs[group].append(d.reshape(len(d), 3 if mask.ndim > 1 else r.shape[1]))
     for group in SIGNAL_GROUPS:
         if not levels[group] or not sum(len(x) for x in levels[group]) or not sum(len(x) for x in diffs[group]):
             continue

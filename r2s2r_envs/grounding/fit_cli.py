@@ -1,0 +1,377 @@
+"""``r2s2r sysid``: identify a lab's world from its logs and write a grounding file (docs/grounding.md).
+
+Examples::
+
+    r2s2r sysid --logs lab_logs/ --out my_lab.json --report report/
+    r2s2r sysid --lab default --out default.json --planner-episodes 100 --workers 2
+    r2s2r sysid --lab my_lab.json --out my_grounding.json --quick
+
+With ``--lab LAB`` the lab is logged first (``r2s2r log-lab``'s protocols, into ``--log-dir``, default
+``<FILE without .json>_logs/``), then fitted.  The stages: logging (``excitation.log_lab``), fitting
+(``identify.identify`` on the fitting runs), validation on the held-out runs (``validation.validate``) and, with
+``--planner-episodes N``, the scripted planner's success in the nominal sim, the grounded sim and the lab
+(``validation.planner_success``).  :func:`run_sysid` is the library function; this module's handler only
+parses arguments and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.grounding.result import Grounding, GroundingFileError, write_grounding
+from r2s2r_envs.grounding.validation import Validation
+from r2s2r_envs.world.params import WorldParams, nominal
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+LAB_ID = "PickSort-Real-v0"
+
+#: Unit of each WorldParams field, for the printed table (docs: r2s2r_envs/world/params.py).
+FIELD_UNITS = {
+    "belt_speed": "m/s",
+    "belt_fluctuation_time": "s",
+    "object_mass": "kg",
+    "object_size_scale": "",
+    "arm_damping": "N*m*s/rad",
+    "arm_armature": "kg*m^2",
+    "arm_frictionloss": "N*m",
+    "arm_kp": "N*m/rad",
+    "arm_kv": "N*m*s/rad",
+    "arm_force_limit": "N*m",
+    "finger_kp": "N*m/rad",
+    "finger_kv": "N*m*s/rad",
+    "finger_force_limit": "N*m",
+    "control_latency": "s",
+    "joint_pos_noise": "rad",
+    "joint_vel_noise": "rad/s",
+    "eef_pos_noise": "m",
+    "object_pos_noise": "m",
+    "object_vel_noise": "m/s",
+    "object_pos_offset": "m",
+    "arm_torque_noise": "N*m",
+    "finger_current_noise": "N*m",
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SysidResult:
+    """What :func:`run_sysid` produced.
+
+    Attributes:
+        grounding: The grounding written to ``out``.
+        validation: Its validation (with the held-out predictions, for the report).
+        identification: The ``identify`` result.
+        logs: The ``LogSet`` fitted.
+        out: The grounding file.
+        sha256: The file's SHA-256.
+        wall_time_s: Seconds per stage: ``logging`` (0 with ``--logs``), ``fitting``, ``validation``, ``planner``
+            (0 without the planner table), ``total``.
+    """
+
+    grounding: Grounding
+    validation: Validation
+    identification: Any
+    logs: Any
+    out: Path
+    sha256: str
+    wall_time_s: dict[str, float]
+
+
+def run_sysid(
+    out: str | Path,
+    *,
+    logs: str | Path | None = None,
+    lab: str | Path | None = None,
+    log_dir: str | Path | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    workers: int = 1,
+    planner_episodes: int = 0,
+    report: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SysidResult:
+    """Log (with ``lab`` and no ``logs``), identify, validate, write the grounding file (and the report).
+
+    Args:
+        out: The grounding file to write.
+        logs: An existing log directory (``r2s2r log-lab --out DIR``).
+        lab: A shipped lab name or a lab JSON file: logged first when ``logs`` is None; with ``logs``, the lab
+            those logs come from (its identity must match theirs), used for the planner table.
+        log_dir: Where to log with ``lab`` (default ``<out without suffix>_logs``).
+        seed: Base seed of the logging session.
+        quick: Reduced budget for logging and fitting.
+        workers: Threads / processes for fitting and the planner table.
+        planner_episodes: Episodes per env of the planner table (0: no table).
+        report: Directory of the HTML report (None: no report).
+        progress: Called with one line per step (e.g. ``print``).
+
+    Raises:
+        ValueError: neither ``logs`` nor ``lab``, or a lab whose identity does not match the logs.
+        LogError: unreadable logs (a ``ValueError``).
+    """
+    from r2s2r_envs.grounding.identify import identify
+    from r2s2r_envs.grounding.logs import read_logs
+    from r2s2r_envs.grounding.validation import planner_success, validate
+
+    say = progress or (lambda line: None)
+    out = Path(out)
+    times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0}
+    start = time.perf_counter()
+    if logs is None:
+        if lab is None:
+            raise ValueError("give --logs DIR (existing lab logs) or --lab LAB (log the lab first)")
+        from r2s2r_envs.grounding.excitation import log_lab
+
+        log_dir = Path(log_dir) if log_dir is not None else out.with_name(f"{out.stem}_logs")
+        say(f"logging lab {lab} into {log_dir}")
+        t0 = time.perf_counter()
+        log_set = log_lab(lab, log_dir, seed=seed, quick=quick, progress=say)
+        times["logging"] = time.perf_counter() - t0
+    else:
+        log_set = read_logs(logs)
+        if lab is not None and (planner_episodes or 0) > 0:
+            check_lab_matches(lab, log_set)
+    say(f"fitting {len(log_set.fit)} runs ({len(log_set.heldout)} held out)")
+    t0 = time.perf_counter()
+    identification = identify(log_set, quick=quick, workers=workers)
+    times["fitting"] = time.perf_counter() - t0
+    say("validating on the held-out runs")
+    t0 = time.perf_counter()
+    validation = validate(log_set.heldout, identification.world)
+    times["validation"] = time.perf_counter() - t0
+    if planner_episodes > 0:
+        planner_lab = lab if lab is not None else lab_for_logs(log_set)
+        say(f"planner table: {planner_episodes} episodes in the nominal sim, the grounded sim and lab {planner_lab}")
+        t0 = time.perf_counter()
+        table = planner_success(
+            identification.world, lab=planner_lab, episodes=planner_episodes, workers=workers, progress=False
+        )
+        times["planner"] = time.perf_counter() - t0
+        validation = validation.with_planner(table)
+    times["total"] = time.perf_counter() - start
+    provenance = _provenance(log_set, identification, seed=seed, quick=quick, workers=workers, times=times)
+    grounding = Grounding.from_identification(identification, validation=validation.to_dict(), provenance=provenance)
+    sha256 = write_grounding(grounding, out)
+    if report is not None:
+        from r2s2r_envs.grounding.report import write_report
+
+        write_report(report, grounding, validation, log_set.heldout)
+    return SysidResult(
+        grounding=grounding,
+        validation=validation,
+        identification=identification,
+        logs=log_set,
+        out=out,
+        sha256=sha256,
+        wall_time_s=times,
+    )
+
+
+def lab_identity(lab: str | Path) -> dict[str, str]:
+    """A lab's name and config hash, as its env discloses them (``provenance()["lab"]``)."""
+    import gymnasium as gym
+
+    import r2s2r_envs  # noqa: F401 - registers the envs
+
+    env = gym.make(LAB_ID, lab=str(lab))
+    try:
+        return dict(env.unwrapped.provenance()["lab"])
+    finally:
+        env.close()
+
+
+def check_lab_matches(lab: str | Path, log_set: Any) -> None:
+    """Raise ValueError unless ``lab`` is the lab ``log_set`` was logged from (same name and config hash)."""
+    identity = lab_identity(lab)
+    if identity.get("config_sha256") != log_set.lab_config_sha256:
+        raise ValueError(
+            f"lab {str(lab)!r} (config {identity.get('config_sha256', '?')[:12]}) is not the lab the logs come from "
+            f"({log_set.lab_name}, config {log_set.lab_config_sha256[:12]}): pass the logs' lab with --lab"
+        )
+
+
+def lab_for_logs(log_set: Any) -> str:
+    """The shipped lab the logs name, if its config hash matches theirs; else ValueError asking for ``--lab``."""
+    try:
+        check_lab_matches(log_set.lab_name, log_set)
+    except FileNotFoundError as e:
+        raise ValueError(
+            f"the logs come from lab {log_set.lab_name!r}, which is not a shipped lab: pass its file with --lab "
+            "for the planner table"
+        ) from e
+    return log_set.lab_name
+
+
+def _provenance(
+    log_set: Any, identification: Any, *, seed: int, quick: bool, workers: int, times: dict[str, float]
+) -> dict[str, Any]:
+    import mujoco
+    import numpy as np
+
+    from r2s2r_envs._version import __version__
+
+    return {
+        "lab": {"name": log_set.lab_name, "config_sha256": log_set.lab_config_sha256},
+        "logs": dict(log_set.file_sha256s),
+        "versions": {
+            "r2s2r_envs": __version__,
+            "mujoco": mujoco.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "seed": int(log_set.seed) if log_set.seed is not None else int(seed),
+        "wall_time_s": {k: round(float(v), 3) for k, v in times.items()},
+        "identification": {
+            "quick": bool(quick),
+            "workers": int(workers),
+            "wall_time_s": round(float(getattr(identification, "wall_time_s", times["fitting"])), 3),
+            "method": _summary(getattr(identification, "details", {}).get("method")),
+        },
+        "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def _summary(value: Any) -> Any:
+    """A JSON-safe, short form of a detail (nested containers shortened)."""
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+    return value if len(text) <= 2000 else text[:2000] + "..."
+
+
+# ---------------------------------------------------------------------- printing
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-inf/inf"
+    return "inf" if math.isinf(v) else f"{v:.4g}"
+
+
+def format_parameters(grounding: Grounding) -> str:
+    """The identified parameters with their 95% intervals, and the not-identifiable ones with the reasons."""
+    nom = nominal()
+    lines = ["Identified parameters (95% intervals)"]
+    lines.append(f"  {'field':24s} {'nominal':>10s} {'identified':>11s}  {'95% interval':24s} unit")
+    for name in WorldParams.field_names():
+        value = getattr(grounding.world, name)
+        refs = [r for r in grounding.identified if r == name or r.startswith(f"{name}[")]
+        if not refs:
+            continue
+        vector = isinstance(value, tuple)
+        values = list(value) if vector else [value]
+        noms = list(getattr(nom, name)) if vector else [getattr(nom, name)]
+        interval = grounding.intervals.get(name)
+        pairs = interval if vector and interval is not None else [interval] * len(values)
+        for k, (v, n, pair) in enumerate(zip(values, noms, pairs)):
+            label = f"{name}[{k}]" if vector else name
+            if vector and name not in refs and label not in refs:
+                continue
+            ci = "-" if pair is None else f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
+            lines.append(f"  {label:24s} {n:>10.4g} {v:>11.4g}  {ci:24s} {FIELD_UNITS.get(name, '')}")
+    if grounding.not_identifiable:
+        lines.append("Not identifiable (kept at nominal)")
+        for ref, reason in grounding.not_identifiable.items():
+            lines.append(f"  {ref:24s} {reason}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- command line
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    """Adds ``sysid`` to the ``r2s2r`` command."""
+    p = subparsers.add_parser(
+        "sysid",
+        help="identify a lab's world from its logs and write a grounding file",
+        description="Fit WorldParams to lab logs (mujoco.sysid), validate on the held-out runs and write a grounding "
+        "file: the input of PickSort-WorldGrounded-v0 (gym.make(..., grounding=FILE)). See docs/grounding.md.",
+    )
+    source = p.add_argument_group("logs (one of)")
+    source.add_argument("--logs", type=Path, default=None, metavar="DIR", help="a log directory (r2s2r log-lab)")
+    source.add_argument(
+        "--lab",
+        default=None,
+        metavar="LAB",
+        help="log this lab first (a shipped lab name or a lab JSON file); with --logs, the lab the logs come from "
+        "(for the planner table)",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the grounding file to write (JSON)")
+    p.add_argument("--log-dir", type=Path, default=None, metavar="DIR", help="where --lab logs go (<FILE>_logs/)")
+    p.add_argument("--report", type=Path, default=None, metavar="DIR", help="write an HTML report to DIR/index.html")
+    p.add_argument(
+        "--planner-episodes",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="scripted planner's success over N episodes in the nominal sim, the grounded sim and the lab "
+        "(default 0: no planner table; 100 for the shipped grounding)",
+    )
+    p.add_argument("--quick", action="store_true", help="reduced logging and fitting budget (a quick look)")
+    p.add_argument("--workers", type=_positive_int, default=1, metavar="W", help="threads/processes (default 1)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, metavar="S", help="base seed of logging (default 0)")
+    p.add_argument("--quiet", action="store_true", help="print only the result tables")
+    p.set_defaults(func=cmd_sysid)
+
+
+def cmd_sysid(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r sysid``."""
+    from r2s2r_envs.grounding.logs import LogError
+
+    if args.logs is None and args.lab is None:
+        print("r2s2r sysid: error: give --logs DIR or --lab LAB", file=sys.stderr)
+        return EXIT_USAGE
+    if args.logs is not None and not args.logs.is_dir():
+        print(
+            f"r2s2r sysid: error: --logs {args.logs} is not a directory (write one with r2s2r log-lab)", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        result = run_sysid(
+            args.out,
+            logs=args.logs,
+            lab=args.lab,
+            log_dir=args.log_dir,
+            seed=args.seed,
+            quick=args.quick,
+            workers=args.workers,
+            planner_episodes=args.planner_episodes,
+            report=args.report,
+            progress=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
+        )
+    except (LogError, GroundingFileError, ValueError, FileNotFoundError) as e:
+        print(f"r2s2r sysid: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    print(format_parameters(result.grounding))
+    print()
+    print(result.validation.format())
+    print()
+    times = ", ".join(f"{k} {v:.1f} s" for k, v in result.wall_time_s.items())
+    print(f"wrote {result.out} (sha256 {result.sha256[:16]}...); wall time: {times}")
+    if args.report is not None:
+        print(f"report: {Path(args.report) / 'index.html'}")
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+__all__ = ["FIELD_UNITS", "SysidResult", "add_subcommands", "cmd_sysid", "format_parameters", "run_sysid"]
