@@ -11,10 +11,22 @@ import sys as _sys
 if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
     _os.environ.setdefault("MUJOCO_GL", "egl")
 
-from r2s2r_envs import behavior as _behavior  # noqa: F401  (registers the demonstrators)
+from typing import Any
+
+from r2s2r_envs import behavior as _behavior  # registers the demonstrators
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import ENV_IDS, register_envs, registered_ids
 
+
+def _teleoperator(env: Any, **settings: Any) -> Any:
+    # The lab's teleoperator (r2s2r_envs.lab.teleop, which registers itself under the same name once imported),
+    # imported on first use: importing the package must leave the lab unloaded (tests/test_layering.py).
+    from r2s2r_envs.lab.teleop import Teleoperator
+
+    return Teleoperator(env, **settings)
+
+
+_behavior.register_demonstrator("teleoperator", _teleoperator)
 register_envs()
 
 __all__ = ["ENV_IDS", "__version__", "register_envs", "registered_ids"]

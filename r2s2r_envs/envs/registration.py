@@ -20,10 +20,10 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         "r2s2r_envs.envs.pick_sort:PickSortEnv",
         {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
-    # The lab comes with the teleoperator once it exists; until then the scripted planner is its demonstrator.
+    # The lab comes with its teleoperator (r2s2r_envs.lab.teleop), whose style is part of the lab config.
     "PickSort-Real-v0": (
         "r2s2r_envs.lab.lab_env:LabEnv",
-        {"lab": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+        {"lab": "default", "demonstrator": "teleoperator", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
 }
 

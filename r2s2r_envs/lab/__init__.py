@@ -1,5 +1,18 @@
-"""The lab: the real-system stand-in (``PickSort-Real-v0``).  Grounding code must not import this package."""
+"""The lab: the real-system stand-in (``PickSort-Real-v0``) and its teleoperator.  Grounding code must not import
+this package.
 
-from r2s2r_envs.lab.config import LabConfig, UnmodeledEffects, available_labs, load_lab
+Importing it registers the demonstrator ``"teleoperator"`` (``r2s2r_envs.behavior.make_demonstrator``).
+"""
 
-__all__ = ["LabConfig", "UnmodeledEffects", "available_labs", "load_lab"]
+from r2s2r_envs.lab.config import LabConfig, OperatorStyle, UnmodeledEffects, available_labs, load_lab
+from r2s2r_envs.lab.teleop import Calibration, Teleoperator
+
+__all__ = [
+    "Calibration",
+    "LabConfig",
+    "OperatorStyle",
+    "Teleoperator",
+    "UnmodeledEffects",
+    "available_labs",
+    "load_lab",
+]

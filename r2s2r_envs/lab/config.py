@@ -1,5 +1,5 @@
 """What defines a lab: its hidden world (physics, sensing, timing), the effects no simulator parameter can express,
-and (later) its operator.
+and its operator (the style of the person who makes the lab's demonstrations, ``lab.teleop``).
 
 A lab is a JSON file (see ``configs/default.json``; the format is documented in docs/lab.md) or an equivalent
 dict.  A partial dict is applied on top of the default lab, so a course exercise can change one thing
@@ -59,6 +59,65 @@ class UnmodeledEffects:
             object.__setattr__(self, name, check_number("lab effects", name, getattr(self, name), bound))
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OperatorStyle:
+    """How the lab's operator moves (the teleoperator, ``r2s2r_envs.lab.teleop``; docs/lab.md#operator).
+
+    Attributes:
+        reaction_time: Mean delay between an object becoming the next target and the hand starting to move, s
+            (0.1-1.0; people react in 0.2-0.4 s).
+        speed: Movement speed relative to a typical operator, dimensionless (0.4-1.6; 1 = a reach of 0.3 m in
+            about a second).  Scales every reach, carry and descent duration by ``1 / speed``.
+        approach: How the hand comes to a moving object: ``"above"`` (reach to a point above where the object
+            will be, then descend onto it) or ``"follow"`` (come in low from upstream, ride along the belt
+            behind the object, close in on it, then descend the last few centimetres).
+        grasp: ``"wrap"`` (whole hand: each digit closes in turn, the fingers curl around the object) or
+            ``"pinch"`` (all digits close together, straight fingers, as a gripper would).
+        release: ``"drop"`` (open the hand high above the bin) or ``"place"`` (lower the object into the bin,
+            then open).
+        variability: How much the operator differs from one movement and one episode to the next,
+            dimensionless (0-1; 0 = the same every time: no random timing, endpoint errors, hesitations or
+            deliberate re-grasps).
+        practice_episodes: Warm-up episodes the operator runs in the lab before the first recorded one, to learn
+            the cell's timing and its camera offset (0-10; 0 = no practice, sim-tuned habits).
+    """
+
+    reaction_time: float = 0.3
+    speed: float = 1.0
+    approach: str = "above"
+    grasp: str = "wrap"
+    release: str = "drop"
+    variability: float = 0.5
+    practice_episodes: int = 3
+
+    def __post_init__(self) -> None:
+        for name, bound in _OPERATOR_BOUNDS.items():
+            object.__setattr__(self, name, check_number("lab operator", name, getattr(self, name), bound))
+        for name, choices in OPERATOR_CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"lab operator.{name} must be one of {list(choices)}, got {value!r}")
+        episodes = self.practice_episodes
+        if isinstance(episodes, bool) or not float(episodes).is_integer():
+            raise ValueError(f"lab operator.practice_episodes must be an integer in [0, 10], got {episodes!r}")
+        object.__setattr__(self, "practice_episodes", int(episodes))
+
+
+#: Accepted values of the operator's categorical settings.
+OPERATOR_CHOICES: dict[str, tuple[str, ...]] = {
+    "approach": ("above", "follow"),
+    "grasp": ("wrap", "pinch"),
+    "release": ("drop", "place"),
+}
+
+_OPERATOR_BOUNDS: dict[str, Bound] = {
+    "reaction_time": Bound(minimum=0.1, maximum=1.0),
+    "speed": Bound(minimum=0.4, maximum=1.6),
+    "variability": Bound(maximum=1.0),
+    "practice_episodes": Bound(maximum=10.0),
+}
+
+
 _EFFECT_BOUNDS: dict[str, Bound] = {
     "arm_command_gain": Bound(length=N_ARM_JOINTS, strict=True, maximum=2.0),
     "object_mass_variation": Bound(maximum=0.3),
@@ -74,18 +133,22 @@ class LabConfig:
         name: Identifier recorded in datasets and results (the parameters themselves are never recorded).
         world: The lab's true world: physics, sensing and timing.
         effects: What no simulator parameter expresses.
+        operator: The style of the person who makes the lab's demonstrations.
     """
 
     name: str
     world: WorldParams
     effects: UnmodeledEffects
+    operator: OperatorStyle = OperatorStyle()
 
     def to_dict(self) -> dict[str, Any]:
         effects = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.effects).items()}
-        return {"name": self.name, "world": self.world.to_dict(), "effects": effects}
+        operator = dataclasses.asdict(self.operator)
+        return {"name": self.name, "world": self.world.to_dict(), "effects": effects, "operator": operator}
 
     def sha256(self) -> str:
-        """SHA-256 of the lab's canonical JSON: tells two labs apart (same or different) without revealing them."""
+        """SHA-256 of the lab's canonical JSON (operator included): tells two labs apart (same or different)
+        without revealing them."""
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
 
     def identity(self) -> dict[str, str]:
@@ -93,7 +156,9 @@ class LabConfig:
         return {"name": self.name, "config_sha256": self.sha256()}
 
 
-_TOP_KEYS = ("name", "world", "effects")
+_TOP_KEYS = ("name", "world", "effects", "operator")
+# A lab file must have these; a file without "operator" (written before the operator existed) gets the default one.
+_REQUIRED_KEYS = ("name", "world", "effects")
 
 
 def _default_path() -> Path:
@@ -125,15 +190,24 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
     if "name" in raw and not isinstance(raw["name"], str):
         raise TypeError(f"lab name must be a string, got {raw['name']!r}")
     if base is None:
-        missing = [k for k in _TOP_KEYS if k not in raw]
+        missing = [k for k in _REQUIRED_KEYS if k not in raw]
         if missing:
-            raise KeyError(f"lab config is missing key(s) {missing}; a full lab has {list(_TOP_KEYS)}")
+            raise KeyError(
+                f"lab config is missing key(s) {missing}; a full lab has {list(_REQUIRED_KEYS)} "
+                "and optionally 'operator'"
+            )
         world = WorldParams.from_dict(raw["world"])
-        return LabConfig(name=raw["name"], world=world, effects=_effects(raw["effects"], UnmodeledEffects()))
+        return LabConfig(
+            name=raw["name"],
+            world=world,
+            effects=_effects(raw["effects"], UnmodeledEffects()),
+            operator=replace_checked(OperatorStyle(), raw.get("operator", {}), "lab operator"),
+        )
     return LabConfig(
         name=raw.get("name", f"{base.name}+overrides"),
         world=WorldParams.from_dict(raw.get("world", {}), base=base.world),
         effects=_effects(raw.get("effects", {}), base.effects),
+        operator=replace_checked(base.operator, raw.get("operator", {}), "lab operator"),
     )
 
 
