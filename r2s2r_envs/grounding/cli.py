@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from r2s2r_envs.grounding import fit_cli
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -38,6 +40,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     log.add_argument("--quick", action="store_true", help="fewer, shorter runs (a reduced budget)")
     log.add_argument("--quiet", action="store_true", help="no per-run lines")
     log.set_defaults(func=_log_lab)
+    fit_cli.add_subcommands(subparsers)  # sysid
 
 
 def _log_lab(args: argparse.Namespace) -> int:
