@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -61,16 +62,20 @@ class DirectoryPolicy:
                 f"cannot load the policy directory {self.path}: r2s2r_envs.policies.load_policy is not available "
                 f"({e}); install the torch extra (pip install 'r2s2r_envs[torch]')"
             ) from e
+        try:
+            policy = load_policy(self.path)
+        except (FileNotFoundError, ImportError, ValueError) as e:  # CheckpointError is a ValueError
+            raise PolicySpecError(f"cannot load the policy directory {self.path}: {e}") from e
         if self.threads is not None and "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(self.threads)
-        return load_policy(self.path)
+        return policy
 
 
 def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
     """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`) or ``module:attribute``.
 
     ``module:attribute`` is imported (the current directory first on ``sys.path``, as ``python -m`` does) and
-    may be a factory ``f(env) -> Policy``, a policy class (called with the env) or a policy object.
+    may be a factory ``f(env) -> Policy``, a policy class (:class:`ClassPolicy`) or a policy object.
 
     Raises:
         PolicySpecError: neither an existing directory nor an importable ``module:attribute``.
@@ -96,7 +101,26 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
             public = sorted(n for n in dir(module) if not n.startswith("_"))
             raise PolicySpecError(f"--policy {spec!r}: module {module_name!r} has no {attribute!r}; it has {public}")
         target = getattr(target, part)
-    return target
+    return ClassPolicy(target) if isinstance(target, type) else target
+
+
+class ClassPolicy:
+    """Factory for a policy class named by ``--policy module:Class``: ``Class()``, or ``Class(env)`` when its
+    constructor needs an argument.  Picklable (the class is pickled by reference)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self, env: Any) -> Any:
+        try:
+            required = [
+                p
+                for p in inspect.signature(self.cls).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):  # no signature to read (a builtin): pass the env
+            required = [None]
+        return self.cls(env) if required else self.cls()
 
 
 def _format_summary(result: EvaluationResult) -> str:
