@@ -135,7 +135,7 @@ class RLDRPolicy:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = str(run_dir)
-        self._model: Any = None
+        self._ppo: Any = None
         config = json.loads((Path(run_dir) / "config.json").read_text())
         self.metadata = config["metadata"]
         self.settings = {"run_dir": self.run_dir, "env_steps": config.get("env_steps")}
@@ -144,25 +144,25 @@ class RLDRPolicy:
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_model": None}  # workers load the model themselves
+        return {**self.__dict__, "_ppo": None}  # workers load the model themselves
 
     def _load(self) -> None:
         import torch
         from stable_baselines3 import PPO
 
         torch.set_num_threads(1)
-        self._model = PPO.load(Path(self.run_dir) / "model.zip", device="cpu")
+        self._ppo = PPO.load(Path(self.run_dir) / "model.zip", device="cpu")
         stats = np.load(Path(self.run_dir) / "obs_normalization.npz")
         self._mean, self._std = stats["mean"], np.sqrt(stats["var"] + OBS_EPS)
         self._keys = [str(k) for k in stats["keys"]]
 
     def reset(self, seed: int | None) -> None:
-        if self._model is None:
+        if self._ppo is None:
             self._load()
 
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         x = np.clip((flatten(obs, self._keys) - self._mean) / self._std, -OBS_CLIP, OBS_CLIP)
-        action, _ = self._model.predict(x.astype(np.float32), deterministic=True)
+        action, _ = self._ppo.predict(x.astype(np.float32), deterministic=True)
         return action
 
 
