@@ -15,7 +15,8 @@ STAMP := $(VENV)/.r2s2r-installed
 # pip takes a CPU build of torch where one is at hand; a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH_VERSION ?= 2.13.0
 ROBOMIMIC_VERSION ?= 0.3.0
-EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri
+# chromium: tests/test_leaderboard.py opens the leaderboard page in a real headless browser.
+EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri chromium
 
 # Headless offscreen rendering: MuJoCo picks its GL backend at import time.
 export MUJOCO_GL ?= egl

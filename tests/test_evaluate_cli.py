@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -336,3 +337,34 @@ def test_cli_missing_policy_directory(tmp_path, capsys):
     ckpt.mkdir()
     assert main(["evaluate", "--policy", str(ckpt), "--env", SIM, "--episodes", "1", *FAST_ARGS]) == 2
     assert f"cannot load the policy directory {ckpt}" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- docs/byo_method.md
+def byo_example() -> str:
+    """The example policy of docs/byo_method.md: the python block after the byo-example marker."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "byo_method.md").read_text()
+    match = re.search(r"<!-- byo-example:[^>]*-->\s*```python\n(.*?)```", page, re.S)
+    assert match, "docs/byo_method.md lost its byo-example block"
+    return match.group(1)
+
+
+def test_the_byo_example_is_evaluated_and_ranked(tmp_path, monkeypatch, capsys):
+    code = byo_example()
+    assert len(code.splitlines()) <= 50  # the page promises a short example
+    (tmp_path / "byo_policy.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "byo_policy", raising=False)
+    # The page's commands, on two short episodes each.
+    for env_id, name in ((LAB, "lab"), (SIM, "sim")):
+        argv = ["evaluate", "--policy", "byo_policy:make_policy", "--env", env_id, "--episodes", "2"]
+        assert main([*argv, "--out", f"results/chase/{name}.json", "--episode-steps", "120", "--no-progress"]) == 0
+    assert main(["leaderboard", "results/", "--out", "leaderboard/"]) == 0
+    capsys.readouterr()
+    data = json.loads((tmp_path / "results" / "chase" / "lab.json").read_text())
+    assert data["method"]["method"] == "chase-p-controller" and data["policy"]["settings"] == {"gain": 25.0}
+    assert data["summary"]["policy_failures"] == 0
+    board = json.loads((tmp_path / "leaderboard" / "leaderboard.json").read_text())
+    assert [r["method"] for r in board["rows"]] == ["chase-p-controller"] and len(board["envs"]) == 2
+    assert (tmp_path / "leaderboard" / "index.html").is_file()
+    monkeypatch.delitem(sys.modules, "byo_policy", raising=False)
