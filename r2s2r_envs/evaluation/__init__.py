@@ -1,26 +1,40 @@
-"""Evaluation: the protocol every score goes through, and its statistics (docs/protocol.md).
+"""Evaluation: the protocol every score goes through, its statistics, the leaderboard (docs/protocol.md,
+docs/leaderboard.md).
 
 ``evaluate(env_id, policy_or_factory, episodes=N)`` runs the fixed protocol and returns an ``EvaluationResult``
-(``to_json`` / ``from_json``); see :mod:`r2s2r_envs.evaluation.protocol`.
+(``to_json`` / ``from_json``, checked against the published schema); see :mod:`r2s2r_envs.evaluation.protocol`.
+``build_leaderboard(results_dir, out_dir)`` groups result files into the leaderboard, and ``pearson`` / ``mmrv``
+measure whether a simulator ranks policies as the lab does.
 """
 
+from r2s2r_envs.evaluation.leaderboard import build_leaderboard
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
+    POLICY_FAILURE,
     EpisodeRecord,
     EvaluationResult,
     Policy,
     evaluate,
     evaluation_seeds,
 )
+from r2s2r_envs.evaluation.ranking import mmrv, pearson
+from r2s2r_envs.evaluation.schema import RESULT_SCHEMA_VERSION, ResultSchemaError, validate_result
 from r2s2r_envs.evaluation.stats import summarize_episodes, wilson_interval
 
 __all__ = [
     "EVALUATION_BASE_SEED",
+    "POLICY_FAILURE",
+    "RESULT_SCHEMA_VERSION",
     "EpisodeRecord",
     "EvaluationResult",
     "Policy",
+    "ResultSchemaError",
+    "build_leaderboard",
     "evaluate",
     "evaluation_seeds",
+    "mmrv",
+    "pearson",
     "summarize_episodes",
+    "validate_result",
     "wilson_interval",
 ]

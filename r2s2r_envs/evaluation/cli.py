@@ -229,7 +229,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "evaluate",
         help="evaluate a trained or your own policy with the evaluation protocol",
         description="Run the evaluation protocol (docs/protocol.md: published seeds, per-episode records, success "
-        "rate with a Wilson 95%% interval) on a PickSort env and write a result JSON that the leaderboard reads "
+        "rate with a Wilson 95% interval) on a PickSort env and write a result JSON that the leaderboard reads "
         "(docs/leaderboard.md). A NaN or wrong-shape action ends its episode as a policy failure.",
     )
     ev.add_argument(
