@@ -195,7 +195,9 @@ def test_from_identification_takes_an_identify_result():
 
     intervals = copy.deepcopy(dict(g0.intervals))
     intervals["belt_speed"] = [-math.inf, 0.2]
+    intervals["arm_kp"] = [[v, v] for v in g0.world.arm_kp]  # kept at nominal: states no uncertainty
     ident = FakeIdentification(g0.world, intervals, list(g0.identified), dict(g0.not_identifiable), {}, 1.0)
     g = Grounding.from_identification(ident, validation=g0.validation, provenance=g0.provenance)
     assert g.intervals["belt_speed"] == [None, 0.2]
+    assert "arm_kp" not in g.intervals
     assert g.world == g0.world and g.identified == g0.identified

@@ -172,3 +172,71 @@ def test_report_is_one_offline_html_page(tmp_path):
     assert "Plotly" in page and len(page) > 1_000_000  # plotly.js itself is embedded
     for text in ("heldout_arm", "belt_speed", "arm_armature", "the logs do not excite", "objects on the belt"):
         assert text in page
+
+
+# ---------------------------------------------------------------------- r2s2r sysid
+@pytest.fixture(scope="module")
+def quick_logs(tmp_path_factory):
+    from r2s2r_envs.grounding.excitation import log_lab
+
+    directory = tmp_path_factory.mktemp("logs")
+    log_lab("default", directory, quick=True)
+    return directory
+
+
+def _stand_in_identify(monkeypatch, world):
+    """Replace the fit by a stand-in returning ``world``: these tests are about the plumbing around it."""
+    from r2s2r_envs.grounding import identify as identify_module
+
+    def fake(logs, *, quick=False, workers=1):
+        intervals = {"belt_speed": [world.belt_speed - 0.001, world.belt_speed + 0.001]}
+        return identify_module.Identification(
+            world=world,
+            intervals=intervals,
+            identified=["belt_speed"],
+            not_identifiable={"arm_armature": "stand-in"},
+            details={"belt": {"method": "stand-in"}},
+            wall_time_s=0.0,
+        )
+
+    monkeypatch.setattr(identify_module, "identify", fake)
+
+
+def test_sysid_command_writes_a_loadable_grounding(quick_logs, tmp_path, monkeypatch, capsys):
+    from r2s2r_envs import cli
+    from r2s2r_envs.grounding.logs import read_logs
+    from r2s2r_envs.grounding.result import load_grounding
+
+    world = dataclasses.replace(nominal(), belt_speed=0.09, control_latency=0.04)
+    _stand_in_identify(monkeypatch, world)
+    out = tmp_path / "g.json"
+    argv = ["sysid", "--logs", str(quick_logs), "--out", str(out), "--report", str(tmp_path / "rep"), "--quiet"]
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    for text in ("belt_speed", "arm_armature", "stand-in", "arm joints", "held objects", "wrote"):
+        assert text in printed
+    g = load_grounding(out)
+    logs = read_logs(quick_logs)
+    assert g.world == world and g.identified == ("belt_speed",)
+    assert g.provenance["lab"] == {"name": logs.lab_name, "config_sha256": logs.lab_config_sha256}
+    assert g.provenance["logs"] == logs.file_sha256s
+    assert g.provenance["identification"]["methods"] == {"belt": "stand-in"}
+    assert set(g.validation["nrmse"]) == set(SIGNAL_GROUPS) and g.validation["planner"] is None
+    assert g.validation["heldout_runs"] == [r.name for r in logs.heldout]
+    assert (tmp_path / "rep" / "index.html").stat().st_size > 1_000_000
+
+
+def test_sysid_usage_errors(quick_logs, tmp_path, capsys, monkeypatch):
+    from r2s2r_envs import cli
+
+    assert cli.main(["sysid", "--out", str(tmp_path / "g.json")]) == 2
+    assert "give --logs DIR or --lab LAB" in capsys.readouterr().err
+    assert cli.main(["sysid", "--logs", str(tmp_path / "none"), "--out", str(tmp_path / "g.json")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    _stand_in_identify(monkeypatch, nominal())
+    other = tmp_path / "other_lab.json"
+    other.write_text('{"name": "other", "world": {"belt_speed": 0.05}, "effects": {}}')
+    argv = ["sysid", "--logs", str(quick_logs), "--lab", str(other), "--planner-episodes", "1"]
+    assert cli.main([*argv, "--out", str(tmp_path / "g.json")]) == 1
+    assert "is not the lab the logs come from" in capsys.readouterr().err
+    assert not (tmp_path / "g.json").exists()

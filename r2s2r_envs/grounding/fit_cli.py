@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import platform
 import sys
@@ -235,19 +234,17 @@ def _provenance(
             "quick": bool(quick),
             "workers": int(workers),
             "wall_time_s": round(float(getattr(identification, "wall_time_s", times["fitting"])), 3),
-            "method": _summary(getattr(identification, "details", {}).get("method")),
+            "methods": _methods(getattr(identification, "details", {})),
         },
         "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
 
-def _summary(value: Any) -> Any:
-    """A JSON-safe, short form of a detail (nested containers shortened)."""
-    try:
-        text = json.dumps(value, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-    return value if len(text) <= 2000 else text[:2000] + "..."
+def _methods(details: Any) -> dict[str, str]:
+    """Stage -> the method ``identify`` reports for it (the details' full residuals stay out of the file)."""
+    if not isinstance(details, dict):
+        return {}
+    return {str(stage): str(d["method"])[:300] for stage, d in details.items() if isinstance(d, dict) and "method" in d}
 
 
 # ---------------------------------------------------------------------- printing

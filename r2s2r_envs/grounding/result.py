@@ -129,11 +129,13 @@ class Grounding:
     ) -> Grounding:
         """A grounding from the result of :func:`r2s2r_envs.grounding.identify.identify`.
 
-        Infinite interval ends (a parameter the data did not bound) become ``None``.
+        Infinite interval ends (a parameter the data did not bound) become ``None``; intervals of fields that were
+        not identified (kept at nominal) are left out, since they state no uncertainty.
         """
+        identified = {_FIELD_REF.match(r).group(1) if _FIELD_REF.match(r) else r for r in identification.identified}
         return cls(
             world=identification.world,
-            intervals=dict(identification.intervals),
+            intervals={k: v for k, v in dict(identification.intervals).items() if k in identified},
             identified=tuple(identification.identified),
             not_identifiable=dict(identification.not_identifiable),
             validation=validation,
