@@ -168,6 +168,7 @@ def test_rows_are_grouped_with_means_over_seeds(results_dir):
     assert cell.seeds == (0, 1, 2) and cell.success_rates == (0.6, 0.7, 0.8)
     assert cell.mean == pytest.approx(0.7) and cell.seed_std == pytest.approx(0.1)
     assert (cell.successes, cell.episodes) == (21, 30) and cell.ci95 == wilson_interval(21, 30)
+    assert cell.sort_accuracy == pytest.approx(0.7) and cell.time_to_sort == pytest.approx(4.0)
     assert bc.cells[sim].mean == pytest.approx(0.9) and bc.cells[sim].seed_std == pytest.approx(0.0)
     assert flow.cells[lab].mean == pytest.approx(0.4) and flow.cells[sim].mean == pytest.approx(1.0)
     assert real_only.cells[lab].seed_std is None and real_only.cells[lab].policy_failures == 2

@@ -70,6 +70,7 @@ class Cell:
         episodes: Episodes over all seeds.
         ci95: Wilson 95% interval of ``successes / episodes`` (episode noise of the pooled episodes).
         sort_accuracy: Mean sort accuracy over seeds.
+        time_to_sort: Mean time to sort over the successful episodes of all seeds, s (None without a success).
         policy_failures: Episodes stopped for an unusable action, over all seeds.
         files: The result files.
     """
@@ -82,6 +83,7 @@ class Cell:
     episodes: int
     ci95: tuple[float, float]
     sort_accuracy: float
+    time_to_sort: float | None
     policy_failures: int
     files: tuple[str, ...]
 
@@ -209,6 +211,7 @@ def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
     rates = [r.summary["success_rate"] for _, r in entries]
     successes = sum(sum(rec.is_success for rec in r.records) for _, r in entries)
     episodes = sum(r.episodes for _, r in entries)
+    times = [rec.time_to_sort for _, r in entries for rec in r.records if rec.is_success and rec.time_to_sort]
     mean = sum(rates) / len(rates)
     std = math.sqrt(sum((v - mean) ** 2 for v in rates) / (len(rates) - 1)) if len(rates) > 1 else None
     return Cell(
@@ -220,6 +223,7 @@ def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
         episodes=episodes,
         ci95=wilson_interval(successes, episodes),
         sort_accuracy=sum(r.summary["sort_accuracy"] for _, r in entries) / len(entries),
+        time_to_sort=sum(times) / len(times) if times else None,
         policy_failures=sum(r.summary["policy_failures"] for _, r in entries),
         files=tuple(path for path, _ in entries),
     )
