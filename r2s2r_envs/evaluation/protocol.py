@@ -13,7 +13,9 @@ The fixed protocol uses ``S = EVALUATION_BASE_SEED``: :func:`evaluation_seeds` l
 determined by ``(S, i)``, so a result does not depend on the number of worker processes.
 
 Episodes end when the env ends them: every object has an outcome (terminated), or the env's own time limit
-``episode_steps`` ran out or the simulation diverged (truncated).  The env is a black box here: for the lab
+``episode_steps`` ran out or the simulation diverged (truncated), or the policy emitted an action the env cannot
+take (NaN/inf, the wrong shape, not numbers): then the protocol ends the episode as a ``policy_failure`` and
+records why, instead of crashing the run.  The env is a black box here: for the lab
 (``PickSort-Real-v0``) only what its ``provenance()`` discloses is recorded, never its physics.
 
 Example::
