@@ -57,7 +57,8 @@ class TrainConfig:
         adda_warmup: share of ``steps`` over which the adversarial weight ramps up (DANN schedule).
         composition: how each batch's real share is drawn: ``"bernoulli"`` (independent entries) or
             ``"stratified"`` (least variance); both have expectation ``real_fraction``.
-        threads: torch CPU threads (the goals are measured on 2 cores).
+        threads: torch CPU threads. 1 by default: on a shared 2-core machine a second thread made steps up to 20x
+            slower (docs/baselines.md, "Training speed"); try 2 on an idle machine.
         verify: dataset hash check when loading (``"full"`` recomputes every hash).
         progress: progress bar on stderr.
         overwrite: replace an existing checkpoint in ``out``.
@@ -89,7 +90,7 @@ class TrainConfig:
     adda_weight: float = 0.1
     adda_warmup: float = 0.3
     composition: Composition = "bernoulli"
-    threads: int = 2
+    threads: int = 1
     verify: VerifyMode = "full"
     progress: bool = True
     overwrite: bool = False
