@@ -80,14 +80,19 @@ class RunPlan:
     replay_of: str | None = None
 
 
-def split_of(index: int, count: int) -> str:
-    """The fixed split of run ``index`` among ``count`` runs of one protocol: every third run (the second of
-    two) is held out, a single run is for fitting."""
+def split_of(index: int, count: int, offset: int = 0) -> str:
+    """The fixed split of run ``index`` among ``count`` runs of one protocol: every third run (counting from
+    ``offset``; the second of two) is held out, a single run is for fitting."""
     if count == 1:
         return "fit"
     if count == 2:
         return "heldout" if index == 1 else "fit"
-    return "heldout" if index % 3 == 2 else "fit"
+    return "heldout" if (index + offset) % 3 == 2 else "fit"
+
+
+# Per protocol, where the held-out third starts: the chirps hold out other joints than the steps, so every
+# arm joint keeps a fitting run.
+_SPLIT_OFFSET = {"arm_chirp": 2}
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -299,7 +304,7 @@ def _planner_policy(env: gym.Env) -> Policy:
 
 
 def _plans_lift(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
-    per_category = 2 if quick else 3
+    per_category = 3 if quick else 4
     steps = 200
     plans = []
     for c in C.CATEGORIES:
@@ -332,6 +337,96 @@ def _plans_lift(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
     return plans
 
 
+# Push test: a bar lies on the stopped belt along x, a second bar rests on it; the open hand pushes the top bar
+# along the bottom one.  Bar on bar is a contact where the objects' own friction decides (against the belt and
+# the hand, MuJoCo's contact takes the larger coefficient: theirs), and a bar pushed low along its length slides
+# without tipping.
+PUSH_SPOT = (0.56, 0.05)  # bottom bar centre (x, y), m
+PUSH_HEIGHT = 0.18  # TCP height while pushing, m: the fingertips clear the bottom bar and meet the top one
+PUSH_STEPS = 130
+
+
+def _push_path(x_top: float, y: float) -> np.ndarray:
+    """(PUSH_STEPS + 1, 3) TCP targets, m: above and behind the top bar, down, a slow 8 cm push, up."""
+    x0 = x_top - 0.125
+    points = [
+        (0, (x0, y, 0.26)),
+        (25, (x0, y, PUSH_HEIGHT)),
+        (35, (x0, y, PUSH_HEIGHT)),
+        (95, (x0 + 0.08, y, PUSH_HEIGHT)),
+        (100, (x0 + 0.08, y, PUSH_HEIGHT)),
+        (120, (x0 + 0.06, y, 0.26)),
+    ]
+    path = np.tile(np.asarray(points[-1][1], dtype=float), (PUSH_STEPS + 1, 1))
+    for (t0, p0), (t1, p1) in zip(points[:-1], points[1:]):
+        for t in range(t0, t1 + 1):
+            path[t] = np.asarray(p0) + (t - t0) / (t1 - t0) * (np.asarray(p1) - np.asarray(p0))
+    return path
+
+
+def _waypoint_policy(path: np.ndarray, hand: np.ndarray) -> Callable[[gym.Env], Policy]:
+    """A scripted task-space path: the TCP target moves from where the TCP is at reset along ``path`` (TCP
+    positions, m, one per step).  The task-space command is a displacement of the controller's target, so the
+    commands are the path's increments (feed-forward, no feedback that latency could make overshoot)."""
+    step = ControlConfig().max_linear_step
+
+    def make(env: gym.Env) -> Policy:
+        route = path.copy()
+
+        def act(obs: dict[str, np.ndarray], t: int) -> np.ndarray:
+            if t == 0:  # start the first leg from the measured TCP
+                lead = min(25, len(route) - 1)
+                start = np.asarray(obs["eef_pos"], dtype=float)
+                for k in range(lead + 1):
+                    route[k] = start + k / lead * (path[lead] - start)
+            a = np.zeros(6 + len(hand), dtype=np.float32)
+            a[:3] = np.clip((route[min(t + 1, len(route) - 1)] - route[t]) / step, -1.0, 1.0)
+            a[6:] = hand
+            return a
+
+        return act
+
+    return make
+
+
+def _plans_push(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    count = 3 if quick else 4
+    top = scene_layout().belt_top
+    bar_height = 2.0 * float(scene_layout().object_half_sizes["bar"][2])  # nominal, as the operator measures
+    hand = finger_command(cmd.scene, cmd.hand_open[None])[0]
+    plans = []
+    for k in range(count):
+        bx, by = PUSH_SPOT[0], PUSH_SPOT[1] + 0.04 * (k - 1)
+        x_top = bx - 0.02
+        bottom = {"category": "bar", "position": [bx, by]}
+        upper = {"category": "bar", "position": [x_top, by, top + bar_height + bar_height / 2 + 0.003]}
+        name = f"push_{k}"
+        settings = {"bottom_m": bottom["position"], "top_m": upper["position"], "push_steps": [40, 95]}
+        plans.append(
+            RunPlan(
+                name=name,
+                protocol="push",
+                settings={**settings, "reference": f"{name}_empty"},
+                control_mode="task",
+                setup={"belt": False, "objects": [bottom, upper], "arm_qpos": list(HOME)},
+                steps=PUSH_STEPS,
+                policy=_waypoint_policy(_push_path(x_top, by), hand),
+            )
+        )
+        plans.append(
+            RunPlan(
+                name=f"{name}_empty",
+                protocol="push_empty",
+                settings={**settings, "replays": name},
+                control_mode="task",
+                setup={"belt": False, "objects": [bottom], "arm_qpos": list(HOME)},
+                steps=PUSH_STEPS,
+                replay_of=name,
+            )
+        )
+    return plans
+
+
 PROTOCOLS: dict[str, tuple[str, ...]] = {
     "sensing_rest": (
         "joint_pos_noise",
@@ -351,9 +446,11 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "arm_chirp": ("arm_damping", "arm_armature", "arm_frictionloss"),
     "lift": ("object_mass",),
     "lift_empty": ("object_mass",),
+    "push": ("object_friction",),
+    "push_empty": ("object_friction",),
 }
 
-_PLANNERS = (_plans_rest, _plans_belt, _plans_fingers, _plans_latency, _plans_arm, _plans_lift)
+_PLANNERS = (_plans_rest, _plans_belt, _plans_fingers, _plans_latency, _plans_arm, _plans_lift, _plans_push)
 
 
 def plan_runs(*, quick: bool = False, dt: float = 0.05) -> list[RunPlan]:
@@ -372,7 +469,7 @@ def _splits(plans: list[RunPlan]) -> dict[str, str]:
     split = {}
     for group in by_protocol.values():
         for i, p in enumerate(group):
-            split[p.name] = split_of(i, len(group))
+            split[p.name] = split_of(i, len(group), _SPLIT_OFFSET.get(p.protocol, 0))
     for p in plans:
         if p.replay_of is not None:
             split[p.name] = split[p.replay_of]
