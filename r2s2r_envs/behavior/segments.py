@@ -99,7 +99,10 @@ class DemoTrace:
         success: the episode's outcome.
         eef: (T, 3) TCP position, m; ``eef_quat`` (T, 4).
         eef_smooth: (T, 3) TCP position smoothed (Savitzky-Golay, 7 steps), m; ``eef_vel`` its derivative, m/s.
-        objects: (T, N, 3) perceived object centres, m; ``object_quat`` (T, N, 4).
+        target: (T, 3) the task-space controller's TCP target after each command, m, rebuilt from the commands
+            (``commanded_targets``): where the operator was asking the hand to be.
+        objects: (T, N, 3) perceived object centres smoothed (Savitzky-Golay, 9 steps), m; ``object_quat``
+            (T, N, 4).
         categories: category name per object slot.
         fingers: (T, 16) finger commands in [-1, 1] (the commands sent, not the measured joints).
         closure: (T, 4) mean flexion command per digit (order ``DIGITS``).
@@ -112,6 +115,7 @@ class DemoTrace:
     eef_quat: np.ndarray
     eef_smooth: np.ndarray
     eef_vel: np.ndarray
+    target: np.ndarray
     objects: np.ndarray
     object_quat: np.ndarray
     categories: tuple[str, ...]
@@ -212,6 +216,8 @@ def trace_from_arrays(
     closure = np.stack([fingers[:, DIGIT_JOINTS[d]].mean(axis=1) for d in DIGITS], axis=1)
     window = min(7, n_steps - (1 - n_steps % 2))
     if window >= 5:
+        # Perceived object positions are noisy (a camera's): smoothed like the TCP before anything is relative to them.
+        objects = savgol_filter(objects, min(9, window + 2 if window + 2 <= n_steps else window), 2, axis=0)
         eef_smooth = savgol_filter(eef, window, 2, axis=0)
         eef_vel = savgol_filter(eef, window, 2, deriv=1, delta=DT, axis=0)
     else:
@@ -219,6 +225,7 @@ def trace_from_arrays(
         eef_vel = np.gradient(eef, DT, axis=0) if n_steps > 1 else np.zeros_like(eef)
     outcomes = list(attrs.get("object_outcomes") or [])
     trace = DemoTrace(
+        target=commanded_targets(eef, np.asarray(actions, dtype=float)[:, :3]),
         demo_id=int(demo_id),
         success=bool(attrs.get("success", False)),
         eef=eef,
@@ -309,18 +316,40 @@ def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
     return grasps
 
 
+def commanded_targets(eef: np.ndarray, commands: np.ndarray) -> np.ndarray:
+    """The task-space controller's TCP target after each command, m, rebuilt from the commands the way the
+    controller integrates them (``envs.controller.TaskSpaceController``, public ``ControlConfig``): the target
+    starts at the TCP, moves by each command times ``max_linear_step``, stays in the workspace box and at most
+    ``max_target_lead`` from the measured TCP."""
+    cfg = ControlConfig()
+    low, high = np.asarray(cfg.workspace_low), np.asarray(cfg.workspace_high)
+    out = np.empty_like(eef)
+    target = eef[0].copy()
+    for t in range(len(commands)):
+        target = np.clip(target + np.clip(commands[t], -1.0, 1.0) * cfg.max_linear_step, low, high)
+        offset = target - eef[t]
+        dist = float(np.linalg.norm(offset))
+        if dist > cfg.max_target_lead:
+            target = eef[t] + offset * (cfg.max_target_lead / dist)
+        out[t] = target
+    return out
+
+
 def digit_onsets(closure: np.ndarray, start: int, lift: int) -> dict[str, int]:
-    """Step at which each digit starts closing before ``lift``: the last step in ``[start, lift]`` at which its
-    flexion command was within 10% of its lowest value there (digits that do not close are left out)."""
+    """Step at which each digit starts its final closing motion before ``lift``: from where the digit's flexion
+    command first peaks in ``[start, lift + 3]``, back along its uninterrupted rise (an earlier preshaping of the
+    open hand, separated from the closure by a pause, is not part of it). Digits whose rise is smaller than
+    ``MIN_CLOSURE`` are left out."""
     out: dict[str, int] = {}
     end = min(len(closure) - 1, lift + 3)
     for k, d in enumerate(DIGITS):
         seg = closure[start : end + 1, k]
-        low, high = float(seg[: lift - start + 1].min()), float(seg.max())
-        if high - low < MIN_CLOSURE:
-            continue
-        below = np.flatnonzero(seg[: lift - start + 1] <= low + 0.1 * (high - low))
-        out[d] = start + int(below[-1])
+        top = int(np.argmax(seg))
+        j = top
+        while j > 0 and seg[j - 1] < seg[j] - 1e-4:
+            j -= 1
+        if seg[top] - seg[j] >= MIN_CLOSURE:
+            out[d] = start + j
     return out
 
 

@@ -1,0 +1,339 @@
+"""Fitting the human-like generator to real demonstrations, and the fitted model's file format.
+
+``fit_behavior(demos)`` reads a real (lab) demonstration dataset, segments every grasp of an object that ended up
+sorted (``behavior.segments``) and keeps, per grasp, the pieces the generator replays (docs/behavior.md#generator):
+
+* the **approach**: from the previous release (or the episode's start) to the closure onset: the TCP path in the
+  world and relative to the object, the finger commands, the hand's yaw, where the hand paused and how long after
+  the object's arrival it started its reach;
+* the **closure**: closure onset to lift start, relative to the object, with the finger commands;
+* the **transport**: lift start to release, in the world (the bins do not move), with the finger commands;
+* the **tail**: the first 2 s after the release, for when no object is left.
+
+The model is JSON (``MODEL_FORMAT``, schema ``MODEL_SCHEMA_VERSION``) with its provenance: the demo file's content
+hash, env id and lab identity (name and config hash, never parameters), the fit settings and the package version.
+Only what a real cell records is read (commands and sensor readings); nothing of the lab's or its operator's
+settings is, or could be.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.resources
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from r2s2r_envs._version import __version__
+from r2s2r_envs.behavior.segments import (
+    DT,
+    BehaviorDataError,
+    DemoSet,
+    DemoTrace,
+    Grasp,
+    hand_yaw,
+    load_demos,
+    object_yaw,
+)
+from r2s2r_envs.world import constants as C
+
+MODEL_FORMAT = "r2s2r_envs.behavior_model"
+MODEL_SCHEMA_VERSION = 1
+#: Name of the shipped model fitted to the default lab's canonical demonstrations (``lab-50``).
+DEFAULT_MODEL = "default"
+#: Steps of motion kept after a release for when no object is left (2 s).
+TAIL_STEPS = 40
+_SEGMENT_KEYS = ("approach", "close", "transport", "tail")
+
+
+class BehaviorModelError(ValueError):
+    """A behavior model file is missing, malformed or of another format or version; the message says which."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FitSettings:
+    """Settings of a fit (recorded in the model's provenance).
+
+    Attributes:
+        max_sources: Most grasps kept as sources, spread evenly over categories and the file's order (bounds the
+            model's size; the generator samples among them).
+        seed: Seed of the choice of sources when there are more than ``max_sources``.
+        require_real: Refuse a simulated dataset (behavior grounding fits the real operator, not a simulator's
+            demonstrator).
+    """
+
+    max_sources: int = 90
+    seed: int = 0
+    require_real: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_sources, int) or self.max_sources < 1:
+            raise ValueError(f"max_sources must be a positive integer, got {self.max_sources!r}")
+
+
+def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> dict[str, Any]:
+    """Fits the human-like generator to a real demonstration dataset; returns the model (a JSON-able dict).
+
+    Args:
+        demos: a dataset written by ``r2s2r generate PickSort-Real-v0 ...`` (the lab's demonstrations).
+        settings: fit settings (default ``FitSettings()``).
+
+    Raises:
+        FileNotFoundError, r2s2r_envs.datasets.DatasetError: missing, foreign, damaged or empty file.
+        BehaviorDataError: a simulated dataset, another task's, one without successful episodes or without a
+            usable grasp.
+    """
+    settings = settings or FitSettings()
+    start = time.perf_counter()
+    data = load_demos(demos)
+    if settings.require_real and data.domain != "real":
+        raise BehaviorDataError(
+            f"{data.path} is a simulated dataset (domain {data.domain!r}, env {data.env_id!r}); behavior grounding "
+            "fits the real operator: pass a lab dataset (r2s2r generate PickSort-Real-v0 --lab LAB ...)"
+        )
+    successes = sum(t.success for t in data.traces)
+    if successes == 0:
+        raise BehaviorDataError(
+            f"{data.path} has no successful episode among its {len(data.traces)}; the generator is fitted to "
+            "successful grasps: collect demonstrations that succeed (r2s2r generate ... --successes-only)"
+        )
+    sources = [_source(t, g, k) for t in data.traces for k, g in enumerate(t.grasps) if _usable(t, g)]
+    if not sources:
+        raise BehaviorDataError(
+            f"{data.path}: no grasp of a sorted object could be segmented in its {len(data.traces)} demos; is it a "
+            "dataset of PickSort demonstrations with task-space commands?"
+        )
+    sources = _choose(sources, settings)
+    close_y = [s["object_y_close"] for s in sources]
+    # Where the hand closes relative to the perceived object, on average over every grasp: a person centres the
+    # hand on the object, so a consistent horizontal offset is the perception's error (a camera's calibration
+    # offset), which the generator removes; each grasp's own scatter around it stays.
+    offset_xy = np.mean([s["close"]["relative"][0][:2] for s in sources], axis=0)
+    model = {
+        "format": MODEL_FORMAT,
+        "schema_version": MODEL_SCHEMA_VERSION,
+        "provenance": _provenance(data, settings, successes),
+        "limits": {
+            # The operator's reach along the belt, with a margin: objects beyond are not attempted.
+            "reach_limit_y": float(min(close_y)) - 0.03,
+            "reach_upstream_y": float(max(s["object_y_start"] for s in sources)) + 0.05,
+        },
+        "calibration": {"grasp_offset_xy": _r(offset_xy)},
+        "sources": sources,
+    }
+    model["provenance"]["wall_time_s"] = round(time.perf_counter() - start, 3)
+    return model
+
+
+def _usable(trace: DemoTrace, g: Grasp) -> bool:
+    return g.sorted and g.release is not None and g.close - g.reach_start >= 2 and g.lift > g.close
+
+
+def _r(a: np.ndarray, digits: int = 4) -> list:
+    return np.round(np.asarray(a, dtype=float), digits).tolist()
+
+
+def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
+    seg_start = 0 if index == 0 else (trace.grasps[index - 1].release or 0)
+    seg_start = min(seg_start, g.rest_start)
+    obj = trace.objects[:, g.obj]
+    # The commanded target, not the measured TCP: replayed through another world's controller it makes the hand
+    # move as the operator asked, whatever that world's servo lag (docs/behavior.md#generator).
+    world = trace.target
+    yaw = np.unwrap(hand_yaw(trace.eef_quat))
+    rest = g.rest_start - seg_start
+    reach = g.reach_start - seg_start
+    arrival = max(g.arrival, g.rest_start)
+    release = int(g.release)
+    tail_end = min(len(world), release + TAIL_STEPS)
+    seg = slice(seg_start, g.close)
+    return {
+        "demo_id": trace.demo_id,
+        "grasp": index,
+        "category": g.category,
+        "first": index == 0,
+        "object_y_start": float(obj[g.reach_start, 1]),
+        "object_y_segment": float(obj[seg_start, 1]),
+        "object_y_close": float(obj[g.close, 1]),
+        "object_yaw_close": float(object_yaw(trace.object_quat[g.close, g.obj])),
+        "rest": int(rest),
+        "reach": int(reach),
+        "delay_s": round((g.reach_start - arrival) * DT, 3),
+        "approach": {
+            "world": _r(world[seg]),
+            "relative": _r(world[seg] - obj[seg]),
+            "fingers": _r(trace.fingers[seg], 3),
+            "yaw": _r(yaw[seg], 3),
+        },
+        "close": {
+            "world": _r(world[g.close : g.lift]),
+            "relative": _r(world[g.close : g.lift] - obj[g.close : g.lift]),
+            "fingers": _r(trace.fingers[g.close : g.lift], 3),
+            "yaw": _r(yaw[g.close : g.lift], 3),
+        },
+        "transport": {
+            "world": _r(world[g.lift : release + 1]),
+            "fingers": _r(trace.fingers[g.lift : release + 1], 3),
+            "yaw": _r(yaw[g.lift : release + 1], 3),
+        },
+        "tail": {
+            "world": _r(world[release:tail_end]),
+            "fingers": _r(trace.fingers[release:tail_end], 3),
+            "yaw": _r(yaw[release:tail_end], 3),
+        },
+    }
+
+
+def _choose(sources: list[dict[str, Any]], settings: FitSettings) -> list[dict[str, Any]]:
+    if len(sources) <= settings.max_sources:
+        return sources
+    rng = np.random.default_rng(settings.seed)
+    per_cat = {c: [s for s in sources if s["category"] == c] for c in C.CATEGORIES}
+    share = max(1, settings.max_sources // sum(1 for v in per_cat.values() if v))
+    kept = []
+    for group in per_cat.values():
+        if len(group) > share:
+            idx = np.sort(rng.choice(len(group), size=share, replace=False))
+            group = [group[i] for i in idx]
+        kept += group
+    return kept
+
+
+def _provenance(data: DemoSet, settings: FitSettings, successes: int) -> dict[str, Any]:
+    import mujoco
+
+    return {
+        "demos": {
+            "file": Path(data.path).name,
+            "content_sha256": data.content_hash,
+            "env_id": data.env_id,
+            "domain": data.domain,
+            "lab": data.world.get("lab"),
+            "episodes": len(data.traces),
+            "successes": successes,
+            "grasps": len(data.grasps),
+        },
+        "fit_settings": dataclasses.asdict(settings),
+        "method": "object-centric segments of the real demonstrations, replayed in the moving object's frame",
+        "versions": {"r2s2r_envs": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__},
+    }
+
+
+def save_model(model: dict[str, Any], path: str | Path) -> Path:
+    """Writes a model to ``path`` (JSON); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(model, separators=(",", ":"), sort_keys=True) + "\n")
+    return path
+
+
+def model_sha256(model: dict[str, Any]) -> str:
+    """SHA-256 of a model's canonical JSON, without its fit wall time (it identifies what a model does)."""
+    body = dict(model)
+    prov = dict(body.get("provenance", {}))
+    prov.pop("wall_time_s", None)
+    prov.pop("versions", None)
+    body["provenance"] = prov
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def shipped_models() -> list[str]:
+    """Names of the models shipped in ``r2s2r_envs/behavior/models/``."""
+    root = importlib.resources.files("r2s2r_envs.behavior").joinpath("models")
+    try:
+        return sorted(p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def resolve_model_path(name_or_path: str | Path) -> Path:
+    """The file of a shipped model name (``"default"``) or a path.
+
+    Raises:
+        BehaviorModelError: neither a shipped name nor an existing file; the message lists the shipped names.
+    """
+    text = str(name_or_path)
+    if text in shipped_models():
+        return Path(str(importlib.resources.files("r2s2r_envs.behavior").joinpath("models", f"{text}.json")))
+    path = Path(text)
+    if path.is_file():
+        return path
+    raise BehaviorModelError(
+        f"no behavior model {text!r}: not a shipped model ({shipped_models()}) and not a file; fit one with "
+        "r2s2r fit-behavior --demos FILE --out MODEL.json"
+    )
+
+
+def load_model(name_or_path: str | Path | dict[str, Any]) -> dict[str, Any]:
+    """Reads and checks a fitted model: a shipped name (``"default"``), a JSON file, or a model dict.
+
+    Raises:
+        BehaviorModelError: missing file, invalid JSON, another format or schema version, or a malformed source.
+    """
+    if isinstance(name_or_path, dict):
+        model, where = name_or_path, "the model"
+    else:
+        path = resolve_model_path(name_or_path)
+        where = str(path)
+        try:
+            model = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise BehaviorModelError(f"{where} is not a readable JSON behavior model ({exc})") from None
+    if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
+        raise BehaviorModelError(
+            f"{where} is not a behavior model (expected 'format': {MODEL_FORMAT!r}); fit one with r2s2r fit-behavior"
+        )
+    if model.get("schema_version") != MODEL_SCHEMA_VERSION:
+        raise BehaviorModelError(
+            f"{where} has schema version {model.get('schema_version')!r}; this package reads version "
+            f"{MODEL_SCHEMA_VERSION}: refit it with r2s2r fit-behavior"
+        )
+    _check_model(model, where)
+    return model
+
+
+def _check_model(model: dict[str, Any], where: str) -> None:
+    cal = model.get("calibration")
+    offset = np.asarray(cal.get("grasp_offset_xy") if isinstance(cal, dict) else None, dtype=object)
+    if offset.shape != (2,) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in offset):
+        raise BehaviorModelError(f"{where}: 'calibration.grasp_offset_xy' must be two finite numbers (m)")
+    limits = model.get("limits")
+    if not isinstance(limits, dict) or not all(
+        isinstance(limits.get(k), (int, float)) and math.isfinite(limits[k])
+        for k in ("reach_limit_y", "reach_upstream_y")
+    ):
+        raise BehaviorModelError(f"{where}: 'limits' must hold finite reach_limit_y and reach_upstream_y (m)")
+    sources = model.get("sources")
+    if not isinstance(sources, list) or not sources:
+        raise BehaviorModelError(f"{where}: 'sources' must be a non-empty list of segmented grasps")
+    for k, s in enumerate(sources):
+        try:
+            if s["category"] not in C.CATEGORIES:
+                raise ValueError(f"category {s['category']!r} is not one of {list(C.CATEGORIES)}")
+            lengths = {}
+            for key in _SEGMENT_KEYS:
+                seg = s[key]
+                for name, arr in seg.items():
+                    a = np.asarray(arr, dtype=float)
+                    width = 16 if name == "fingers" else (None if name == "yaw" else 3)
+                    if (a.ndim != (1 if width is None else 2)) or (width and a.shape[1] != width):
+                        raise ValueError(f"{key}.{name} has shape {a.shape}")
+                    if not np.all(np.isfinite(a)):
+                        raise ValueError(f"{key}.{name} holds NaN or inf")
+                    lengths.setdefault(key, len(a))
+                    if len(a) != lengths[key]:
+                        raise ValueError(f"{key} arrays differ in length")
+            if lengths["approach"] < 1 or lengths["close"] < 1 or lengths["transport"] < 1:
+                raise ValueError("an empty approach, close or transport segment")
+            if not 0 <= int(s["rest"]) <= int(s["reach"]) < lengths["approach"]:
+                raise ValueError("rest/reach markers outside the approach")
+            for key in ("delay_s", "object_yaw_close", "object_y_start", "object_y_close", "object_y_segment"):
+                if not math.isfinite(float(s[key])):
+                    raise ValueError(f"{key} is not finite")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BehaviorModelError(f"{where}: source {k} is malformed ({exc})") from None

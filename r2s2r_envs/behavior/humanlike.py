@@ -1,0 +1,458 @@
+"""The human-like generator: a demonstrator for any simulated world that moves the way the real operator did.
+
+Design: object-centric segments of the real demonstrations, replayed in the moving object's frame (MimicGen's
+idea, extended to a conveyor; docs/behavior.md#generator). A fitted model (``behavior.fit``) holds segmented
+grasps of real demonstrations. For each new object the generator picks a source grasp of the same category and
+replays it:
+
+1. **Approach**: every waypoint is a blend of where the source hand was in the world and where it was relative
+   to its object, weighted by the source hand's distance to the object (far: world frame, so a resting hand
+   stays still; near: the moving object's frame, so each waypoint lands where the object is *now*). The start
+   mismatch with the source fades out with a minimum-jerk profile. **Retiming for the belt**: the source's pause
+   is stretched or cut so the reach starts as long after this object's arrival as the source's did after its
+   own (the operator's reaction), and cut at once if the object would otherwise leave the reach.
+2. **Closure**: the source's finger commands, step by step, while the hand dead-reckons along with the belt
+   (the closing fingers push the object; chasing that push would walk the hand across the belt).
+3. **Transport and release**: the source's world path to the bin (bins do not move) and its finger commands,
+   so the release happens where and how the operator released.
+
+The hand's yaw follows the source's, turned by the object's yaw difference modulo the category's symmetry.
+
+Why segments rather than a parametric motion model: every trait the metrics measure -- bell-shaped or skewed
+speed profiles, corrective sub-movements, hesitations, the approach path, staggered finger closure, release
+height and their variability -- is carried by the recorded segments themselves, with their correlations intact,
+whatever the operator's style. A parametric model would need a form chosen in advance for each trait (and would
+miss whatever that form does not express), while replaying in the object's frame needs no model of the
+operator's strategy: a "follow" operator's tracking along the belt and an "above" operator's descent both come
+out of the same code. What it cannot produce is a motion unlike any in the data; for the task's object arrivals
+the object-frame transform and the retiming cover the variation.
+
+Waypoints are the operator's *commanded* TCP targets (rebuilt from the recorded commands), not the measured
+TCP: put on the task-space controller's target, they make this world's servos move the hand as the operator asked
+the lab's to. Finger commands keep the source's synergy (which digit closes when, how fast) on postures that fit
+this world's objects (``HumanlikeGenerator._hand``), and the hand settles at the source's grasp height before the
+fingers close. The generator sees only the state observation, like a policy. It never emits NaN or actions
+outside [-1, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from r2s2r_envs.behavior.base import register_demonstrator
+from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256, resolve_model_path
+from r2s2r_envs.behavior.segments import ARRIVAL_Y, DIGIT_JOINTS, DIGITS, DT
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import scene_layout
+
+_N_FINGER = len(C.HAND_JOINTS)
+# Yaw symmetry of each category's grasp, rad (a ball looks the same at every yaw).
+_YAW_PERIOD = {"cube": math.pi / 2, "ball": 0.0, "bar": math.pi}
+# Sources drawn from, nearest first by where their object was when their approach began.
+_CANDIDATES = 5
+# Source hand-to-object distances between which a waypoint moves from the world frame to the object's, m.
+_FAR, _NEAR = 0.20, 0.06
+# Steps over which the start mismatch with a source fades out (at least).
+_BLEND_STEPS = 10
+_ROTATION_GAIN = 0.5
+# Horizontal TCP error above which the closure waits (at most _MAX_WAIT steps), m.
+_ALIGN_TOLERANCE = 0.015
+_MAX_WAIT = 10
+# Lowest TCP height above the belt while grasping, m (the fingertips stay off the belt).
+_MIN_GRASP_HEIGHT = 0.03
+# Object-to-TCP distance while carrying beyond which the object counts as lost, m.
+_LOST_DISTANCE = 0.1
+
+
+class HumanlikeGenerator:
+    """Human-like demonstrator replaying a fitted model's segments (see the module docstring).
+
+    Args:
+        env: a PickSort env with task-space control and state observations.
+        model: a shipped model name (``"default"``), a model file, or a model dict; default: the env's
+            ``behavior`` if it has one, else ``"default"``.
+
+    Raises:
+        ValueError: joint-space control.
+        r2s2r_envs.behavior.fit.BehaviorModelError: a missing or malformed model.
+    """
+
+    name = "humanlike"
+
+    def __init__(self, env: gym.Env, model: str | Path | dict[str, Any] | None = None) -> None:
+        base = env.unwrapped
+        if getattr(base, "control_mode", "task") != "task":
+            raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
+        choice = model if model is not None else getattr(base, "behavior", DEFAULT_MODEL)
+        self._model = load_model(choice)
+        self._model_name = str(choice) if not isinstance(choice, dict) else "<dict>"
+        if isinstance(choice, (str, Path)):
+            self._model_name = str(resolve_model_path(choice)) if str(choice) not in ("default",) else "default"
+        self._model_hash = model_sha256(self._model)
+        self.control = base.control
+        self.layout = scene_layout()
+        lim = self._model["limits"]
+        self._reach_limit_y = float(lim["reach_limit_y"])
+        self._reach_upstream_y = float(lim["reach_upstream_y"])
+        offset = np.asarray(self._model["calibration"]["grasp_offset_xy"], dtype=float)
+        self._sources = [_Source(s, offset) for s in self._model["sources"]]
+        self._by_category = {c: [s for s in self._sources if s.category == c] for c in C.CATEGORIES}
+        self._lo = self.layout.hand_joint_range[:, 0]
+        self._hi = self.layout.hand_joint_range[:, 1]
+        self._postures = {c: hand_postures(self.layout, c) for c in (*C.CATEGORIES, None)}
+        self._ws_low = np.asarray(self.control.workspace_low, dtype=float)
+        self._ws_high = np.asarray(self.control.workspace_high, dtype=float)
+        self.reset()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"model": self._model_name, "model_sha256": self._model_hash}
+
+    def reset(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._phase = "idle"
+        self._target: int | None = None
+        self._src: _Source | None = None
+        self._k = 0
+        self._done: set[int] = set()
+        self._fingers = np.zeros(_N_FINGER)
+        self._yaw_offset = 0.0
+        self._hold: np.ndarray | None = None
+        self._prev_goal: np.ndarray | None = None
+        self._target_est: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ policy
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        tcp = np.asarray(obs["eef_pos"], dtype=float)
+        pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3)
+        vel = np.asarray(obs["object_vel"], dtype=float).reshape(-1, 6)[:, :3]
+        quat = np.asarray(obs["object_quat"], dtype=float).reshape(-1, 4)
+        cats = np.asarray(obs["object_category"], dtype=float).reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
+        if not (np.all(np.isfinite(tcp)) and np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
+            return self._command(tcp if np.all(np.isfinite(tcp)) else None, None, None, None, obs)
+
+        if self._phase in ("idle", "tail") or (self._phase == "approach" and not self._attemptable(self._target, pos)):
+            target = self._choose_target(pos)
+            if target is not None and (self._phase != "approach" or target != self._target):
+                self._start_approach(target, C.CATEGORIES[cats[target]], tcp, pos[target])
+            elif target is None and self._phase == "approach":
+                self._phase, self._target = "idle", None
+        if self._phase == "approach":
+            return self._approach(tcp, pos[self._target], vel[self._target], quat[self._target], obs)
+        if self._phase == "close":
+            return self._close(tcp, obs)
+        if self._phase == "transport":
+            return self._transport(tcp, pos[self._target], obs)
+        if self._phase == "tail":
+            return self._tail(tcp, obs)
+        if self._phase == "recover":
+            self._k += 1
+            if self._k >= 10:
+                self._phase = "idle"
+            return self._command(tcp, self._hold, self._open_hand(), None, obs)
+        if self._hold is None:
+            self._hold = tcp.copy()
+        return self._command(tcp, self._hold, self._fingers, None, obs)
+
+    # ------------------------------------------------------------------ phases
+    def _start_approach(self, target: int, category: str, tcp: np.ndarray, obj: np.ndarray) -> None:
+        pool = self._by_category[category] or self._sources
+        first = [s for s in pool if s.first == (not self._done)]
+        pool = first or pool
+        # MimicGen-style choice: among the sources whose object was where this one is when their approach began
+        # (the nearest few along the belt), one at random, so the source's timing suits this object's arrival.
+        near = sorted(pool, key=lambda s: abs(s.object_y_segment - float(obj[1])))[:_CANDIDATES]
+        src = near[int(self._rng.integers(len(near)))]
+        self._src, self._target, self._phase = src, target, "approach"
+        self._k, self._rest_steps, self._waited, self._released = 0, 0, 0, False
+
+        raw = src.waypoint(0, obj)
+        self._delta = tcp - raw
+        self._blend = max(_BLEND_STEPS, src.rest)
+        self._prev_goal = None
+
+    def _approach(self, tcp, obj, vel, quat, obs) -> np.ndarray:
+        src = self._src
+        k = self._k
+        hold = False
+        if not self._released and src.rest <= k <= src.reach:
+            # The source's pause, stretched or cut so the reach starts as long after this object's arrival (or
+            # after the hand came to rest) as the source's did; cut at once if the object would leave the reach.
+            speed = max(abs(float(vel[1])), 0.02)
+            since_arrival = (ARRIVAL_Y - float(obj[1])) / speed
+            since_rest = self._rest_steps * DT
+            remaining = (src.n_approach - src.reach) * DT
+            late = float(obj[1]) + float(vel[1]) * remaining < self._reach_limit_y + 0.05
+            self._rest_steps += 1
+            if min(since_arrival, since_rest) >= src.delay_s or late:
+                k = self._k = src.reach
+                self._released = True
+            else:
+                hold = k >= src.reach - 1
+        goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(k / self._blend))
+        self._yaw_offset = self._object_yaw_offset(quat)
+        fingers = self._hand(src.approach_fingers[k])
+        action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs)
+        if hold:
+            return action
+        if k + 1 >= src.n_approach:
+            if np.linalg.norm((goal - tcp)[:2]) < _ALIGN_TOLERANCE or self._waited >= _MAX_WAIT:
+                self._phase, self._k, self._close_steps = "close", 0, 0
+                self._anchor, self._belt = goal.copy(), np.array([0.0, float(vel[1]), 0.0])
+            else:
+                self._waited += 1  # a human-like hesitation: line up before closing
+        else:
+            self._k = k + 1
+        return action
+
+    def _close(self, tcp, obs) -> np.ndarray:
+        src, k = self._src, self._k
+        self._close_steps += 1
+        goal = self._anchor + self._belt * self._close_steps * DT + (src.close_rel[k] - src.close_rel[0])
+        # The hand settles at the source's grasp height before the fingers close on the object, instead of closing
+        # on the way down: fingers closing above the object's widest part would push it away.
+        goal[2] = max(src.close_rel[-1, 2], self.layout.belt_top + _MIN_GRASP_HEIGHT)
+        action = self._command(tcp, goal, self._hand(src.close_fingers[k]), src.close_yaw[k] + self._yaw_offset, obs)
+        self._k += 1
+        if self._k >= src.n_close:
+            self._phase, self._k = "transport", 0
+            self._delta = tcp - src.transport_world[0]
+            self._prev_goal = None
+        return action
+
+    def _transport(self, tcp, obj, obs) -> np.ndarray:
+        src, k = self._src, self._k
+        if k > 5 and k < src.n_transport - 2 and np.linalg.norm(obj - tcp) > _LOST_DISTANCE:
+            self._phase, self._k, self._target = "recover", 0, None
+            self._hold = tcp + np.array([0.0, 0.0, 0.05])
+            return self._command(tcp, self._hold, self._open_hand(), None, obs)
+        blend = min(_BLEND_STEPS * 2, src.n_transport)
+        goal = src.transport_world[k] + self._delta * (1.0 - _minjerk(k / blend))
+        fingers = self._hand(src.transport_fingers[k])
+        action = self._command(tcp, goal, fingers, src.transport_yaw[k] + self._yaw_offset, obs)
+        self._k += 1
+        if self._k >= src.n_transport:
+            self._done.add(self._target)
+            self._phase, self._k, self._target = "tail", 0, None
+            self._delta = tcp - src.tail_world[0]
+            self._prev_goal = None
+        return action
+
+    def _tail(self, tcp, obs) -> np.ndarray:
+        src = self._src
+        k = min(self._k, src.n_tail - 1)
+        goal = src.tail_world[k] + self._delta
+        self._k += 1
+        if self._k >= src.n_tail:
+            self._phase, self._hold = "idle", goal.copy()
+        return self._command(tcp, goal, self._hand(src.tail_fingers[k]), src.tail_yaw[k] + self._yaw_offset, obs)
+
+    def _hand(self, fingers: np.ndarray) -> np.ndarray:
+        """Finger commands for this world: each digit's closure progress in the source (0 open as at the closure
+        onset, 1 fully closed), mapped onto postures that fit this world's object (open, touching, squeezing).
+        The operator's synergy -- which digit closes when, how fast, how staggered -- is the source's; how far a
+        digit must flex to reach the object is this world's (a person's hand conforms to the object in it)."""
+        src = self._src
+        progress = (np.array([fingers[j].mean() for j in _DIGIT_JOINTS]) - src.digit_open) / src.digit_span
+        open_, touch, closed = self._postures[src.category]
+        q = open_.copy()
+        for d, joints in enumerate(_POSTURE_JOINTS):
+            p = float(np.clip(progress[d], 0.0, 1.0))
+            lo, mid, hi = open_[joints], touch[joints], closed[joints]
+            q[joints] = lo + (mid - lo) * (2.0 * p) if p < 0.5 else mid + (hi - mid) * (2.0 * p - 1.0)
+        return _finger_command(q, self._lo, self._hi)
+
+    def _open_hand(self) -> np.ndarray:
+        return _finger_command(self._postures[None][0], self._lo, self._hi)
+
+    # ------------------------------------------------------------------ targets
+    def _attemptable(self, i: int | None, pos: np.ndarray) -> bool:
+        if i is None or i in self._done:
+            return False
+        p, lay = pos[i], self.layout
+        on_belt = abs(p[0] - lay.belt_center_x) < lay.belt_half_width and lay.belt_top < p[2] < lay.belt_top + 0.08
+        return bool(on_belt and p[1] > self._reach_limit_y)
+
+    def _choose_target(self, pos: np.ndarray) -> int | None:
+        candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < self._reach_upstream_y]
+        return min(candidates, key=lambda i: pos[i, 1]) if candidates else None
+
+    def _object_yaw_offset(self, quat: np.ndarray) -> float:
+        period = _YAW_PERIOD[self._src.category]
+        if period == 0.0 or not np.all(np.isfinite(quat)):
+            return 0.0
+        w, x, y, z = quat
+        yaw = math.atan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+        d = yaw - self._src.object_yaw_close
+        return float(d - period * round(d / period))
+
+    # ------------------------------------------------------------------ action
+    def _command(self, tcp, goal, fingers, yaw, obs) -> np.ndarray:
+        ctl = self.control
+        action = np.zeros(6 + _N_FINGER)
+        if tcp is not None and goal is not None and np.all(np.isfinite(goal)):
+            # Waypoints are the operator's commanded targets: put the controller's own TCP target on them
+            # (mirroring how the controller integrates commands, envs.controller), so this world's servos move
+            # the hand there as the lab's did.
+            if self._target_est is None:
+                self._target_est = tcp.copy()
+            self._prev_goal = goal.copy()
+            step = goal - self._target_est
+            norm = float(np.linalg.norm(step))
+            if norm > ctl.max_linear_step:
+                step *= ctl.max_linear_step / norm
+            action[:3] = step / ctl.max_linear_step
+            new = np.clip(self._target_est + step, self._ws_low, self._ws_high)
+            offset = new - tcp
+            dist = float(np.linalg.norm(offset))
+            if dist > ctl.max_target_lead:
+                new = tcp + offset * (ctl.max_target_lead / dist)
+            self._target_est = new
+        cur = np.asarray(obs["eef_quat"], dtype=float)
+        if yaw is not None and math.isfinite(yaw) and np.all(np.isfinite(cur)) and np.linalg.norm(cur) > 0.5:
+            cur = cur / np.linalg.norm(cur)
+            local = np.empty(3)
+            mujoco.mju_subQuat(local, _down_quat(yaw), cur)
+            rot = np.empty(9)
+            mujoco.mju_quat2Mat(rot, cur)
+            action[3:6] = _ROTATION_GAIN * (rot.reshape(3, 3) @ local) / ctl.max_angular_step
+        if fingers is not None:
+            self._fingers = np.asarray(fingers, dtype=float)
+        action[6:] = self._fingers
+        action = np.nan_to_num(action, nan=0.0, posinf=1.0, neginf=-1.0)
+        return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+class _Source:
+    """One source grasp of the model as arrays."""
+
+    def __init__(self, s: dict[str, Any], offset_xy: np.ndarray) -> None:
+        a, c, t, tail = s["approach"], s["close"], s["transport"], s["tail"]
+        self.category = s["category"]
+        self.first = bool(s["first"])
+        self.object_y_segment = float(s["object_y_segment"])
+        self.rest, self.reach = int(s["rest"]), int(s["reach"])
+        self.delay_s = float(s["delay_s"])
+        self.object_yaw_close = float(s["object_yaw_close"])
+        self.approach_world = np.asarray(a["world"], dtype=float)
+        # The object's frame holds the horizontal part only (less the perception's offset): heights come from
+        # the world path, since the object rides the belt at a fixed height and perceived heights carry the
+        # camera's error.
+        self.approach_rel = np.asarray(a["relative"], dtype=float)
+        self.approach_rel[:, :2] -= offset_xy
+        self.approach_rel[:, 2] = 0.0
+        self.approach_fingers = np.asarray(a["fingers"], dtype=float)
+        self.approach_yaw = np.asarray(a["yaw"], dtype=float)
+        self.close_rel = np.asarray(c["relative"], dtype=float)
+        self.close_rel[:, 2] = np.asarray(c["world"], dtype=float)[:, 2]
+        self.close_fingers = np.asarray(c["fingers"], dtype=float)
+        flex = lambda f: np.stack([f[:, j].mean(axis=1) for j in _DIGIT_JOINTS], axis=1)  # noqa: E731
+        self.digit_open = flex(self.close_fingers)[0]
+        held = np.vstack([flex(self.close_fingers), flex(np.asarray(t["fingers"], dtype=float))])
+        self.digit_span = np.maximum(held.max(axis=0) - self.digit_open, 0.05)
+        self.close_yaw = np.asarray(c["yaw"], dtype=float)
+        self.transport_world = np.asarray(t["world"], dtype=float)
+        self.transport_fingers = np.asarray(t["fingers"], dtype=float)
+        self.transport_yaw = np.asarray(t["yaw"], dtype=float)
+        if tail["world"]:
+            self.tail_world = np.asarray(tail["world"], dtype=float)
+            self.tail_fingers = np.asarray(tail["fingers"], dtype=float)
+            self.tail_yaw = np.asarray(tail["yaw"], dtype=float)
+        else:
+            self.tail_world = self.transport_world[-1:]
+            self.tail_fingers = self.transport_fingers[-1:]
+            self.tail_yaw = self.transport_yaw[-1:]
+        self.n_approach, self.n_close = len(self.approach_world), len(self.close_rel)
+        self.n_transport, self.n_tail = len(self.transport_world), len(self.tail_world)
+        dist = np.linalg.norm(np.asarray(a["relative"], dtype=float), axis=1)
+        # Weight of the object's frame per approach waypoint: by the source hand's distance to its object, never
+        # decreasing (once the hand homes in on the object it stays with it), 1 over the last steps.
+        w = np.clip((_FAR - dist) / (_FAR - _NEAR), 0.0, 1.0)
+        w = np.maximum.accumulate(w)
+        w[-min(5, len(w)) :] = 1.0
+        self.weight = w
+
+    def waypoint(self, k: int, obj: np.ndarray) -> np.ndarray:
+        w = self.weight[k]
+        out = (1.0 - w) * self.approach_world[k] + w * (obj + self.approach_rel[k])
+        out[2] = self.approach_world[k, 2]
+        return out
+
+
+_JOINT = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
+# Joints whose mean command measures each digit's closure in the source (as the metrics do) ...
+_DIGIT_JOINTS = [DIGIT_JOINTS[d] for d in DIGITS]
+# ... and the joints this world's postures move per digit (order DIGITS).
+_POSTURE_JOINTS = [[_JOINT["if_mcp"]], [_JOINT["mf_mcp"]], [_JOINT["rf_mcp"]], [_JOINT["th_mcp"]]]
+# Hand model for postures that fit an object (rad): flexion short of contact while open, thumb flexion beyond
+# contact when squeezing, index/ring abduction for small objects and spread for bars.
+_PRESHAPE_MARGIN = 0.22
+_SQUEEZE = 0.2
+_ADDUCTION = 0.2
+_BAR_SPREAD = 0.2
+
+
+def hand_postures(layout: Any, category: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(open, touching, squeezing) finger joint angles, rad, for an object of ``category`` in the nominal scene
+    (``world.builder.SceneLayout``): flexion at which a pad meets the object from the hand's geometry and the
+    object's half-width; the squeeze balances the three fingers against the thumb."""
+
+    def fingers(flex: float, thumb: float, adduct: float) -> np.ndarray:
+        q = np.zeros(_N_FINGER)
+        for f in ("if", "mf", "rf"):
+            q[_JOINT[f"{f}_mcp"]] = flex
+        q[_JOINT["if_rot"]], q[_JOINT["rf_rot"]] = -adduct, adduct
+        q[_JOINT["th_mcp"]] = thumb
+        return q
+
+    if category is None:
+        flat = fingers(-_PRESHAPE_MARGIN, -_PRESHAPE_MARGIN, 0.0)
+        return flat, flat, flat
+    size = layout.object_half_sizes[category]
+    half_width = size[1] if category == "bar" else size[0]
+    finger_contact = math.asin(
+        float(np.clip((layout.finger_base_x - layout.tip_radius - half_width) / layout.finger_length, -1.0, 1.0))
+    )
+    thumb_contact = math.asin(
+        float(np.clip((layout.thumb_base_x - layout.tip_radius - half_width) / layout.thumb_length, -1.0, 1.0))
+    )
+    finger_squeeze = _SQUEEZE * layout.thumb_length / (3.0 * layout.finger_length)
+    adduct = _ADDUCTION if category in ("cube", "ball") else -_BAR_SPREAD
+    m = _PRESHAPE_MARGIN
+    return (
+        fingers(finger_contact - m, thumb_contact - m, adduct),
+        fingers(finger_contact, thumb_contact, adduct),
+        fingers(finger_contact + finger_squeeze, thumb_contact + _SQUEEZE, adduct),
+    )
+
+
+def _finger_command(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.clip(2.0 * (np.clip(q, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+
+
+def _minjerk(x: float) -> float:
+    x = min(max(x, 0.0), 1.0)
+    return x * x * x * (10.0 - 15.0 * x + 6.0 * x * x)
+
+
+def _down_quat(yaw: float) -> np.ndarray:
+    """Orientation with the hand's z axis pointing down and its x axis at ``yaw`` (rad)."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    mat = np.array([c, s, 0.0, s, -c, 0.0, 0.0, 0.0, -1.0])
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, mat)
+    return quat
+
+
+def make_humanlike(env: gym.Env, **settings: Any) -> HumanlikeGenerator:
+    """Registry factory: ``make_demonstrator(env, "humanlike", model=...)``."""
+    return HumanlikeGenerator(env, **settings)
+
+
+register_demonstrator(HumanlikeGenerator.name, make_humanlike)
