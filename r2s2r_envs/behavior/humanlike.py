@@ -46,7 +46,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
-from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256, resolve_model_path
+from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DIGIT_JOINTS, DIGITS, DT
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
@@ -90,18 +90,16 @@ class HumanlikeGenerator:
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
         choice = model if model is not None else getattr(base, "behavior", DEFAULT_MODEL)
-        self._model = load_model(choice)
-        self._model_name = str(choice) if not isinstance(choice, dict) else "<dict>"
-        if isinstance(choice, (str, Path)):
-            self._model_name = str(resolve_model_path(choice)) if str(choice) not in ("default",) else "default"
-        self._model_hash = model_sha256(self._model)
+        self._fitted = load_model(choice)
+        self._fitted_name = "<dict>" if isinstance(choice, dict) else str(choice)
+        self._fitted_hash = model_sha256(self._fitted)
         self.control = base.control
         self.layout = scene_layout()
-        lim = self._model["limits"]
+        lim = self._fitted["limits"]
         self._reach_limit_y = float(lim["reach_limit_y"])
         self._reach_upstream_y = float(lim["reach_upstream_y"])
-        offset = np.asarray(self._model["calibration"]["grasp_offset_xy"], dtype=float)
-        self._sources = [_Source(s, offset) for s in self._model["sources"]]
+        offset = np.asarray(self._fitted["calibration"]["grasp_offset_xy"], dtype=float)
+        self._sources = [_Source(s, offset) for s in self._fitted["sources"]]
         self._by_category = {c: [s for s in self._sources if s.category == c] for c in C.CATEGORIES}
         self._lo = self.layout.hand_joint_range[:, 0]
         self._hi = self.layout.hand_joint_range[:, 1]
@@ -112,7 +110,7 @@ class HumanlikeGenerator:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"model": self._model_name, "model_sha256": self._model_hash}
+        return {"model": self._fitted_name, "model_sha256": self._fitted_hash}
 
     def reset(self, seed: int | None = None) -> None:
         self._rng = np.random.default_rng(seed)
