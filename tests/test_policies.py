@@ -176,8 +176,8 @@ def _model(cfg: bool, adda: bool) -> PolicyModel:
 def test_cfg_label_dropout_replaces_labels_at_the_set_rate() -> None:
     model = _model(cfg=True, adda=False)
     seen = []
-    velocity = model.velocity
-    model.velocity = lambda x, t, f, tokens: seen.append(tokens) or velocity(x, t, f, tokens)
+    denoise = model.denoise
+    model.denoise = lambda x, t, f, tokens: seen.append(tokens) or denoise(x, t, f, tokens)
     n = 20000
     domain = torch.from_numpy((np.arange(n) % 3 == 0).astype(np.int64))  # a third real
     inputs = {"state": torch.zeros(n, 6)}

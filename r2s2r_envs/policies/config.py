@@ -17,6 +17,7 @@ from typing import Any, Literal
 METHODS: tuple[str, ...] = ("bc", "flow", "flow-cfg", "flow-adda", "flow-cfg-adda")
 Method = Literal["bc", "flow", "flow-cfg", "flow-adda", "flow-cfg-adda"]
 Demos = Literal["success", "all"]
+ActionNormalization = Literal["standard", "minmax"]
 Encoder = Literal["mlp", "cnn"]
 Composition = Literal["bernoulli", "stratified"]
 VerifyMode = Literal["full", "quick", "none"]
@@ -39,6 +40,9 @@ class TrainConfig:
         weight_decay: AdamW weight decay.
         grad_clip: gradient norm clip (0 = off).
         demos: ``"success"`` trains on successful demos only (the file's ``mask/success``), ``"all"`` on every demo.
+        action_normalization: how action chunks are normalized for the networks: ``"standard"`` (zero mean, unit
+            variance per dimension: the data then has the scale of the flow's Gaussian noise) or ``"minmax"``
+            ([-1, 1] from the data's range).
         obs_keys: observation keys (empty: every low-dimensional key of the data); images only with
             ``encoder="cnn"``.
         frame_stack: observations per input, ending at the current step.
@@ -76,6 +80,7 @@ class TrainConfig:
     weight_decay: float = 1e-6
     grad_clip: float = 1.0
     demos: Demos = "success"
+    action_normalization: ActionNormalization = "standard"
     obs_keys: tuple[str, ...] = ()
     frame_stack: int = 2
     action_chunk: int = 16
@@ -150,7 +155,7 @@ def check_config(config: TrainConfig) -> None:
     """
     if config.method not in METHODS:
         raise ConfigError(f"unknown method {config.method!r}; choose one of {list(METHODS)}")
-    for name in ("demos", "encoder", "composition", "verify"):
+    for name in ("demos", "action_normalization", "encoder", "composition", "verify"):
         choices = field_choices(name)
         if getattr(config, name) not in choices:
             raise ConfigError(f"{name} must be one of {list(choices)}, got {getattr(config, name)!r}")

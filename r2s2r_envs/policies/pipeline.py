@@ -7,8 +7,10 @@ an episode repeated, as the loader pads a demo's start) and the same :class:`Pip
 predicted chunk back to env units. The pipeline's statistics are the merged statistics stored with the training
 datasets, saved with the checkpoint, so inference never needs the data.
 
-Low-dimensional observations are normalized to zero mean and unit variance ("standard"), actions to [-1, 1]
-("minmax", what a flow or diffusion head expects); images are scaled to [0, 1] and never normalized.
+Low-dimensional observations are normalized to zero mean and unit variance ("standard"); actions too by default,
+so the data has the scale of a flow's Gaussian noise (``"minmax"``, [-1, 1] from the data's range, is the other
+choice: with this data most actions sit near the middle of a wide range, so [-1, 1] leaves them far smaller than
+the noise). Images are scaled to [0, 1] and never normalized.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.datasets.stats import Normalizer, RunningStats
+from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
 
-OBS_NORMALIZATION = "standard"
-ACTION_NORMALIZATION = "minmax"
+OBS_NORMALIZATION: NormalizeMode = "standard"
+ACTION_NORMALIZATION: NormalizeMode = "standard"
 
 
 class PipelineError(ValueError):
@@ -55,6 +57,8 @@ class Pipeline:
         stats: Mapping[str, RunningStats],
         action_low: Sequence[float] | None = None,
         action_high: Sequence[float] | None = None,
+        obs_normalization: NormalizeMode = OBS_NORMALIZATION,
+        action_normalization: NormalizeMode = ACTION_NORMALIZATION,
     ) -> None:
         self.obs_keys = list(obs_keys)
         self.image_keys = list(image_keys)
@@ -66,8 +70,10 @@ class Pipeline:
         if missing:
             raise PipelineError(f"no normalization statistics for {missing}; the data has {sorted(stats)}")
         self.stats = {n: stats[n] for n in ("actions", *(f"obs/{k}" for k in self.obs_keys))}
-        self._obs_norm = Normalizer({n: s for n, s in self.stats.items() if n != "actions"}, OBS_NORMALIZATION)
-        self._action_norm = Normalizer({"actions": self.stats["actions"]}, ACTION_NORMALIZATION)
+        self.obs_normalization: NormalizeMode = obs_normalization
+        self.action_normalization: NormalizeMode = action_normalization
+        self._obs_norm = Normalizer({n: s for n, s in self.stats.items() if n != "actions"}, obs_normalization)
+        self._action_norm = Normalizer({"actions": self.stats["actions"]}, action_normalization)
         self.action_low = None if action_low is None else np.asarray(action_low, dtype=np.float32)
         self.action_high = None if action_high is None else np.asarray(action_high, dtype=np.float32)
 
@@ -104,7 +110,7 @@ class Pipeline:
         return out
 
     def encode_actions(self, actions: np.ndarray) -> np.ndarray:
-        """Raw action chunks ``(B, H, A)`` to normalized, flattened targets ``(B, H * A)`` in [-1, 1]."""
+        """Raw action chunks ``(B, H, A)`` to normalized, flattened targets ``(B, H * A)``."""
         a = self._action_norm.normalize("actions", actions)
         return a.reshape(len(a), -1)
 
@@ -126,8 +132,8 @@ class Pipeline:
             "action_dim": self.action_dim,
             "frame_stack": self.frame_stack,
             "action_chunk": self.action_chunk,
-            "obs_normalization": OBS_NORMALIZATION,
-            "action_normalization": ACTION_NORMALIZATION,
+            "obs_normalization": self.obs_normalization,
+            "action_normalization": self.action_normalization,
             "stats": {n: _stats_to_dict(s) for n, s in self.stats.items()},
             "action_low": None if self.action_low is None else self.action_low.tolist(),
             "action_high": None if self.action_high is None else self.action_high.tolist(),
@@ -146,6 +152,8 @@ class Pipeline:
             stats={n: _stats_from_dict(s) for n, s in data["stats"].items()},
             action_low=data.get("action_low"),
             action_high=data.get("action_high"),
+            obs_normalization=data["obs_normalization"],
+            action_normalization=data["action_normalization"],
         )
 
 

@@ -143,6 +143,7 @@ def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pi
         stats=merge_stats([d.stats for d in datasets]),
         action_low=low,
         action_high=high,
+        action_normalization=config.action_normalization,
     )
 
 
