@@ -29,9 +29,8 @@ the object-frame transform and the retiming cover the variation.
 
 Waypoints are the operator's *commanded* TCP targets (rebuilt from the recorded commands), not the measured
 TCP: put on the task-space controller's target, they make this world's servos move the hand as the operator asked
-the lab's to. Finger commands keep the source's synergy (which digit closes when, how fast) on postures that fit
-this world's objects (``HumanlikeGenerator._hand``), and the hand settles at the source's grasp height before the
-fingers close. The generator sees only the state observation, like a policy. It never emits NaN or actions
+the lab's to. Finger commands are the source's own, step by step, and the hand settles at the source's grasp height
+before the fingers close. The generator sees only the state observation, like a policy. It never emits NaN or actions
 outside [-1, 1].
 """
 
@@ -47,13 +46,15 @@ import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
-from r2s2r_envs.behavior.segments import ARRIVAL_Y, DIGIT_JOINTS, DIGITS, DT
+from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 
 _N_FINGER = len(C.HAND_JOINTS)
 # Yaw symmetry of each category's grasp, rad (a ball looks the same at every yaw).
 _YAW_PERIOD = {"cube": math.pi / 2, "ball": 0.0, "bar": math.pi}
+# Distance before the end of the operator's reach along the belt by which a grasp should be done, m.
+_REACH_MARGIN = 0.05
 # Sources drawn from, nearest first by where their object was when their approach began.
 _CANDIDATES = 5
 # Source hand-to-object distances between which a waypoint moves from the world frame to the object's, m.
@@ -64,6 +65,9 @@ _ROTATION_GAIN = 0.5
 # Horizontal TCP error above which the closure waits (at most _MAX_WAIT steps), m.
 _ALIGN_TOLERANCE = 0.015
 _MAX_WAIT = 10
+# Height above the grasp height within which the fingers start closing, m, and the most steps they wait for it.
+_SETTLE_TOLERANCE = 0.008
+_MAX_SETTLE = 12
 # Lowest TCP height above the belt while grasping, m (the fingertips stay off the belt).
 _MIN_GRASP_HEIGHT = 0.03
 # Object-to-TCP distance while carrying beyond which the object counts as lost, m.
@@ -101,9 +105,6 @@ class HumanlikeGenerator:
         offset = np.asarray(self._fitted["calibration"]["grasp_offset_xy"], dtype=float)
         self._sources = [_Source(s, offset) for s in self._fitted["sources"]]
         self._by_category = {c: [s for s in self._sources if s.category == c] for c in C.CATEGORIES}
-        self._lo = self.layout.hand_joint_range[:, 0]
-        self._hi = self.layout.hand_joint_range[:, 1]
-        self._postures = {c: hand_postures(self.layout, c) for c in (*C.CATEGORIES, None)}
         self._ws_low = np.asarray(self.control.workspace_low, dtype=float)
         self._ws_high = np.asarray(self.control.workspace_high, dtype=float)
         self.reset()
@@ -124,6 +125,7 @@ class HumanlikeGenerator:
         self._hold: np.ndarray | None = None
         self._prev_goal: np.ndarray | None = None
         self._target_est: np.ndarray | None = None
+        self._retry = False
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -169,10 +171,11 @@ class HumanlikeGenerator:
         src = near[int(self._rng.integers(len(near)))]
         self._src, self._target, self._phase = src, target, "approach"
         self._k, self._rest_steps, self._waited, self._released = 0, 0, 0, False
-
-        raw = src.waypoint(0, obj)
-        self._delta = tcp - raw
         self._blend = max(_BLEND_STEPS, src.rest)
+        if self._retry:
+            # A re-grasp goes straight for the object: no retreat, no pause.
+            self._k, self._released, self._blend, self._retry = src.reach, True, src.reach + _BLEND_STEPS, False
+        self._delta = tcp - src.waypoint(self._k, obj)
         self._prev_goal = None
 
     def _approach(self, tcp, obj, vel, quat, obs) -> np.ndarray:
@@ -186,7 +189,7 @@ class HumanlikeGenerator:
             since_arrival = (ARRIVAL_Y - float(obj[1])) / speed
             since_rest = self._rest_steps * DT
             remaining = (src.n_approach - src.reach) * DT
-            late = float(obj[1]) + float(vel[1]) * remaining < self._reach_limit_y + 0.05
+            late = float(obj[1]) + float(vel[1]) * remaining < self._reach_limit_y + _REACH_MARGIN
             self._rest_steps += 1
             if min(since_arrival, since_rest) >= src.delay_s or late:
                 k = self._k = src.reach
@@ -195,7 +198,7 @@ class HumanlikeGenerator:
                 hold = k >= src.reach - 1
         goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(k / self._blend))
         self._yaw_offset = self._object_yaw_offset(quat)
-        fingers = self._hand(src.approach_fingers[k])
+        fingers = src.approach_fingers[k]
         action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs)
         if hold:
             return action
@@ -206,8 +209,17 @@ class HumanlikeGenerator:
             else:
                 self._waited += 1  # a human-like hesitation: line up before closing
         else:
-            self._k = k + 1
+            self._k = min(k + self._pace(k, obj, vel), src.n_approach - 1)
         return action
+
+    def _pace(self, k: int, obj: np.ndarray, vel: np.ndarray) -> int:
+        # Retiming for the belt: an object that would pass the reach before the source's grasp time makes the
+        # replay run at double speed (an operator hurries for a late object).
+        speed = -float(vel[1])
+        if speed < 0.01:
+            return 1
+        steps_left = (float(obj[1]) - self._reach_limit_y - _REACH_MARGIN) / (speed * DT)
+        return 2 if self._src.n_approach - 1 - k > 0.8 * steps_left else 1
 
     def _close(self, tcp, obs) -> np.ndarray:
         src, k = self._src, self._k
@@ -216,7 +228,9 @@ class HumanlikeGenerator:
         # The hand settles at the source's grasp height before the fingers close on the object, instead of closing
         # on the way down: fingers closing above the object's widest part would push it away.
         goal[2] = max(src.close_rel[-1, 2], self.layout.belt_top + _MIN_GRASP_HEIGHT)
-        action = self._command(tcp, goal, self._hand(src.close_fingers[k]), src.close_yaw[k] + self._yaw_offset, obs)
+        action = self._command(tcp, goal, src.close_fingers[k], src.close_yaw[k] + self._yaw_offset, obs)
+        if k == 0 and tcp[2] - goal[2] > _SETTLE_TOLERANCE and self._close_steps < _MAX_SETTLE:
+            return action  # still descending: the fingers wait
         self._k += 1
         if self._k >= src.n_close:
             self._phase, self._k = "transport", 0
@@ -227,12 +241,12 @@ class HumanlikeGenerator:
     def _transport(self, tcp, obj, obs) -> np.ndarray:
         src, k = self._src, self._k
         if k > 5 and k < src.n_transport - 2 and np.linalg.norm(obj - tcp) > _LOST_DISTANCE:
-            self._phase, self._k, self._target = "recover", 0, None
+            self._phase, self._k, self._target, self._retry = "recover", 0, None, True
             self._hold = tcp + np.array([0.0, 0.0, 0.05])
             return self._command(tcp, self._hold, self._open_hand(), None, obs)
         blend = min(_BLEND_STEPS * 2, src.n_transport)
         goal = src.transport_world[k] + self._delta * (1.0 - _minjerk(k / blend))
-        fingers = self._hand(src.transport_fingers[k])
+        fingers = src.transport_fingers[k]
         action = self._command(tcp, goal, fingers, src.transport_yaw[k] + self._yaw_offset, obs)
         self._k += 1
         if self._k >= src.n_transport:
@@ -249,25 +263,10 @@ class HumanlikeGenerator:
         self._k += 1
         if self._k >= src.n_tail:
             self._phase, self._hold = "idle", goal.copy()
-        return self._command(tcp, goal, self._hand(src.tail_fingers[k]), src.tail_yaw[k] + self._yaw_offset, obs)
-
-    def _hand(self, fingers: np.ndarray) -> np.ndarray:
-        """Finger commands for this world: each digit's closure progress in the source (0 open as at the closure
-        onset, 1 fully closed), mapped onto postures that fit this world's object (open, touching, squeezing).
-        The operator's synergy -- which digit closes when, how fast, how staggered -- is the source's; how far a
-        digit must flex to reach the object is this world's (a person's hand conforms to the object in it)."""
-        src = self._src
-        progress = (np.array([fingers[j].mean() for j in _DIGIT_JOINTS]) - src.digit_open) / src.digit_span
-        open_, touch, closed = self._postures[src.category]
-        q = open_.copy()
-        for d, joints in enumerate(_POSTURE_JOINTS):
-            p = float(np.clip(progress[d], 0.0, 1.0))
-            lo, mid, hi = open_[joints], touch[joints], closed[joints]
-            q[joints] = lo + (mid - lo) * (2.0 * p) if p < 0.5 else mid + (hi - mid) * (2.0 * p - 1.0)
-        return _finger_command(q, self._lo, self._hi)
+        return self._command(tcp, goal, src.tail_fingers[k], src.tail_yaw[k] + self._yaw_offset, obs)
 
     def _open_hand(self) -> np.ndarray:
-        return _finger_command(self._postures[None][0], self._lo, self._hi)
+        return self._src.approach_fingers[0] if self._src is not None else self._fingers
 
     # ------------------------------------------------------------------ targets
     def _attemptable(self, i: int | None, pos: np.ndarray) -> bool:
@@ -350,10 +349,6 @@ class _Source:
         self.close_rel = np.asarray(c["relative"], dtype=float)
         self.close_rel[:, 2] = np.asarray(c["world"], dtype=float)[:, 2]
         self.close_fingers = np.asarray(c["fingers"], dtype=float)
-        flex = lambda f: np.stack([f[:, j].mean(axis=1) for j in _DIGIT_JOINTS], axis=1)  # noqa: E731
-        self.digit_open = flex(self.close_fingers)[0]
-        held = np.vstack([flex(self.close_fingers), flex(np.asarray(t["fingers"], dtype=float))])
-        self.digit_span = np.maximum(held.max(axis=0) - self.digit_open, 0.05)
         self.close_yaw = np.asarray(c["yaw"], dtype=float)
         self.transport_world = np.asarray(t["world"], dtype=float)
         self.transport_fingers = np.asarray(t["fingers"], dtype=float)
@@ -381,57 +376,6 @@ class _Source:
         out = (1.0 - w) * self.approach_world[k] + w * (obj + self.approach_rel[k])
         out[2] = self.approach_world[k, 2]
         return out
-
-
-_JOINT = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
-# Joints whose mean command measures each digit's closure in the source (as the metrics do) ...
-_DIGIT_JOINTS = [DIGIT_JOINTS[d] for d in DIGITS]
-# ... and the joints this world's postures move per digit (order DIGITS).
-_POSTURE_JOINTS = [[_JOINT["if_mcp"]], [_JOINT["mf_mcp"]], [_JOINT["rf_mcp"]], [_JOINT["th_mcp"]]]
-# Hand model for postures that fit an object (rad): flexion short of contact while open, thumb flexion beyond
-# contact when squeezing, index/ring abduction for small objects and spread for bars.
-_PRESHAPE_MARGIN = 0.22
-_SQUEEZE = 0.2
-_ADDUCTION = 0.2
-_BAR_SPREAD = 0.2
-
-
-def hand_postures(layout: Any, category: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(open, touching, squeezing) finger joint angles, rad, for an object of ``category`` in the nominal scene
-    (``world.builder.SceneLayout``): flexion at which a pad meets the object from the hand's geometry and the
-    object's half-width; the squeeze balances the three fingers against the thumb."""
-
-    def fingers(flex: float, thumb: float, adduct: float) -> np.ndarray:
-        q = np.zeros(_N_FINGER)
-        for f in ("if", "mf", "rf"):
-            q[_JOINT[f"{f}_mcp"]] = flex
-        q[_JOINT["if_rot"]], q[_JOINT["rf_rot"]] = -adduct, adduct
-        q[_JOINT["th_mcp"]] = thumb
-        return q
-
-    if category is None:
-        flat = fingers(-_PRESHAPE_MARGIN, -_PRESHAPE_MARGIN, 0.0)
-        return flat, flat, flat
-    size = layout.object_half_sizes[category]
-    half_width = size[1] if category == "bar" else size[0]
-    finger_contact = math.asin(
-        float(np.clip((layout.finger_base_x - layout.tip_radius - half_width) / layout.finger_length, -1.0, 1.0))
-    )
-    thumb_contact = math.asin(
-        float(np.clip((layout.thumb_base_x - layout.tip_radius - half_width) / layout.thumb_length, -1.0, 1.0))
-    )
-    finger_squeeze = _SQUEEZE * layout.thumb_length / (3.0 * layout.finger_length)
-    adduct = _ADDUCTION if category in ("cube", "ball") else -_BAR_SPREAD
-    m = _PRESHAPE_MARGIN
-    return (
-        fingers(finger_contact - m, thumb_contact - m, adduct),
-        fingers(finger_contact, thumb_contact, adduct),
-        fingers(finger_contact + finger_squeeze, thumb_contact + _SQUEEZE, adduct),
-    )
-
-
-def _finger_command(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    return np.clip(2.0 * (np.clip(q, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
 
 
 def _minjerk(x: float) -> float:
