@@ -87,7 +87,7 @@ class OperatorStyle:
     approach: str = "above"
     grasp: str = "wrap"
     release: str = "drop"
-    variability: float = 0.5
+    variability: float = 0.4
     practice_episodes: int = 3
 
     def __post_init__(self) -> None:

@@ -59,6 +59,7 @@ _JOINT = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JO
 _DIGITS = ("if", "mf", "rf", "th")
 # The practice episodes' seeds: fixed, so the calibration is the same in every process.
 _PRACTICE_SEED = 8_675_309
+_HORIZONTAL = np.array([1.0, 1.0, 0.0])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -73,8 +74,8 @@ class Habits:
         peak_speed: Highest hand speed at ``speed`` 1, m/s (within the rig's 0.4 m/s per-axis step limit).
         carry_peak_speed: Highest hand speed while holding an object, m/s (gentler, so the grip holds).
         hover_height: TCP height above the object's centre at the end of an ``"above"`` reach.
-        follow_behind: Distance upstream of the object where a ``"follow"`` reach ends.
-        follow_height: TCP height above the grasp height while following.
+        follow_behind: Distance upstream of the object where a ``"follow"`` reach ends (at ``hover_height``).
+        follow_height: TCP height above the grasp height where a ``"follow"`` approach along the belt ends.
         grasp_offset: TCP height above the object's centre when the fingers close.
         min_grasp_height: Lowest TCP height above the belt while grasping.
         lift_height: TCP height (world z) for carrying.
@@ -86,6 +87,7 @@ class Habits:
         stagger: Delay between successive digits of a wrap grasp.
         release_time: Time the hand stays open above the bin.
         correction_tolerance: Horizontal aim error that triggers a corrective sub-movement.
+        descend_tolerance: Hand-to-grasp-point error (horizontal, and in height) within which the fingers close.
         feedback_gain: Fraction of the (lag-compensated) hand error corrected per step.
         rotation_gain: Fraction of the hand's yaw error corrected per step.
         filter_alpha: Position gain of the alpha-beta filter that tracks each object.
@@ -97,28 +99,30 @@ class Habits:
         regrasp_probability: Chance of re-closing the hand to adjust the grip, at ``variability`` 1.
         max_regrasps: Attempts after a failed lift, per object.
         max_corrections: Corrective sub-movements per reach before the operator commits anyway.
+        squeeze: Thumb flexion commanded beyond touching the object, rad (the grip force).
         clear_height: Lift above the grasp height after which the carry starts (the movements blend).
     """
 
-    fitts_a: float = 0.25
-    fitts_b: float = 0.14
+    fitts_a: float = 0.2
+    fitts_b: float = 0.12
     target_width: float = 0.02
-    peak_speed: float = 0.6
+    peak_speed: float = 0.5
     carry_peak_speed: float = 0.45
     hover_height: float = 0.07
-    follow_behind: float = 0.09
-    follow_height: float = 0.035
+    follow_behind: float = 0.05
+    follow_height: float = 0.015
     grasp_offset: float = 0.02
     min_grasp_height: float = 0.037
     lift_height: float = 0.28
     drop_height: float = 0.22
     place_height: float = 0.1
     descend_time: float = 0.35
-    follow_time: float = 0.6
-    close_time: float = 0.4
+    follow_time: float = 0.4
+    close_time: float = 0.35
     stagger: float = 0.05
     release_time: float = 0.3
-    correction_tolerance: float = 0.01
+    correction_tolerance: float = 0.015
+    descend_tolerance: float = 0.008
     feedback_gain: float = 0.25
     rotation_gain: float = 0.5
     filter_alpha: float = 0.5
@@ -129,7 +133,8 @@ class Habits:
     hesitation_probability: float = 0.4
     regrasp_probability: float = 0.2
     max_corrections: int = 2
-    clear_height: float = 0.06
+    squeeze: float = 0.2
+    clear_height: float = 0.05
     max_regrasps: int = 2
 
 
@@ -182,7 +187,7 @@ class Teleoperator:
         self.control: ControlConfig = base.control
         self.dt = 1.0 / self.control.control_hz
         self.layout: SceneLayout = scene_layout()
-        self._postures = {c: _postures(self.layout, c) for c in C.CATEGORIES}
+        self._postures = {c: _postures(self.layout, c, self.habits.squeeze) for c in C.CATEGORIES}
         self._preshape = {c: _finger_command(self.layout, q[0]) for c, q in self._postures.items()}
         self._open = _finger_command(self.layout, _fingers(-0.22, -0.22, 0.0))
         if calibration is None:
@@ -215,7 +220,9 @@ class Teleoperator:
         self._vel: np.ndarray | None = None
         self._yaw: float | None = None
         self._fingers = self._open.copy()
-        self._log: list[tuple[int, np.ndarray, np.ndarray, float]] = []  # what practice learns from
+        # What practice learns from: (grasp number, category, hand, perceived object, yaw) while carrying.
+        self._log: list[tuple[int, int, np.ndarray, np.ndarray, float]] = []
+        self._grasps = 0
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -225,6 +232,7 @@ class Teleoperator:
         self._watch(meas)
         if self._x is None:
             self._x = tcp.copy()
+            self._tcp_prev = tcp
         cats = obs["object_category"].reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
         lead = cal.lag_steps * self.dt
         self._timer += self.dt
@@ -239,7 +247,7 @@ class Teleoperator:
             goal, tau = self._ready_point(), 1.0
         else:
             cat = C.CATEGORIES[cats[i]]
-            p, v = self._est[i], self._vel[i]
+            p, v = self._est[i], self._vel[i] * _HORIZONTAL  # the belt carries objects horizontally
             grasp_dz = max(h.grasp_offset, self.layout.belt_top + h.min_grasp_height - p[2])
             if self._yaw is None:
                 self._yaw = self._grasp_yaw(obs, i, cat)
@@ -272,9 +280,9 @@ class Teleoperator:
             elif phase == "lift":
                 goal = np.array([self._x[0], self._x[1], h.lift_height])
                 tau = max(self._duration - self._timer, 0.0)
-                if self._timer > 0.4 and not self._holding(tcp, meas[i]):
+                if self._timer > 0.3 and not self._holding(tcp, meas[i]):
                     self._fail_grasp(i)
-                elif tau <= 0.0 or self._timer > 0.4 and tcp[2] > self._grasp_z + h.clear_height:
+                elif tau <= 0.0 or self._timer > 0.3 and tcp[2] > self._grasp_z + h.clear_height:
                     self._begin_carry(cat)  # clear of the belt: blend into the carry
             elif phase == "carry":
                 goal = self._release_point(cat)
@@ -284,7 +292,7 @@ class Teleoperator:
                     self._target = None
                     self._begin("idle")
                 else:
-                    self._log.append((int(cats[i]), tcp.copy(), meas[i].copy(), self._yaw))
+                    self._log.append((self._grasps, int(cats[i]), tcp.copy(), meas[i].copy(), self._yaw))
                     arrived = tau <= 0.0 and np.linalg.norm(goal - tcp) < 0.03 or self._timer > self._duration + 1.0
                     if arrived and self.style.release == "place":
                         self._begin("lower")
@@ -302,10 +310,15 @@ class Teleoperator:
                 if self._timer >= h.release_time:
                     self._done.add(i)
                     self._target = None
+                    opened = self._timer
                     self._begin("idle")
+                    self._select()
+                    if self._phase == "react":  # already looking for the next object while the hand opened
+                        self._timer = opened
         if self._phase in ("idle", "react") and self._target is None:
             self._fingers = self._open
         self._advance(goal, goal_v, tau)
+        self._tcp_prev = tcp
         return self._command(tcp, obs)
 
     # ------------------------------------------------------------------ watching the objects
@@ -370,10 +383,10 @@ class Teleoperator:
         return max(fitts / self.style.speed, minimum_jerk) * self._tempo
 
     def _approach_offset(self, grasp_dz: float) -> np.ndarray:
-        """Where a reach ends relative to the object: above it, or low and upstream of it."""
+        """Where a reach ends relative to the object: above it, or above the belt upstream of it."""
         h = self.habits
         if self.style.approach == "follow":
-            return np.array([0.0, h.follow_behind, grasp_dz + h.follow_height])
+            return np.array([0.0, h.follow_behind, h.hover_height])
         return np.array([0.0, 0.0, h.hover_height])
 
     def _start_reach(self, tcp: np.ndarray, p: np.ndarray, v: np.ndarray, grasp_dz: float) -> None:
@@ -385,7 +398,7 @@ class Teleoperator:
         # Aim error of a fast reach: undershoot along the movement and scatter, growing with the distance.
         direction = (p + rel - tcp) / max(distance, 1e-6)
         if s.variability > 0.0:
-            error = -0.06 * s.variability * distance * direction * self._rng.uniform(0.3, 1.0)
+            error = -0.04 * s.variability * distance * direction * self._rng.uniform(0.3, 1.0)
             error[:2] += 0.012 * s.variability * self._rng.standard_normal(2)
         else:
             error = -0.03 * distance * direction
@@ -409,13 +422,13 @@ class Teleoperator:
         if self._timer < self.calibration.lag_steps * self.dt:
             return goal, v, 0.0
         aim = p + v * lead + self._rel
-        error = aim - tcp
+        error = p + self._rel - tcp  # the hand trails the intended path by the lag, so it should be on the object
         if phase == "reach":
             self._corrections = 0
         off_aim = np.hypot(error[0], error[1]) > h.correction_tolerance
         if phase in ("reach", "correct", "hesitate") and off_aim and self._corrections < h.max_corrections:
             self._corrections += 1
-            self._duration = 0.3 / s.speed * self._tempo
+            self._duration = 0.25 / s.speed * self._tempo
             self._begin("correct")
             return aim, v, self._duration
         if phase in ("reach", "correct") and self._rng.random() < h.hesitation_probability * s.variability:
@@ -423,8 +436,8 @@ class Teleoperator:
             self._begin("hesitate")
             return aim, v, self._duration
         if phase in ("reach", "correct", "hesitate"):
-            if s.approach == "follow" and self._rel[1] > 0.0:
-                self._rel = np.array([0.0, 0.0, self._rel[2]])
+            if s.approach == "follow" and self._rel[1] > 0.0:  # close in along the belt, coming down behind it
+                self._rel = np.array([0.0, 0.0, grasp_dz + h.follow_height])
                 self._duration = h.follow_time / s.speed * self._tempo
                 self._begin("approach")
             else:
@@ -438,7 +451,8 @@ class Teleoperator:
             self._begin("descend")
             return p + v * (self._duration + lead) + self._rel, v, self._duration
         # descend finished: close the hand, riding along with the belt
-        if np.hypot(error[0], error[1]) > 2.5 * h.correction_tolerance and self._timer < 0.3:
+        off = np.hypot(error[0], error[1]) > h.descend_tolerance or abs(error[2]) > h.descend_tolerance
+        if off and self._timer < self._duration + 0.4:  # not there yet: keep tracking a moment longer
             return aim, v, 0.0
         self._anchor, self._anchor_v = self._x.copy(), v.copy()
         self._begin("close")
@@ -475,7 +489,7 @@ class Teleoperator:
         """Onset of each digit's squeeze (index, middle, ring, thumb), s after the digits reach the object."""
         h, s = self.habits, self.style
         if s.grasp == "wrap":
-            jitter = self._rng.uniform(0.7, 1.3, 4) if s.variability > 0 else np.ones(4)
+            jitter = 1.0 + 0.2 * s.variability * self._rng.uniform(-1.0, 1.0, 4)
             onsets = start + h.stagger * np.array([0.0, 1.0, 2.0, 1.5]) * jitter
         else:
             onsets = np.full(4, start)
@@ -518,6 +532,7 @@ class Teleoperator:
 
     def _begin_carry(self, cat: str) -> None:
         goal = self._release_point(cat)
+        self._grasps += 1
         self._begin("carry")
         self._duration = self._movement_time(float(np.linalg.norm(goal - self._x)), self.habits.carry_peak_speed)
 
@@ -644,15 +659,19 @@ def _rehearse(
         measured.append(obs["eef_pos"].astype(float))
         done = terminated or truncated
     samples = []
-    for cat, tcp, seen, yaw in operator._log:
+    for grasp in sorted({entry[0] for entry in operator._log}):  # one sample per carried object
+        steps = [entry for entry in operator._log if entry[0] == grasp]
+        cat, yaw = steps[0][1], steps[0][4]
         axis = np.array([math.cos(yaw), math.sin(yaw)])
-        samples.append((cat, axis, float(axis @ (seen[:2] - tcp[:2]))))
+        along = np.median([float(axis @ (seen[:2] - tcp[:2])) for _, _, tcp, seen, _ in steps])
+        samples.append((cat, axis, float(along)))
     return _best_lag(np.array(intended), np.array(measured)), samples
 
 
 def _offset_estimate(axes: np.ndarray, along: np.ndarray, prior: float = 1.0) -> tuple[float, float]:
-    """Least-squares camera offset (x, y), m, from its components ``along`` the pinch ``axes`` seen while
-    carrying; ridge-regularized towards no offset, so a direction the grasps never probed stays at 0."""
+    """Least-squares camera offset (x, y), m, from its components ``along`` the pinch ``axes`` (one per carried
+    object); ridge-regularized towards no offset with the weight of ``prior`` grasps, so a direction the grasps
+    hardly probed stays near 0."""
     gram = axes.T @ axes + prior * np.eye(2)
     solution = np.linalg.solve(gram, axes.T @ along)
     return float(solution[0]), float(solution[1])
@@ -727,9 +746,10 @@ def _fingers(flex: float, thumb_flex: float, adduct: float) -> np.ndarray:
     return q
 
 
-def _postures(lay: SceneLayout, cat: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(open, touching, squeezing) finger angles for a category, from the nominal hand geometry and object size."""
-    margin, squeeze = 0.22, 0.2
+def _postures(lay: SceneLayout, cat: str, squeeze: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(open, touching, squeezing) finger angles for a category, from the nominal hand geometry and object size;
+    ``squeeze`` is the thumb's flexion beyond touching, rad (the fingers get the share that balances it)."""
+    margin = 0.22
     size = lay.object_half_sizes[cat]
     half_width = size[1] if cat == "bar" else size[0]
     finger = float(np.arcsin(np.clip((lay.finger_base_x - lay.tip_radius - half_width) / lay.finger_length, -1, 1)))
