@@ -245,7 +245,8 @@ def metadata(config: Config, log: dict[str, Any]) -> dict[str, Any]:
         "method": METHOD,
         "policy_class": "stable_baselines3.PPO MlpPolicy [256, 256] (flat state observations)",
         "real_fraction": 0.0,
-        "variant": "world-grounded (DR over intervals)" if config.grounding else "ungrounded (DR around nominal)",
+        # Named like the variants of the sim datasets (the env id's variant): the centre world of the randomization.
+        "variant": "WorldGrounded" if config.grounding else "Ungrounded",
         "datasets": [],
         "training_seed": config.seed,
         "n_real_demos": 0,
