@@ -25,6 +25,16 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         "r2s2r_envs.lab.lab_env:LabEnv",
         {"lab": "default", "demonstrator": "teleoperator", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
+    # Ungrounded's physics; its demonstrator is the human-like generator fitted to the lab's demonstrations.
+    "PickSort-BehaviorGrounded-v0": (
+        "r2s2r_envs.behavior.variants:BehaviorGroundedEnv",
+        {
+            "world": "nominal",
+            "behavior": "default",
+            "demonstrator": "humanlike",
+            "episode_steps": DEFAULT_EPISODE_STEPS,
+        },
+    ),
 }
 
 
