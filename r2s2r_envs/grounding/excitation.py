@@ -272,9 +272,10 @@ def _plans_belt(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
     count, steps = (3, 240) if quick else (6, 400)
     plans = []
     for k in range(count):
+        # Cubes and a bar: a ball rolls, and its centre follows changes of the belt speed only partly.
         objects = [
             {"category": c, "position": [0.55, 2.4 + 0.35 * i + 0.05 * k], "yaw": 0.0}
-            for i, c in enumerate(C.CATEGORIES)
+            for i, c in enumerate(("cube", "bar", "cube"))
         ]
         arm, hand = cmd.hold(steps)
         plans.append(
@@ -295,32 +296,119 @@ def _plans_belt(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
 LIFT_SPOT = (0.55, 0.05)
 
 
-def _planner_policy(env: gym.Env) -> Policy:
-    from r2s2r_envs.behavior.scripted import ScriptedPlanner
+# Lift test timing (control steps): reach and turn the hand, descend, close, lift, hold, shake, put back, open.
+_LIFT_PHASES = {
+    "hover": 30,
+    "descend": 50,
+    "close": 54,
+    "closed": 74,
+    "lift": 80,
+    "hold": 110,
+    "shake": 130,
+    "put_back": 210,
+    "open": 240,
+    "end": 260,
+}
+LIFT_HEIGHT = 0.28  # TCP height while holding, m
+SHAKE_AMPLITUDE = 0.03  # vertical shake while holding, m (0.5 Hz: gentle enough for the grip)
 
-    planner = ScriptedPlanner(env)
-    planner.reset(0)
-    return lambda obs, t: planner.act(obs)
+
+def _lift_policy(category: str, spot: tuple[float, float]) -> Callable[[gym.Env], Policy]:
+    """A scripted pick of a resting object, feed-forward in task space (no feedback latency could upset).
+
+    The finger postures are the scripted planner's for the category (from the hand geometry and the object's
+    nominal size); the hand turns so its pinch axis runs along the belt, as the planner's does."""
+    from r2s2r_envs.behavior.scripted import ScriptedPlanner, _hand_yaw
+
+    layout = scene_layout()
+    size = layout.object_half_sizes[category]
+    centre = layout.belt_top + float(size[0] if category == "ball" else size[2])
+    grasp_z = max(centre + 0.02, layout.belt_top + 0.037)
+    ph = _LIFT_PHASES
+    step = ControlConfig().max_linear_step
+    turn_step = ControlConfig().max_angular_step
+
+    def make(env: gym.Env) -> Policy:
+        open_f, touch_f, closed_f = ScriptedPlanner(env)._postures(category)
+        lo, hi = layout.hand_joint_range[:, 0], layout.hand_joint_range[:, 1]
+        to_cmd = lambda q: np.clip(2.0 * (np.clip(q, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)  # noqa: E731
+        state: dict[str, Any] = {}
+
+        def tcp_target(t: int) -> np.ndarray:
+            start, hover = state["start"], np.array([spot[0], spot[1], centre + 0.07])
+            grasp, up = np.array([spot[0], spot[1], grasp_z]), np.array([spot[0], spot[1], LIFT_HEIGHT])
+            lerp = lambda a, b, t0, t1: a + (b - a) * min(max((t - t0) / (t1 - t0), 0.0), 1.0)  # noqa: E731
+            if t <= ph["hover"]:
+                return lerp(start, hover, 0, ph["hover"])
+            if t <= ph["descend"]:
+                return lerp(hover, grasp, ph["hover"], ph["descend"])
+            if t <= ph["lift"]:
+                return grasp
+            if t <= ph["hold"]:
+                return lerp(grasp, up, ph["lift"], ph["hold"])
+            if t <= ph["put_back"] - 40:
+                if t <= ph["shake"]:
+                    return up
+                phase = 2.0 * math.pi * 0.5 * (t - ph["shake"]) * 0.05
+                return up + np.array([0.0, 0.0, SHAKE_AMPLITUDE * math.sin(phase)])
+            if t <= ph["put_back"]:
+                return lerp(up, grasp + np.array([0.0, 0.0, 0.003]), ph["put_back"] - 40, ph["put_back"])
+            if t <= ph["open"]:
+                return grasp + np.array([0.0, 0.0, 0.003])
+            return lerp(grasp, hover, ph["open"], ph["end"])
+
+        def fingers(t: int) -> np.ndarray:
+            if t < ph["close"]:
+                return open_f
+            if t < ph["closed"]:
+                k = (t - ph["close"]) / (ph["closed"] - ph["close"])
+                return open_f + (touch_f - open_f) * min(2 * k, 1.0) + (closed_f - touch_f) * max(2 * k - 1, 0.0)
+            if t < ph["open"] - 20:
+                return closed_f
+            return open_f
+
+        def act(obs: dict[str, np.ndarray], t: int) -> np.ndarray:
+            if t == 0:
+                state["start"] = np.asarray(obs["eef_pos"], dtype=float)
+                yaw = _hand_yaw(obs["eef_quat"])
+                target = math.pi / 2 + math.pi * round((yaw - math.pi / 2) / math.pi)  # along the belt, nearest
+                state["turn"] = (target - yaw) / ph["hover"]
+            a = np.zeros(6 + len(open_f), dtype=np.float32)
+            a[:3] = np.clip((tcp_target(t + 1) - tcp_target(t)) / step, -1.0, 1.0)
+            if t < ph["hover"]:
+                a[5] = state["turn"] / turn_step  # about the world's vertical
+            a[6:] = to_cmd(fingers(t))
+            return a
+
+        return act
+
+    return make
 
 
 def _plans_lift(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
     per_category = 3 if quick else 4
-    steps = 200
+    steps = _LIFT_PHASES["end"]
     plans = []
     for c in C.CATEGORIES:
         for k in range(per_category):
             x, y = LIFT_SPOT
-            spot = [x + 0.02 * (k - 1), y + 0.04 * (k - 1)]
+            spot = (x + 0.01 * (k - 1), y + 0.04 * (k - 1))
             name = f"lift_{c}_{k}"
             plans.append(
                 RunPlan(
                     name=name,
                     protocol="lift",
-                    settings={"category": c, "spot_m": spot, "reference": f"{name}_empty", "index": k},
+                    settings={
+                        "category": c,
+                        "spot_m": list(spot),
+                        "reference": f"{name}_empty",
+                        "index": k,
+                        "mass_steps": [_LIFT_PHASES["lift"], _LIFT_PHASES["put_back"] - 40],
+                    },
                     control_mode="task",
-                    setup={"belt": False, "objects": [{"category": c, "position": spot}], "arm_qpos": list(HOME)},
+                    setup={"belt": False, "objects": [{"category": c, "position": list(spot)}], "arm_qpos": list(HOME)},
                     steps=steps,
-                    policy=_planner_policy,
+                    policy=_lift_policy(c, spot),
                 )
             )
             plans.append(

@@ -11,10 +11,11 @@ the stages before it):
 3. **Belt** (``belt_ride``): the perceived object velocities, averaged over the objects riding together, give the
    belt speed (mean) and its Ornstein-Uhlenbeck fluctuation (autocovariance at lags >= 1, where white measurement
    noise drops out); intervals by parametric bootstrap.
-4. **Latency and finger servos** (``finger_steps``, ``latency``): latency by a profile over a grid (MuJoCo's
-   actuator delay holds each command for whole physics steps, so the cost is flat between grid points and has no
-   gradient); finger ``kp``, ``kv`` and force limit by ``mujoco.sysid.optimize`` with every candidate rolled out
-   through ``mujoco.rollout``, intervals by ``mujoco.sysid.calculate_intervals``.
+4. **Latency and finger servos** (``finger_steps``, ``latency``): latency, finger ``kp``, ``kv`` and force limit
+   together by ``mujoco.sysid.optimize``, every candidate rolled out through ``mujoco.rollout``, intervals by
+   ``mujoco.sysid.calculate_intervals``.  The simulator's actuator delay holds each command for whole physics
+   steps (a cost flat between them, with no gradient); the fit reads one delay buffer with linear interpolation
+   instead, which makes the latency continuous, and starts from the best latency of a coarse grid.
 5. **Arm joints** (``arm_steps``, ``arm_chirp``): per joint, damping, armature and friction loss by
    ``mujoco.sysid.optimize`` on joint angle and measured torque.
 6. **Object mass** (``lift`` minus ``lift_empty``): measured joint torques with minus without the object, matched
@@ -110,7 +111,7 @@ class _Fit:
 
     def flag(self, field: str, reason: str) -> None:
         if field not in self.values:
-            self.reasons[field] = reason
+            self.reasons.setdefault(field, reason)  # the first, most specific reason stays
 
     def world(self, base: WorldParams | None = None) -> WorldParams:
         w = base or nominal()
@@ -228,9 +229,12 @@ def _belt_speed_series(runs: list[LogRun]) -> list[np.ndarray]:
     series = []
     for run in runs:
         run.require(["object_vel", "object_pos"], "the belt speed")
-        n_obj = len(run.setup.get("objects", []))
-        vel = np.asarray(run.obs["object_vel"], dtype=float).reshape(run.steps + 1, -1, 6)[:, :n_obj, 1]
-        pos = np.asarray(run.obs["object_pos"], dtype=float).reshape(run.steps + 1, -1, 3)[:, :n_obj]
+        # Objects that slide with the belt; a ball rolls and follows speed changes only partly.
+        riding = [i for i, o in enumerate(run.setup.get("objects", [])) if o["category"] != "ball"]
+        if not riding:
+            raise LogError(f"run {run.name!r}: belt_ride needs a cube or a bar riding the belt")
+        vel = np.asarray(run.obs["object_vel"], dtype=float).reshape(run.steps + 1, -1, 6)[:, riding, 1]
+        pos = np.asarray(run.obs["object_pos"], dtype=float).reshape(run.steps + 1, -1, 3)[:, riding]
         on_belt = np.all(pos[:, :, 2] > scene_layout().belt_top - 0.02, axis=1)
         speed = -vel[5:][on_belt[5:]].mean(axis=1)  # objects riding together share the belt
         series.append(speed)
@@ -369,13 +373,6 @@ def _profile_latency(
     return grid, np.sum(r * r, axis=0)
 
 
-def _latency_interval(grid: np.ndarray, cost: np.ndarray, n_res: int, n_par: int) -> tuple[float, float, float]:
-    best = int(np.argmin(cost))
-    s2 = cost[best] / max(n_res - n_par, 1)
-    inside = grid[cost <= cost[best] + 3.84 * s2]  # profile likelihood, chi-square(1) at 95 %
-    return float(grid[best]), float(inside.min() - PHYSICS_DT), float(inside.max() + PHYSICS_DT)
-
-
 def _sysid_fit(
     rollouts: list[JointRollout],
     world: WorldParams,
@@ -461,38 +458,30 @@ def _fit_latency_and_fingers(runs: list[LogRun], fit: _Fit, quick: bool, workers
         return
     for run in runs:
         run.require(["hand_qpos", "finger_current"], "the finger servo and latency fit")
-    rollouts = [JointRollout(r, nthread=workers) for r in runs]
+    # One delay buffer for every candidate, read with linear interpolation: the latency becomes continuous.
+    rollouts = [JointRollout(r, nthread=workers, max_latency=LATENCY_MAX_S) for r in runs]
     scale = _weights(fit)
     signals = {"hand_qpos": None, "finger_current": None}
     world = fit.world()
-    n_res = sum(r.steps + 1 for r in runs) * 32
+    # Start from the best latency of a coarse grid at the current gains (one batch of rollouts per run).
     coarse = np.arange(0.0, LATENCY_MAX_S + 1e-9, LATENCY_GRID_S)
-    grid, cost = _profile_latency(rollouts, world, coarse, {"hand_qpos": None}, scale)
-    latency = float(grid[np.argmin(cost)])
-    finger_params = {
+    grid, cost = _profile_latency(rollouts, world, coarse, signals, scale)
+    start = float(grid[np.argmin(cost)])
+    params = {
+        "control_latency": (_replace("control_latency"), max(start, 0.005), 0.0, LATENCY_MAX_S),
         "finger_kp": (_replace("finger_kp"), world.finger_kp, 0.2, 40.0),
         "finger_kv": (_replace("finger_kv"), world.finger_kv, 1e-3, 1.0),
         "finger_force_limit": (_replace("finger_force_limit"), world.finger_force_limit, 0.05, 10.0),
     }
-    info: dict[str, Any] = {}
-    for _ in range(1 if quick else 2):
-        world = dataclasses.replace(world, control_latency=latency)
-        est, ivals, info = _sysid_fit(rollouts, world, finger_params, signals, scale, max_iters=4 if quick else 10)
-        for name, value in est.items():
-            world = dataclasses.replace(world, **{name: value})
-            finger_params[name] = (finger_params[name][0], value, finger_params[name][2], finger_params[name][3])
-        reach = 0.008 if quick else 0.012
-        fine = np.arange(max(latency - reach, 0.0), latency + reach + 1e-9, PHYSICS_DT)
-        grid, cost = _profile_latency(rollouts, world, fine, {"hand_qpos": None}, scale)
-        latency, lo, hi = _latency_interval(grid, cost, n_res // 2, 4)
-    world = dataclasses.replace(world, control_latency=latency)
-    fit.set("control_latency", latency, (max(lo, 0.0), hi))
-    for name, value in est.items():
-        fit.set(name, value, ivals[name])
+    est, ivals, info = _sysid_fit(rollouts, world, params, signals, scale, max_iters=5 if quick else 12)
+    for name in fields:
+        low, high = ivals[name]
+        if name == "control_latency":  # the simulator holds commands for whole physics steps
+            low, high = max(low - PHYSICS_DT, 0.0), high + PHYSICS_DT
+        fit.set(name, est[name], (low, high))
     fit.details["latency_and_fingers"] = {
         **info,
-        "latency_method": "profile over a grid (coarse 20 ms, then 2 ms: the physics step), chi-square(1) interval",
-        "latency_profile": {"grid_s": grid.round(4).tolist(), "cost": cost.round(3).tolist()},
+        "latency_start": {"grid_s": grid.round(4).tolist(), "cost": cost.round(3).tolist()},
         "runs": [r.name for r in runs],
         "scale": scale,
     }
@@ -554,6 +543,11 @@ def _pair_difference(
     pred_ref = simulate_run(ref, world)
     simulated = np.asarray(pred["arm_torque"], float) - np.asarray(pred_ref["arm_torque"], float)
     held = _held_mask(run.obs["object_pos"][:, :3], held_above) & _held_mask(pred["object_pos"][:, :3], held_above)
+    # Only while the arm moves: at rest, joint friction holds an undetermined share of the load.
+    t0, t1 = run.settings.get("mass_steps", [0, run.steps + 1])
+    window = np.zeros(len(held), dtype=bool)
+    window[t0:t1] = True
+    held &= window
     if held.sum() < 5:
         return None
     return measured, simulated, held

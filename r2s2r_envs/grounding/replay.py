@@ -24,7 +24,8 @@ from mujoco import rollout as mj_rollout
 from r2s2r_envs.envs.controller import finger_targets
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.grounding.logs import LogRun
-from r2s2r_envs.world.builder import update_model
+from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.builder import category_inertia, object_half_sizes, update_model
 from r2s2r_envs.world.params import WorldParams
 
 #: Fields a prediction leaves out: random processes (sensor noise, belt fluctuation) predict as their mean.
@@ -100,20 +101,41 @@ class JointRollout:
     structure); ``predict`` groups them accordingly.  Predicts ``arm_qpos``, ``hand_qpos``, ``arm_qvel``,
     ``hand_qvel`` and the actuator forces (``arm_torque``, ``finger_current``) at the observation times.
 
+    With ``max_latency`` set, every candidate shares one delay buffer of that length and reads it with linear
+    interpolation, so the latency is a continuous parameter that a gradient-based fit can move (with the
+    zero-order hold the simulator uses, the prediction changes only in whole physics steps, and a fit's cost is
+    flat in between).  The two differ by less than one physics step (2 ms).
+
     Args:
         run: A logged joint-mode run.
         nthread: Rollout threads (default: the CPU count).
+        max_latency: Longest latency a candidate may have, s (None: each latency gets its own exact buffer).
     """
 
-    def __init__(self, run: LogRun, nthread: int | None = None) -> None:
+    def __init__(self, run: LogRun, nthread: int | None = None, max_latency: float | None = None) -> None:
         if run.control_mode != "joint":
             raise ValueError(f"JointRollout needs a joint-mode run, {run.name!r} is in {run.control_mode} mode")
         self.run = run
         self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self.max_latency = max_latency
         self._envs: dict[Any, PickSortEnv] = {}
+        self._bases: dict[Any, tuple[PickSortEnv, np.ndarray, np.ndarray]] = {}
+        self._datas: dict[Any, list[mujoco.MjData]] = {}
+
+    def _key(self, world: WorldParams) -> tuple[float, float]:
+        latency = self.max_latency if self.max_latency is not None else round(world.control_latency, 6)
+        return latency, world.object_size_scale
 
     def _base(self, world: WorldParams) -> tuple[PickSortEnv, np.ndarray, np.ndarray]:
-        key = (round(world.control_latency, 6), world.object_size_scale)
+        # The initial state and the control sequence depend only on the model structure (objects are placed
+        # by the set-up, the arm posture is given): one reset per structure.
+        key = self._key(world)
+        if key not in self._bases:
+            self._bases[key] = self._make_base(key, world)
+        return self._bases[key]
+
+    def _make_base(self, key: tuple[float, float], world: WorldParams) -> tuple[PickSortEnv, np.ndarray, np.ndarray]:
+        world = dataclasses.replace(world, control_latency=key[0])
         env = self._envs.get(key)
         if env is None:
             env = make_sim_env(self.run, world)
@@ -136,7 +158,9 @@ class JointRollout:
         """Predicted signals per world, each key (T+1, n) float64."""
         groups: dict[Any, list[int]] = {}
         for i, w in enumerate(worlds):
-            groups.setdefault((round(w.control_latency, 6), w.object_size_scale), []).append(i)
+            if self.max_latency is not None and not 0.0 <= w.control_latency <= self.max_latency:
+                raise ValueError(f"control_latency {w.control_latency} s outside [0, {self.max_latency}] s")
+            groups.setdefault(self._key(w), []).append(i)
         out: list[dict[str, np.ndarray]] = [{} for _ in worlds]
         for indices in groups.values():
             for i, pred in zip(indices, self._predict_group([worlds[i] for i in indices])):
@@ -150,16 +174,30 @@ class JointRollout:
         belt = float(base.geom_surfacevel[s.belt_geom, 1])
         models = []
         scratch = mujoco.MjData(base)
+        categories = [C.CATEGORIES.index(c) for c in env.object_categories]
+        acts = np.concatenate([s.arm_actuators, s.hand_actuators])
         for w in worlds:
             m = copy.copy(base)
-            if not update_model(m, prediction_world(w), env.num_objects):
+            shared = dataclasses.replace(w, control_latency=self._key(w)[0])
+            if not update_model(m, prediction_world(shared), env.num_objects):
                 raise RuntimeError("candidate worlds of one rollout group must share the model structure")
+            if self.max_latency is not None:
+                m.actuator_delay[acts] = w.control_latency
+                m.actuator_history[acts, 1] = 1  # linear interpolation: continuous in the latency
             m.geom_surfacevel[s.belt_geom, 1] = belt  # the run's belt state (stopped or running), not the world's
+            sizes = object_half_sizes(w)
+            for i, c in enumerate(categories):  # per-episode object masses, as the env's reset writes them
+                name = C.CATEGORIES[c]
+                m.body_mass[s.object_body[i]] = w.object_mass[c]
+                m.body_inertia[s.object_body[i]] = category_inertia(name, w.object_mass[c], sizes[name])
             mujoco.mj_setConst(m, scratch)
             models.append(m)
         control = np.repeat(ctrl, sub, axis=0)[None]
         nbatch = len(models)
-        datas = [mujoco.MjData(base) for _ in range(min(self.nthread, nbatch))]
+        pool = self._datas.setdefault(self._key(worlds[0]), [])
+        while len(pool) < min(self.nthread, nbatch):
+            pool.append(mujoco.MjData(base))
+        datas = pool[: min(self.nthread, nbatch)]
         states, _ = mj_rollout.rollout(models, datas, np.tile(state0, (nbatch, 1)), np.tile(control, (nbatch, 1, 1)))
         # Observation k (k >= 1) is taken after k control steps; the actuator force it reports was computed in the
         # forward pass of the last physics step, from the state before that step.
