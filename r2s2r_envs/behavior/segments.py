@@ -36,6 +36,8 @@ DT = 1.0 / ControlConfig().control_hz
 ARRIVAL_Y = 0.3
 #: TCP speed below which the hand counts as resting, m/s.
 REST_SPEED = 0.03
+#: Shortest pause of the hand that counts as a rest before a reach, control steps (0.25 s).
+MIN_REST = 5
 #: Height an object must rise above where it rode the belt to count as lifted, m.
 LIFT_HEIGHT = 0.03
 #: How far before an object's rise the fingers' closure onset is looked for, control steps (1.5 s).
@@ -280,17 +282,22 @@ def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
         lift = max(lift, close + 1)
         opened = np.flatnonzero(overall[t_lift:] < open_level + 0.5 * span) if span > 1e-3 else []
         release = t_lift + int(opened[0]) if len(opened) else None
-        # Reach start: the end of the hand's last pause before the closure onset.
-        speed = np.linalg.norm(trace.eef_vel[prev_end:close], axis=1)
-        rest = np.flatnonzero(speed < REST_SPEED)
-        if len(rest):
-            reach_start = prev_end + int(rest[-1]) + 1
-            k = int(rest[-1])
-            while k > 0 and speed[k - 1] < REST_SPEED:
-                k -= 1
-            rest_start = prev_end + k
-        else:
-            reach_start = rest_start = prev_end
+        # Reach start: the end of the hand's last pause (at least MIN_REST steps slow) before the closure onset;
+        # the slow last steps of the reach itself are not a pause.
+        slow = np.linalg.norm(trace.eef_vel[prev_end : max(prev_end, close - 3)], axis=1) < REST_SPEED
+        reach_start = rest_start = prev_end
+        run_end = len(slow)
+        while run_end > 0:
+            if slow[run_end - 1]:
+                run_start = run_end - 1
+                while run_start > 0 and slow[run_start - 1]:
+                    run_start -= 1
+                if run_end - run_start >= MIN_REST:
+                    reach_start, rest_start = prev_end + run_end, prev_end + run_start
+                    break
+                run_end = run_start
+            else:
+                run_end -= 1
         reach_start = min(reach_start, close - 1) if close > prev_end else reach_start
         arrived = np.flatnonzero(objects[:, i, 1] < ARRIVAL_Y)
         arrival = int(arrived[0]) if len(arrived) else n_steps
