@@ -88,3 +88,35 @@ def test_script_trains_briefly_and_writes_results_the_leaderboard_reads(tmp_path
     board = build_leaderboard(out / "results", tmp_path / "board")
     assert [r.method for r in board.rows] == ["rl-dr-ppo"] and len(board.envs) == 2
     assert "rl-dr-ppo" in (tmp_path / "board" / "leaderboard.md").read_text()
+
+
+def test_grounding_intervals_become_the_ranges(rl_dr, tmp_path):
+    import dataclasses
+
+    from r2s2r_envs.grounding.result import Grounding, write_grounding
+    from r2s2r_envs.world.params import nominal
+
+    world = dataclasses.replace(nominal(), belt_speed=0.095, control_latency=0.04)
+    grounding = Grounding(
+        world=world,
+        intervals={"belt_speed": [0.094, 0.096], "control_latency": [0.035, 0.045]},
+        identified=["belt_speed", "control_latency"],
+        validation={"nrmse": {}, "planner": None, "unmodeled": None},
+        provenance={
+            "lab": {"name": "test-lab", "config_sha256": "ab" * 32},
+            "logs": {"arm_steps.hdf5": "cd" * 32},
+            "versions": {"r2s2r_envs": "0.2.0", "mujoco": "4.0.0"},
+            "seed": 0,
+            "wall_time_s": {"logging": 1.0},
+        },
+    )
+    path = tmp_path / "grounding.json"
+    write_grounding(grounding, path)
+    config = rl_dr.Config(out=str(tmp_path), grounding=str(path))
+    randomization = rl_dr.make_randomization(config)
+    assert randomization.center == world  # centred on the identified world, not the nominal one
+    assert dict(randomization.ranges) == {"belt_speed": (0.094, 0.096), "control_latency": (0.035, 0.045)}
+    drawn = randomization.sample(np.random.default_rng(0))
+    assert 0.094 <= drawn.belt_speed <= 0.096 and drawn.object_mass == world.object_mass
+    meta = rl_dr.metadata(config, {"env_steps": 10, "training_time_s": 1.0})
+    assert meta["variant"] == "WorldGrounded" and meta["randomization"] == str(path)
