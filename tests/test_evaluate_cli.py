@@ -368,3 +368,26 @@ def test_the_byo_example_is_evaluated_and_ranked(tmp_path, monkeypatch, capsys):
     assert [r["method"] for r in board["rows"]] == ["chase-p-controller"] and len(board["envs"]) == 2
     assert (tmp_path / "leaderboard" / "index.html").is_file()
     monkeypatch.delitem(sys.modules, "byo_policy", raising=False)
+
+
+@pytest.mark.slow
+def test_a_policy_trained_with_r2s2r_train_is_evaluated(tmp_path, capsys):
+    # The whole path a baseline takes: tiny real and sim datasets, a few BC steps, r2s2r evaluate --policy DIR.
+    for env_id, name in ((LAB, "real"), (SIM, "sim")):
+        argv = ["generate", env_id, "--episodes", "2", "--out", str(tmp_path / f"{name}.hdf5"), "--no-progress"]
+        assert main([*argv, "--env-kwargs", '{"num_objects": 1}', "--episode-steps", "150"]) == 0
+    ckpt = tmp_path / "bc_seed1"
+    argv = ["train", "--method", "bc", "--real", str(tmp_path / "real.hdf5"), "--sim", str(tmp_path / "sim.hdf5")]
+    argv += ["--real-fraction", "0.5", "--seed", "1", "--out", str(ckpt), "--steps", "5", "--no-progress"]
+    assert main(argv) == 0
+    out = tmp_path / "results" / "bc_lab.json"
+    argv = ["evaluate", "--policy", str(ckpt), "--env", LAB, "--episodes", "2", "--workers", "2", "--out", str(out)]
+    assert main([*argv, *FAST_ARGS]) == 0
+    capsys.readouterr()
+    result = EvaluationResult.from_json(out.read_text())
+    m = result.method
+    assert m["method"] == "bc" and m["real_fraction"] == 0.5 and m["training_seed"] == 1
+    assert (m["n_real_demos"], m["n_sim_demos"]) == (2, 2) and m["variant"] == "Ungrounded"
+    assert sorted(d["domain"] for d in m["datasets"]) == ["real", "sim"]
+    assert all(re.fullmatch("[0-9a-f]{64}", d["sha256"]) for d in m["datasets"])
+    assert result.summary["episodes"] == 2
