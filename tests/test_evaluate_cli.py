@@ -258,6 +258,25 @@ def test_cli_json_in_the_lab_with_workers(tmp_path, capsys):
     assert [r["steps"] for r in data["records"]] == [r.steps for r in one.records]  # workers change nothing
 
 
+def test_cli_evaluates_a_policy_file_in_worker_processes(tmp_path, monkeypatch, capsys):
+    # path/to/file.py:factory: the file's folder goes on sys.path, so the spawned workers import it too.
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "still_policy.py").write_text(
+        "import numpy as np\n\n\nclass Still:\n    def reset(self, seed):\n        pass\n\n"
+        "    def act(self, obs):\n        return np.zeros(22)\n"
+    )
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "still_policy", raising=False)
+    argv = ["evaluate", "--policy", f"{folder / 'still_policy.py'}:Still", "--env", SIM, "--episodes", "3"]
+    assert main([*argv, "--workers", "2", "--json", *FAST_ARGS]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["method"]["method"] == "Still" and data["policy"]["class"] == "still_policy.Still"
+    assert main(["evaluate", "--policy", "nope.py:Still", "--env", SIM, "--episodes", "1", *FAST_ARGS]) == 2
+    assert "no such file 'nope.py'" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "still_policy", raising=False)
+
+
 def _write_checkpoint(directory: Path) -> Path:
     """A tiny checkpoint in the ``r2s2r train --out DIR`` layout: config.json (with metadata) and policy.pt."""
     import torch

@@ -74,7 +74,8 @@ class DirectoryPolicy:
 def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
     """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`) or ``module:attribute``.
 
-    ``module:attribute`` is imported (the current directory first on ``sys.path``, as ``python -m`` does) and
+    ``module:attribute`` (or ``path/to/file.py:attribute``) is imported (the current directory, or the file's
+    folder, first on ``sys.path``, as ``python -m`` does) and
     may be a factory ``f(env) -> Policy``, a policy class (:class:`ClassPolicy`) or a policy object.
 
     Raises:
@@ -89,8 +90,14 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
             f"--policy {spec!r} is neither a policy directory (r2s2r train --out DIR) nor module:factory "
             "(e.g. my_policies:make_policy, a function f(env) -> Policy)"
         )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    search_dir = os.getcwd()
+    if module_name.endswith(".py"):  # a file: its folder goes on sys.path, so worker processes import it too
+        file = Path(module_name)
+        if not file.is_file():
+            raise PolicySpecError(f"--policy {spec!r}: no such file {module_name!r}")
+        search_dir, module_name = str(file.resolve().parent), file.stem
+    if search_dir not in sys.path:
+        sys.path.insert(0, search_dir)
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
@@ -236,8 +243,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--policy",
         required=True,
         metavar="DIR|MODULE:FACTORY",
-        help="a checkpoint directory (r2s2r train --out DIR) or module:factory, a function f(env) -> Policy, a "
-        "policy class or object importable from the current directory (docs/byo_method.md)",
+        help="a checkpoint directory (r2s2r train --out DIR) or module:factory (or file.py:factory): a function "
+        "f(env) -> Policy, a policy class or object importable from the current directory (docs/byo_method.md)",
     )
     ev.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {picksort_env_ids()}")
     ev.add_argument("--lab", default=None, metavar="LAB", help=f"the lab of {LAB_ENV_ID}: a shipped name or a file")
