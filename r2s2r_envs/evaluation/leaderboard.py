@@ -11,14 +11,13 @@ checks each against the result schema, and groups them (docs/leaderboard.md):
   seeds, and the Wilson 95% interval of all its episodes pooled (``stats.wilson_interval``).
 
 Across rows evaluated both in a simulated env and in the lab with the same task settings, ``ranking.pearson``
-and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab does.  The HTML page embeds
-plotly.js, so it works offline and without a server.
+and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab does.  The pages are rendered by
+:mod:`r2s2r_envs.evaluation.leaderboard_pages` (the HTML embeds plotly.js: it opens offline, without a server).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import inspect
 import json
 import math
@@ -312,6 +311,8 @@ def build_leaderboard(
     Raises:
         LeaderboardError: see :func:`load_results` and :func:`group_results`.
     """
+    from r2s2r_envs.evaluation.leaderboard_pages import to_html, to_markdown
+
     results, skipped = load_results(results_dir)
     board = group_results(results, skipped)
     out = Path(out_dir)
@@ -320,193 +321,6 @@ def build_leaderboard(
     (out / "index.html").write_text(to_html(board, title))
     (out / "leaderboard.json").write_text(json.dumps(board.to_dict(), indent=2) + "\n")
     return board
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _cell_text(cell: Cell | None) -> str:
-    if cell is None:
-        return "-"
-    spread = "" if cell.seed_std is None else f" ± {_pct(cell.seed_std)}"
-    low, high = cell.ci95
-    return f"{_pct(cell.mean)}{spread} [{_pct(low)}, {_pct(high)}] (n={len(cell.seeds)})"
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
-    header = ["#", "method", "variant", "real_fraction", "demos real/sim"]
-    header += [f"{c.label} success %" for c in board.envs] + ["datasets (sha256)"]
-    body = []
-    for i, r in enumerate(board.rows, 1):
-        line = [str(i), r.method, r.variant or NO_VARIANT, _fmt(r.real_fraction)]
-        line.append(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}")
-        line += [_cell_text(r.cells.get(c.label)) for c in board.envs]
-        line.append(", ".join(h[:12] for h in r.datasets) or "-")
-        body.append(line)
-    return header, body
-
-
-def _ranking_table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
-    header = ["simulated env", "lab", "rows", "Pearson", "MMRV"]
-    body = [
-        [a.sim_env, a.lab_env, str(len(a.rows)), "n/a" if a.pearson is None else f"{a.pearson:.3f}", f"{a.mmrv:.3f}"]
-        for a in board.ranking
-    ]
-    return header, body
-
-
-NOTES = (
-    "Success % per env: mean over training seeds ± standard deviation over seeds, [Wilson 95% interval of all "
-    "episodes pooled], (n = training seeds). Rows: method, grounding variant of the sim data, real_fraction, "
-    "numbers of demos and dataset hashes. Ranking: Pearson correlation (1 is best; n/a when one side is constant) "
-    "and mean maximum rank violation MMRV(sim, lab) (0 is best, in success-rate fractions) over the rows evaluated "
-    "in both envs."
-)
-
-NO_RANKING = "Sim-vs-lab ranking: needs at least two rows evaluated both in a simulated env and in the lab."
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(board: Leaderboard, title: str) -> str:
-    """The leaderboard as Markdown: the rows table, the ranking table, notes and skipped files."""
-    lines = [f"# {_md_escape(title)}", "", NOTES, ""]
-    for header, body in (_table(board), _ranking_table(board)):
-        if body:
-            lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
-            lines.append("|" + "---|" * len(header))
-            lines += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in body]
-            lines.append("")
-    if not board.ranking:
-        lines += [NO_RANKING, ""]
-    lines.append(f"{len(board.results)} result files.")
-    for path, why in board.skipped:
-        lines.append(f"- skipped {_md_escape(path)}: {_md_escape(why)}")
-    return "\n".join(lines) + "\n"
-
-
-def _html_table(table_id: str, header: list[str], body: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in body)
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-
-
-def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
-    """(div id, caption, plotly figure) of each plot; lab plots only when there are lab results."""
-    import plotly.graph_objects as go
-
-    figures = []
-    labs = [c for c in board.envs if c.is_lab]
-    for k, lab in enumerate(labs):
-        rows = [r for r in board.rows if lab.label in r.cells]
-        fig = go.Figure()
-        for method_rf in sorted({(r.method, _fmt(r.real_fraction)) for r in rows}):
-            mine = [r for r in rows if (r.method, _fmt(r.real_fraction)) == method_rf]
-            cells = [r.cells[lab.label] for r in mine]
-            fig.add_trace(
-                go.Bar(
-                    name=f"{method_rf[0]} (real_fraction {method_rf[1]})",
-                    x=[r.variant or NO_VARIANT for r in mine],
-                    y=[c.mean for c in cells],
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [c.ci95[1] - c.mean for c in cells],
-                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
-                    },
-                )
-            )
-        fig.update_layout(
-            barmode="group",
-            title=f"Lab success per variant: {lab.label}",
-            xaxis_title="grounding variant of the sim data",
-            yaxis={"title": "success rate (mean over seeds, Wilson 95%)", "range": [0, 1.05]},
-        )
-        figures.append((f"plot-lab-variant-{k}", "Lab success per grounding variant", fig))
-
-        fig = go.Figure()
-        with_rf = [r for r in rows if r.real_fraction is not None]
-        for method, variant in sorted({(r.method, r.variant or NO_VARIANT) for r in with_rf}):
-            mine = sorted(
-                (r for r in with_rf if (r.method, r.variant or NO_VARIANT) == (method, variant)),
-                key=lambda r: r.real_fraction,
-            )
-            cells = [r.cells[lab.label] for r in mine]
-            fig.add_trace(
-                go.Scatter(
-                    name=f"{method} / {variant}",
-                    mode="lines+markers",
-                    x=[r.real_fraction for r in mine],
-                    y=[c.mean for c in cells],
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [c.ci95[1] - c.mean for c in cells],
-                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
-                    },
-                )
-            )
-        fig.update_layout(
-            title=f"Lab success against real_fraction: {lab.label}",
-            xaxis={"title": "real_fraction (expected share of real samples per batch)", "range": [-0.05, 1.05]},
-            yaxis={"title": "success rate (mean over seeds, Wilson 95%)", "range": [0, 1.05]},
-        )
-        figures.append((f"plot-lab-real-fraction-{k}", "Lab success against real_fraction", fig))
-    if board.ranking:
-        fig = go.Figure()
-        for a in board.ranking:
-            label = f"{a.sim_env} (Pearson {'n/a' if a.pearson is None else f'{a.pearson:.2f}'}, MMRV {a.mmrv:.3f})"
-            fig.add_trace(go.Scatter(name=label, mode="markers", x=list(a.sim), y=list(a.lab), text=list(a.rows)))
-        fig.add_trace(go.Scatter(name="sim = lab", mode="lines", x=[0, 1], y=[0, 1], line={"dash": "dot"}))
-        fig.update_layout(
-            title="Sim against lab success, one point per row",
-            xaxis={"title": "success in the simulated env", "range": [-0.02, 1.02]},
-            yaxis={"title": "success in the lab", "range": [-0.02, 1.02]},
-        )
-        figures.append(("plot-sim-vs-lab", "Sim against lab success", fig))
-    return figures
-
-
-def to_html(board: Leaderboard, title: str) -> str:
-    """A self-contained HTML page: tables and plotly plots, with plotly.js inline (no network, no server)."""
-    import plotly.io as pio
-    from plotly.offline import get_plotlyjs
-
-    header, body = _table(board)
-    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(NOTES)}</p>"]
-    parts.append(_html_table("leaderboard-table", header, body))
-    if board.ranking:
-        parts.append("<h2>Does the simulator rank policies as the lab does?</h2>")
-        parts.append(_html_table("ranking-table", *_ranking_table(board)))
-    else:
-        parts.append(f"<p>{html.escape(NO_RANKING)}</p>")
-    figures = _figures(board)
-    if not any(c.is_lab for c in board.envs):
-        parts.append("<p>No lab results yet: the lab plots appear once a result of PickSort-Real-v0 is added.</p>")
-    for div_id, caption, fig in figures:
-        parts.append(f"<h2>{html.escape(caption)}</h2>")
-        parts.append(
-            pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
-        )
-    skipped = "".join(f"<li>{html.escape(p)}: {html.escape(w)}</li>" for p, w in board.skipped)
-    parts.append(f"<p>{len(board.results)} result files.</p>" + (f"<ul>{skipped}</ul>" if skipped else ""))
-    style = (
-        "body{font-family:sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #bbb;padding:4px 8px;font-size:90%;text-align:left}th{background:#eee}"
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{style}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head>'
-        f"<body>{''.join(parts)}</body></html>\n"
-    )
 
 
 __all__ = [
@@ -520,6 +334,4 @@ __all__ = [
     "env_column",
     "group_results",
     "load_results",
-    "to_html",
-    "to_markdown",
 ]
