@@ -20,6 +20,12 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         "r2s2r_envs.envs.pick_sort:PickSortEnv",
         {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
+    # Physics identified from the default lab's logs by `r2s2r sysid` (the grounding file shipped in
+    # r2s2r_envs/grounding/groundings/default.json; docs/grounding.md), the scripted planner as demonstrator.
+    "PickSort-WorldGrounded-v0": (
+        "r2s2r_envs.grounding.variants:WorldGroundedEnv",
+        {"grounding": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
     # The lab comes with its teleoperator (r2s2r_envs.lab.teleop), whose style is part of the lab config.
     "PickSort-Real-v0": (
         "r2s2r_envs.lab.lab_env:LabEnv",

@@ -1,0 +1,293 @@
+"""The world-grounded env and world randomization (r2s2r_envs.grounding.variants, .randomization)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from test_grounding_result import example_grounding, write_example
+
+import r2s2r_envs  # noqa: F401  (registers the envs)
+from r2s2r_envs.grounding.randomization import RandomizedWorld, WorldRandomization
+from r2s2r_envs.grounding.result import GroundingFileError, load_grounding
+from r2s2r_envs.grounding.variants import WorldGroundedEnv
+from r2s2r_envs.world import WorldParams, nominal
+from r2s2r_envs.world.params import FIELD_BOUNDS
+
+ENV_ID = "PickSort-WorldGrounded-v0"
+
+
+@pytest.fixture
+def grounding_file(tmp_path):
+    return write_example(tmp_path)
+
+
+# ---------------------------------------------------------------------- the env
+def test_env_runs_the_grounded_world_and_names_its_file(grounding_file):
+    env = WorldGroundedEnv(grounding=str(grounding_file))
+    env.reset(seed=0)
+    env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+    g = load_grounding(grounding_file)
+    assert env.world_params == g.world
+    prov = env.provenance()
+    assert prov["grounding"] == {
+        "source": str(grounding_file),
+        "sha256": g.file_sha256,
+        "schema_version": 1,
+        "lab": {"name": "test-lab", "config_sha256": "ab" * 32},
+    }
+    assert prov["world_sha256"] == g.world.sha256()
+    json.dumps(prov)  # goes into datasets and results
+
+
+def test_same_world_same_rollout_as_the_plain_sim(grounding_file):
+    """The grounded env is PickSort with the file's world, nothing else."""
+    a = WorldGroundedEnv(grounding=grounding_file)
+    b = gym.make("PickSort-Ungrounded-v0", world=load_grounding(grounding_file).world).unwrapped
+    oa, _ = a.reset(seed=5)
+    ob, _ = b.reset(seed=5)
+    act = np.random.default_rng(0).uniform(-1, 1, size=(5, *a.action_space.shape)).astype(np.float32)
+    for x in act:
+        oa, ra, *_ = a.step(x)
+        ob, rb, *_ = b.step(x)
+    for k in oa:
+        np.testing.assert_array_equal(oa[k], ob[k])
+    assert ra == rb
+
+
+def test_registered_id_uses_the_shipped_grounding():
+    if ENV_ID not in gym.registry:
+        pytest.fail(f"{ENV_ID} is not registered")
+    spec = gym.spec(ENV_ID)
+    assert spec.entry_point == "r2s2r_envs.grounding.variants:WorldGroundedEnv"
+    assert spec.kwargs["grounding"] == "default" and spec.kwargs["demonstrator"] == "scripted"
+    json.dumps(spec.kwargs)
+    env = gym.make(ENV_ID)
+    assert env.unwrapped.world_params == load_grounding("default").world
+    assert env.unwrapped.provenance()["grounding"]["source"] == "default"
+
+
+def test_make_fails_at_once_on_a_missing_or_malformed_file(tmp_path, grounding_file):
+    entry = "r2s2r_envs.grounding.variants:WorldGroundedEnv"
+    env_id = "PickSort-TestGrounded-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=entry, kwargs={"grounding": "default"})
+    with pytest.raises(FileNotFoundError, match="absent.json"):
+        gym.make(env_id, grounding=str(tmp_path / "absent.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "format": "r2s2r_envs.grounding"')
+    with pytest.raises(GroundingFileError, match="not valid JSON"):
+        gym.make(env_id, grounding=str(bad))
+    other = tmp_path / "v2.json"
+    data = json.loads(grounding_file.read_text())
+    other.write_text(json.dumps({**data, "schema_version": 2}))
+    with pytest.raises(GroundingFileError, match="reads grounding schema version 1"):
+        gym.make(env_id, grounding=str(other))
+
+
+def test_env_arguments(grounding_file):
+    with pytest.raises(TypeError, match="no 'world' argument"):
+        WorldGroundedEnv(grounding=grounding_file, world="nominal")
+    with pytest.raises(TypeError, match="'grounding'"):  # the valid arguments listed include the env's own
+        WorldGroundedEnv(grounding=grounding_file, ground="x")
+    env = WorldGroundedEnv(grounding=grounding_file, num_objects=2, control_mode="joint")
+    assert env.num_objects == 2 and env.action_space.shape == (23,)
+
+
+def test_reset_world_option_still_randomizes(grounding_file):
+    env = WorldGroundedEnv(grounding=grounding_file)
+    other = dataclasses.replace(load_grounding(grounding_file).world, belt_speed=0.05)
+    env.reset(seed=0, options={"world": other})
+    assert env.world_params.belt_speed == 0.05
+
+
+# ---------------------------------------------------------------------- randomization
+def _within(world: WorldParams, r: WorldRandomization) -> bool:
+    for name in WorldParams.field_names():
+        value = getattr(world, name)
+        if name not in r.ranges:
+            if value != getattr(r.center, name):
+                return False
+            continue
+        pairs = r.ranges[name] if isinstance(value, tuple) else [r.ranges[name]]
+        values = value if isinstance(value, tuple) else [value]
+        if not all(lo <= v <= hi for (lo, hi), v in zip(pairs, values)):
+            return False
+    return True
+
+
+def test_around_nominal_ranges_and_samples():
+    r = WorldRandomization.around_nominal(0.2)
+    w = nominal()
+    assert r.ranges["belt_speed"] == pytest.approx((0.8 * w.belt_speed, 1.2 * w.belt_speed))
+    assert r.ranges["object_mass"][2] == pytest.approx((0.16, 0.24))
+    assert "control_latency" not in r.ranges and "object_pos_offset" not in r.ranges  # zero: no relative range
+    assert r.ranges["object_size_scale"][1] <= FIELD_BOUNDS["object_size_scale"].maximum
+    rng = np.random.default_rng(0)
+    draws = [r.sample(rng) for _ in range(200)]
+    assert all(_within(d, r) for d in draws)
+    speeds = np.array([d.belt_speed for d in draws])
+    assert speeds.min() < 0.07 and speeds.max() > 0.09  # spans the range, not stuck at the centre
+    assert r.sample(np.random.default_rng(1)) == r.sample(np.random.default_rng(1))
+
+
+def test_from_grounding_uses_the_intervals(grounding_file):
+    g = load_grounding(grounding_file)
+    r = WorldRandomization.from_grounding(grounding_file)
+    assert r.center == g.world
+    assert set(r.ranges) == {"belt_speed", "control_latency", "object_mass", "object_pos_noise"}
+    assert r.ranges["belt_speed"] == pytest.approx((0.094, 0.096))
+    assert r.ranges["object_mass"][0] == pytest.approx((0.10, 0.12))
+    wide = WorldRandomization.from_grounding(g, widen=2.0, fields=["belt_speed"])
+    assert set(wide.ranges) == {"belt_speed"}
+    assert wide.ranges["belt_speed"] == pytest.approx((0.093, 0.097))
+    rng = np.random.default_rng(3)
+    assert all(_within(r.sample(rng), r) for _ in range(100))
+    with pytest.raises(ValueError, match="arm_damping has no bounded interval"):
+        WorldRandomization.from_grounding(g, fields=["arm_damping"])
+
+
+def test_from_grounding_clips_to_what_a_field_accepts(tmp_path):
+    g = example_grounding(intervals={"object_pos_noise": [-0.001, 0.005]})  # a t-interval may cross zero
+    r = WorldRandomization.from_grounding(g)
+    assert r.ranges["object_pos_noise"] == (0.0, 0.005)
+    path = write_example(tmp_path, "unbounded.json", intervals={"control_latency": [0.02, None]})
+    assert "control_latency" not in WorldRandomization.from_grounding(path).ranges  # kept at the estimate
+
+
+def test_randomization_json_round_trip():
+    r = WorldRandomization.around_nominal(0.1, fields=["belt_speed", "arm_damping"])
+    text = r.to_json()
+    assert WorldRandomization.from_json(text) == r
+    data = json.loads(text)
+    assert data["ranges"]["arm_damping"][0] == pytest.approx([0.9, 1.1])
+    partial = WorldRandomization.from_dict({"center": {"belt_speed": 0.1}, "ranges": {"belt_speed": [0.09, 0.11]}})
+    assert partial.center.belt_speed == 0.1
+
+
+@pytest.mark.parametrize(
+    ("ranges", "error", "message"),
+    [
+        ({"belt_speed": (0.09, 0.1)}, ValueError, "excludes the centre world's value 0.08"),
+        ({"warp": (0, 1)}, KeyError, "unknown field(s) ['warp']"),
+        ({"belt_speed": (0.1, 0.05)}, ValueError, "low <= high"),
+        ({"object_mass": (0.1, 0.2)}, ValueError, "3 (low, high) pairs"),
+        ({"belt_speed": (-0.1, 0.1)}, ValueError, "leaves what belt_speed accepts"),
+        ({"belt_speed": (0.0, float("inf"))}, ValueError, "finite"),
+    ],
+)
+def test_bad_ranges(ranges, error, message):
+    with pytest.raises(error) as info:
+        WorldRandomization(center=nominal(), ranges=ranges)
+    assert message in str(info.value)
+
+
+def test_bad_randomization_arguments():
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        WorldRandomization.around_nominal(1.5)
+    with pytest.raises(ValueError, match="control_latency is 0"):
+        WorldRandomization.around_nominal(0.2, fields=["control_latency"])
+    with pytest.raises(ValueError, match="format version 9"):
+        WorldRandomization.from_dict({"version": 9, "ranges": {}})
+    with pytest.raises(TypeError, match="Generator"):
+        WorldRandomization().sample(0)  # type: ignore[arg-type]
+
+
+def test_randomized_world_is_applied_at_reset_and_reproducible():
+    r = WorldRandomization.around_nominal(0.3, fields=["belt_speed", "object_friction", "arm_damping"])
+    env = RandomizedWorld(gym.make("PickSort-Ungrounded-v0"), r)
+    _, info = env.reset(seed=11)
+    first = env.unwrapped.world_params
+    assert info["world"] == first.to_dict() and _within(first, r) and first != nominal()
+    _, info2 = env.reset()
+    assert env.unwrapped.world_params != first and info2["world"]["belt_speed"] != info["world"]["belt_speed"]
+    again = RandomizedWorld(gym.make("PickSort-Ungrounded-v0"), r)
+    again.reset(seed=11)
+    assert again.unwrapped.world_params == first
+    with pytest.raises(ValueError, match="draws the world itself"):
+        env.reset(options={"world": "nominal"})
+
+
+# ---------------------------------------------------------------------- command line: --grounding and --lab
+def test_demo_takes_a_grounding_file(capsys, grounding_file):
+    from r2s2r_envs import cli
+
+    if ENV_ID not in gym.registry:
+        pytest.fail(f"{ENV_ID} is not registered")
+    argv = ["demo", "--env", ENV_ID, "--grounding", str(grounding_file), "--episodes", "1", "--episode-steps", "5"]
+    assert cli.main([*argv, "--num-objects", "1", "--json", "--no-progress"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["env_kwargs"]["grounding"] == str(grounding_file)
+    assert result["provenance"]["grounding"]["sha256"] == load_grounding(grounding_file).file_sha256
+
+
+def test_demo_grounding_errors(capsys, tmp_path, grounding_file):
+    from r2s2r_envs import cli
+
+    assert cli.main(["demo", "--env", "PickSort-Ungrounded-v0", "--grounding", str(grounding_file)]) == 2
+    assert "does not take one" in capsys.readouterr().err
+    if ENV_ID in gym.registry:
+        assert cli.main(["demo", "--env", ENV_ID, "--grounding", str(tmp_path / "none.json")]) == 2
+        assert "none.json" in capsys.readouterr().err
+
+
+def test_generate_takes_lab_and_grounding_options(capsys, tmp_path, grounding_file):
+    from r2s2r_envs import cli
+
+    base = [
+        "generate",
+        "--episodes",
+        "1",
+        "--episode-steps",
+        "5",
+        "--env-kwargs",
+        '{"num_objects": 1}',
+        "--no-progress",
+    ]
+    out = tmp_path / "real.hdf5"
+    lab = tmp_path / "lab.json"
+    lab.write_text(json.dumps({"name": "cli-lab", "world": {"belt_speed": 0.07}, "effects": {}}))
+    argv = [*base[:1], "PickSort-Real-v0", *base[1:], "--demonstrator", "scripted", "--lab", str(lab)]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    from r2s2r_envs.datasets import open_dataset
+
+    with open_dataset(out) as f:
+        assert f.provenance["world"]["lab"]["name"] == "cli-lab"
+    capsys.readouterr()
+    # Options that do not apply, or given twice, are refused before anything runs.
+    argv = [*base[:1], "PickSort-Ungrounded-v0", *base[1:], "--grounding", str(grounding_file)]
+    assert cli.main([*argv, "--out", str(tmp_path / "x.hdf5")]) == 1
+    assert "--grounding applies to the envs that take a grounding" in capsys.readouterr().err
+    argv = ["generate", "PickSort-Real-v0", "--episodes", "1", "--env-kwargs", '{"lab": "default"}', "--lab", "x"]
+    assert cli.main([*argv, "--out", str(tmp_path / "y.hdf5")]) == 1
+    assert "both set 'lab'" in capsys.readouterr().err
+    assert not (tmp_path / "x.hdf5").exists() and not (tmp_path / "y.hdf5").exists()
+
+
+def test_datasets_make_with_another_lab(capsys, tmp_path):
+    from r2s2r_envs import cli
+
+    spec = {
+        "spec_version": 1,
+        "datasets": [
+            {"name": "tiny-lab", "env_id": "PickSort-Real-v0", "episodes": 1, "seed": 0, "successes_only": False,
+             "env_kwargs": {"num_objects": 1, "episode_steps": 5}, "demonstrator": "scripted", "sha256": "0" * 64},
+            {"name": "tiny-sim", "env_id": "PickSort-Ungrounded-v0", "episodes": 1, "seed": 0,
+             "successes_only": False, "env_kwargs": {"num_objects": 1, "episode_steps": 5}},
+        ],
+    }  # fmt: skip
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    lab = tmp_path / "other.json"
+    lab.write_text(json.dumps({"name": "other", "world": {}, "effects": {}}))
+    argv = ["datasets", "make", "tiny-lab", "--spec", str(spec_path), "--cache-dir", str(tmp_path), "--no-progress"]
+    assert cli.main([*argv, "--lab", str(lab)]) == 0
+    assert (tmp_path / "tiny-lab+other.hdf5").exists()  # its own file, not the canonical one's
+    assert "tiny-lab" in capsys.readouterr().out
+    assert cli.main([*argv[:2], "tiny-sim", *argv[3:], "--lab", str(lab)]) == 1
+    assert "none of the selected does" in capsys.readouterr().err
+    assert cli.main([*argv, "--lab", str(lab), "--update-spec"]) == 1
+    assert "do not combine" in capsys.readouterr().err
