@@ -244,6 +244,7 @@ def test_cli_evaluates_a_module_factory(tmp_path, capsys):
     assert [(r["env_seed"], r["policy_seed"]) for r in data["records"]] == evaluation_seeds(2)
 
 
+@pytest.mark.slow  # worker processes are spawned: ~10 s
 def test_cli_json_in_the_lab_with_workers(tmp_path, capsys):
     code = main(
         ["evaluate", "--policy", "test_evaluate_cli:ZeroPolicy", "--env", LAB, "--lab", "default", "--episodes", "3"]
@@ -258,6 +259,7 @@ def test_cli_json_in_the_lab_with_workers(tmp_path, capsys):
     assert [r["steps"] for r in data["records"]] == [r.steps for r in one.records]  # workers change nothing
 
 
+@pytest.mark.slow  # worker processes are spawned: ~10 s
 def test_cli_evaluates_a_policy_file_in_worker_processes(tmp_path, monkeypatch, capsys):
     # path/to/file.py:factory: the file's folder goes on sys.path, so the spawned workers import it too.
     folder = tmp_path / "elsewhere"
