@@ -30,7 +30,9 @@ from r2s2r_envs.grounding.validation import (
 from r2s2r_envs.world.params import WorldParams, nominal
 
 #: Held-out runs plotted at most (the report stays a few MB).
-MAX_RUNS_PLOTTED = 6
+MAX_RUNS_PLOTTED = 8
+# Signals whose range ranks runs for plotting.
+_MOVING = ("arm_qpos", "hand_qpos")
 _COLORS = {"lab": "#212529", "nominal": "#388e3c", "grounded": "#1976d2"}
 _FONT_IMPORT = "@import url('https://fonts.googleapis.com"
 
@@ -66,7 +68,7 @@ def write_report(
     nrmse = validation.nrmse if validation is not None else grounding.validation.get("nrmse", {})
     builder.add_section(_Section("Held-out prediction error", _nrmse_html(nrmse), anchor="validation"))
     if validation is not None and heldout_runs:
-        plotted = [r for r in heldout_runs if r.name in validation.predictions][:MAX_RUNS_PLOTTED]
+        plotted = runs_to_plot([r for r in heldout_runs if r.name in validation.predictions])
         sections = [
             _Section(f"{r.name} ({r.protocol})", _trajectory_html(r, validation.predictions[r.name]), anchor=r.name)
             for r in plotted
@@ -89,6 +91,19 @@ def write_report(
     path = directory / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def runs_to_plot(runs: Sequence[Any], limit: int = MAX_RUNS_PLOTTED) -> list[Any]:
+    """One run per protocol, the ones whose signals move most first (a run at rest shows little), at most
+    ``limit``."""
+    first: dict[str, Any] = {}
+    for run in runs:
+        first.setdefault(run.protocol, run)
+
+    def motion(run: Any) -> float:
+        return float(sum(np.ptp(np.asarray(v, dtype=float), axis=0).sum() for k, v in run.obs.items() if k in _MOVING))
+
+    return sorted(first.values(), key=motion, reverse=True)[:limit]
 
 
 class _Section:
@@ -264,7 +279,8 @@ def _trajectory_html(run: Any, predictions: Mapping[str, Mapping[str, np.ndarray
         for which in ("nominal", "grounded"):
             if which in pred:
                 fig.add_trace(_line(go, t, pred[which], which, show, "dash" if which == "nominal" else None), row, 1)
-    fig.update_layout(height=180 * len(panels) + 80, template="plotly_white", xaxis_title="time (s)")
+    fig.update_layout(height=180 * len(panels) + 80, template="plotly_white")
+    fig.update_xaxes(title_text="time (s)", row=len(panels), col=1)
     return fig.to_html(full_html=False, include_plotlyjs=False)
 
 
