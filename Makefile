@@ -15,8 +15,9 @@ STAMP := $(VENV)/.r2s2r-installed
 # pip takes a CPU build of torch where one is at hand; a bare `torch` requirement would pull a multi-GB CUDA build.
 TORCH_VERSION ?= 2.13.0
 ROBOMIMIC_VERSION ?= 0.3.0
-# chromium: tests/test_leaderboard.py opens the leaderboard page in a real headless browser.
-EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri chromium
+# System packages: the EGL libraries for offscreen rendering, and chromium, the real headless browser in which
+# tests/test_leaderboard.py opens the leaderboard page.
+SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri chromium
 
 # Headless offscreen rendering: MuJoCo picks its GL backend at import time.
 export MUJOCO_GL ?= egl
@@ -34,13 +35,13 @@ help:
 setup: $(STAMP)
 
 egl:
-	@if ldconfig -p | grep -q 'libEGL.so.1' && ldconfig -p | grep -q 'libEGL_mesa.so.0'; then \
+	@if ldconfig -p | grep -q 'libEGL.so.1' && ldconfig -p | grep -q 'libEGL_mesa.so.0' && command -v chromium >/dev/null; then \
 		:; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing EGL libraries for offscreen rendering: $(EGL_PACKAGES)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(EGL_PACKAGES); \
+		echo "installing system packages (EGL for offscreen rendering, chromium for the page test): $(SYSTEM_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES); \
 	else \
-		echo "error: offscreen rendering needs EGL. Install (as root): apt-get install -y $(EGL_PACKAGES)" >&2; \
+		echo "error: offscreen rendering needs EGL and the page test chromium. Install (as root): apt-get install -y $(SYSTEM_PACKAGES)" >&2; \
 		exit 1; \
 	fi
 
