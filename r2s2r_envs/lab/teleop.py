@@ -80,7 +80,8 @@ class Habits:
         min_grasp_height: Lowest TCP height above the belt while grasping.
         lift_height: TCP height (world z) for carrying.
         drop_height: TCP height (world z) above the bin for a ``"drop"`` release.
-        place_height: TCP height above the bin's floor for a ``"place"`` release.
+        place_height: TCP height above the bin's centre site (rim at 1 cm above it) for a ``"place"`` release: the
+            held object's bottom stays just clear of the rim.
         descend_time: Duration of the final descent onto the object at ``speed`` 1.
         follow_time: Duration of closing in on the object along the belt at ``speed`` 1.
         close_time: Time a digit takes to close (half to reach the object, half to squeeze).
@@ -115,7 +116,7 @@ class Habits:
     min_grasp_height: float = 0.037
     lift_height: float = 0.28
     drop_height: float = 0.22
-    place_height: float = 0.1
+    place_height: float = 0.08
     descend_time: float = 0.35
     follow_time: float = 0.4
     close_time: float = 0.35
@@ -293,17 +294,11 @@ class Teleoperator:
                     self._begin("idle")
                 else:
                     self._log.append((self._grasps, int(cats[i]), tcp.copy(), meas[i].copy(), self._yaw))
-                    arrived = tau <= 0.0 and np.linalg.norm(goal - tcp) < 0.03 or self._timer > self._duration + 1.0
-                    if arrived and self.style.release == "place":
-                        self._begin("lower")
-                        self._duration = self._movement_time(goal[2] - self._place_z(cat), h.carry_peak_speed)
-                    elif arrived:
+                    # "place" brings the object down into the bin and opens once the hand is there and slow.
+                    near = 0.03 if self.style.release == "drop" else 0.015
+                    arrived = tau <= 0.0 and np.linalg.norm(goal - tcp) < near or self._timer > self._duration + 1.0
+                    if arrived:
                         self._begin("release")
-            elif phase == "lower":  # "place": lower the object into the bin before opening
-                goal = np.array([self._x[0], self._x[1], self._place_z(cat)])
-                tau = max(self._duration - self._timer, 0.0)
-                if tau <= 0.0 and self._timer > self._duration + 0.15:
-                    self._begin("release")
             elif phase == "release":
                 goal = self._x
                 self._fingers = self._open
@@ -539,10 +534,7 @@ class Teleoperator:
     def _release_point(self, cat: str) -> np.ndarray:
         h = self.habits
         c = self.layout.bin_centers[cat]
-        return np.array([c[0], c[1], h.drop_height])
-
-    def _place_z(self, cat: str) -> float:
-        return float(self.layout.bin_centers[cat][2] + self.habits.place_height)
+        return np.array([c[0], c[1], h.drop_height if self.style.release == "drop" else c[2] + h.place_height])
 
     def _ready_point(self) -> np.ndarray:
         return np.array([self.layout.belt_center_x - 0.05, 0.15, self.layout.belt_top + 0.2])
