@@ -68,6 +68,11 @@ def test_registered_id_uses_the_shipped_grounding():
     env = gym.make(ENV_ID)
     assert env.unwrapped.world_params == load_grounding("default").world
     assert env.unwrapped.provenance()["grounding"]["source"] == "default"
+    # The shipped intervals make valid randomization ranges (clipped where a t-interval crosses a field's bound).
+    dr = WorldRandomization.from_grounding("default")
+    assert set(dr.ranges) <= set(load_grounding("default").identified) and "control_latency" in dr.ranges
+    rng = np.random.default_rng(0)
+    assert all(_within(dr.sample(rng), dr) for _ in range(20))
 
 
 def test_make_fails_at_once_on_a_missing_or_malformed_file(tmp_path, grounding_file):
