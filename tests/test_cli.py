@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 
+import gymnasium as gym
 import pytest
 from conftest import ENV_IDS, REPO_ROOT, lab_file
 
@@ -81,7 +82,7 @@ def test_envs_lists_registered_ids(capsys):
     assert [r["id"] for r in rows] == cli.registered_env_ids()
     assert {r["id"] for r in rows} >= set(ENV_IDS)
     for r in rows:
-        assert r["episode_steps"] == 500 and r["demonstrator"] == "scripted"
+        assert r["episode_steps"] == 500 and r["demonstrator"] == gym.spec(r["id"]).kwargs["demonstrator"]
         assert "max_episode_steps" not in r
 
 
@@ -122,7 +123,7 @@ def test_demo_json(capsys, env_id):
     assert [(r.env_seed, r.policy_seed) for r in result.records] == evaluation_seeds(2, base_seed=7)
     assert result.env_kwargs == {"num_objects": 1, "episode_steps": 40}
     assert result.provenance["num_objects"] == 1
-    assert result.policy["name"] == "scripted"
+    assert result.policy["name"] == gym.spec(env_id).kwargs["demonstrator"]  # the env's own demonstrator
     assert all(r.steps <= 40 for r in result.records)
     s = json.loads(out)["summary"]
     assert s["episodes"] == 2
