@@ -249,7 +249,7 @@ _REST_SPOTS = (
 
 
 def _plans_rest(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
-    count, steps = (3, 60) if quick else (6, 100)
+    count, steps = (4, 70) if quick else (6, 100)
     plans = []
     for k in range(count):
         objects = [{"category": c, "position": list(_REST_SPOTS[k][i]), "yaw": 0.0} for i, c in enumerate(C.CATEGORIES)]
@@ -489,7 +489,12 @@ def _plans_push(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
         bottom = {"category": "bar", "position": [bx, by]}
         upper = {"category": "bar", "position": [x_top, by, top + bar_height + bar_height / 2 + 0.003]}
         name = f"push_{k}"
-        settings = {"bottom_m": bottom["position"], "top_m": upper["position"], "push_steps": [40, 95]}
+        settings = {
+            "bottom_m": bottom["position"],
+            "top_m": upper["position"],
+            "push_steps": [40, 95],
+            "rest_steps": [5, 30],  # the bars rest untouched while the hand comes
+        }
         plans.append(
             RunPlan(
                 name=name,

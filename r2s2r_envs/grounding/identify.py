@@ -44,7 +44,7 @@ from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import WorldParams, nominal
 
 SETTLE_STEPS = 20  # control steps (1 s) after reset before objects and robot count as at rest
-LATENCY_GRID_S = 0.02
+LATENCY_GRID_S = 0.01
 LATENCY_MAX_S = 0.2
 PHYSICS_DT = 0.002  # the scene's physics time step, s: the resolution of the actuator delay
 
@@ -169,21 +169,28 @@ def _fit_sensing(runs: list[LogRun], fit: _Fit) -> None:
 
 
 # ----------------------------------------------------------------------------- 2. offset and object size
+def _rest_window(run: LogRun) -> tuple[int, int]:
+    """Control steps during which a run's placed objects rest untouched."""
+    t0, t1 = run.settings.get("rest_steps", [SETTLE_STEPS, run.steps + 1])
+    return int(t0), int(t1)
+
+
 def _rest_differences(runs: list[LogRun], world: WorldParams) -> tuple[np.ndarray, np.ndarray]:
     """Perceived minus predicted (offset-free, unit size) mean resting position per placed object, and each
-    object's nominal half-height."""
+    object's predicted centre height above the belt (a stacked object stands higher: a longer lever on the
+    size scale)."""
     base = dataclasses.replace(world, object_pos_offset=(0.0, 0.0, 0.0), object_size_scale=1.0)
-    layout = scene_layout()
+    top = scene_layout().belt_top
     diffs, heights = [], []
     for run in runs:
         run.require(["object_pos"], "the perception offset")
+        t0, t1 = _rest_window(run)
         pred = simulate_run(run, base)
-        measured = _settled(run, "object_pos").mean(axis=0).reshape(-1, 3)
-        predicted = np.asarray(pred["object_pos"][SETTLE_STEPS:], dtype=float).mean(axis=0).reshape(-1, 3)
-        for i, obj in enumerate(run.setup.get("objects", [])):
-            size = layout.object_half_sizes[obj["category"]]
+        measured = np.asarray(run.obs["object_pos"][t0:t1], dtype=float).mean(axis=0).reshape(-1, 3)
+        predicted = np.asarray(pred["object_pos"][t0:t1], dtype=float).mean(axis=0).reshape(-1, 3)
+        for i in range(len(run.setup.get("objects", []))):
             diffs.append(measured[i] - predicted[i])
-            heights.append(float(size[0] if obj["category"] == "ball" else size[2]))
+            heights.append(predicted[i, 2] - top)
     return np.asarray(diffs), np.asarray(heights)
 
 
@@ -218,7 +225,8 @@ def _fit_offset_and_size(runs: list[LogRun], fit: _Fit) -> None:
         fit.set("object_size_scale", float(np.clip(scale, 0.5, 2.0)), (scale - half[1], scale + half[1]))
     fit.set("object_pos_offset", offset.tolist(), list(zip(low, high)))
     fit.details["offset_and_size"] = {
-        "method": "perceived minus simulated resting positions; z regressed on nominal half-heights",
+        "method": "perceived minus simulated resting positions; z regressed on the objects' centre heights above "
+        "the belt (slope: size scale - 1, intercept: z offset)",
         "objects": n,
         "differences_m": diffs.round(5).tolist(),
     }
@@ -236,7 +244,8 @@ def _belt_speed_series(runs: list[LogRun]) -> list[np.ndarray]:
         vel = np.asarray(run.obs["object_vel"], dtype=float).reshape(run.steps + 1, -1, 6)[:, riding, 1]
         pos = np.asarray(run.obs["object_pos"], dtype=float).reshape(run.steps + 1, -1, 3)[:, riding]
         on_belt = np.all(pos[:, :, 2] > scene_layout().belt_top - 0.02, axis=1)
-        speed = -vel[5:][on_belt[5:]].mean(axis=1)  # objects riding together share the belt
+        # From the reset on (the belt starts at its nominal speed there); objects riding together share the belt.
+        speed = -vel[on_belt].mean(axis=1)
         series.append(speed)
     return series
 
@@ -248,7 +257,7 @@ def _ou_nll(theta: np.ndarray, series: list[np.ndarray], dt: float) -> float:
     v0, sf, tau, sn = theta[0], math.exp(theta[1]), math.exp(theta[2]), math.exp(theta[3])
     a = math.exp(-dt / tau)
     q = (v0 * sf) ** 2 * (1.0 - a * a)
-    p0 = (v0 * sf) ** 2
+    p0 = 0.0  # the fluctuation starts at zero at reset (in the simulator and the lab alike)
     r = sn * sn
     nll = 0.0
     for y in series:
@@ -287,27 +296,27 @@ def _fit_belt(runs: list[LogRun], fit: _Fit, quick: bool) -> None:
     allv = np.concatenate(series)
     v0 = float(allv.mean())
     sd = float(allv.std()) + 1e-9
-    nll = lambda th: _ou_nll(th, series, dt)  # noqa: E731
-    starts = [np.array([v0, math.log(max(sd / v0, 1e-4)), math.log(t0), math.log(sd)]) for t0 in (0.3, 1.5)]
-    best = min(
-        (
-            minimize(nll, x0, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-4, "maxiter": 3000})
-            for x0 in starts
-        ),
-        key=lambda r: r.fun,
-    )
-    theta = best.x
+    # Coordinates of order one: relative speed offset, log relative fluctuation, log time, log noise.
+    to_theta = lambda x: np.array([v0 * (1.0 + x[0]), x[1], x[2], x[3]])  # noqa: E731
+    nll = lambda x: _ou_nll(to_theta(x), series, dt)  # noqa: E731
+    bounds = [(-0.5, 0.5), (math.log(1e-4), math.log(0.5)), (math.log(0.05), math.log(50.0)), (math.log(1e-6), 0.0)]
+    starts = [np.array([0.0, math.log(max(sd / v0, 2e-4)), math.log(t0), math.log(sd)]) for t0 in (0.3, 1.5)]
+    best = min((minimize(nll, x0, method="L-BFGS-B", bounds=bounds) for x0 in starts), key=lambda r: r.fun)
+    x_hat = best.x
+    theta = to_theta(x_hat)
     # Without fluctuation: only the speed and the measurement noise (likelihood-ratio test of the fluctuation).
     flat = minimize(
-        lambda th: _ou_nll(np.array([th[0], -20.0, 0.0, th[1]]), series, dt),
-        np.array([v0, math.log(sd)]),
-        method="Nelder-Mead",
+        lambda x: nll(np.array([x[0], math.log(1e-4), 0.0, x[1]])),
+        np.array([0.0, math.log(sd)]),
+        method="L-BFGS-B",
+        bounds=[bounds[0], bounds[3]],
     )
     significant = 2.0 * (flat.fun - best.fun) > 3.84
-    hess = _hessian(nll, theta)
+    hess = _hessian(nll, x_hat)
     try:
         cov = np.linalg.inv(hess)
         se = np.sqrt(np.clip(np.diag(cov), 0.0, np.inf))
+        se[0] *= v0  # back to m/s
     except np.linalg.LinAlgError:
         se = np.full(4, np.inf)
     z = 1.959964
@@ -473,7 +482,7 @@ def _fit_latency_and_fingers(runs: list[LogRun], fit: _Fit, quick: bool, workers
         "finger_kv": (_replace("finger_kv"), world.finger_kv, 1e-3, 1.0),
         "finger_force_limit": (_replace("finger_force_limit"), world.finger_force_limit, 0.05, 10.0),
     }
-    est, ivals, info = _sysid_fit(rollouts, world, params, signals, scale, max_iters=5 if quick else 12)
+    est, ivals, info = _sysid_fit(rollouts, world, params, signals, scale, max_iters=8 if quick else 15)
     for name in fields:
         low, high = ivals[name]
         if name == "control_latency":  # the simulator holds commands for whole physics steps
@@ -728,9 +737,12 @@ def identify(logs: LogSet, *, quick: bool = False, workers: int = 1) -> Identifi
 
     rest = logs.by_protocol("sensing_rest")
     stage("sensing", lambda: _fit_sensing(rest, fit))
-    stage("offset_and_size", lambda: _fit_offset_and_size(rest, fit))
+    # Objects rest untouched in the sensing runs and at the start of the push runs (a bar stacked on a bar).
+    stage("offset_and_size", lambda: _fit_offset_and_size(rest + logs.by_protocol("push"), fit))
     stage("belt", lambda: _fit_belt(logs.by_protocol("belt_ride"), fit, quick))
     fingers = logs.by_protocol("finger_steps") + logs.by_protocol("latency")
+    if quick and logs.by_protocol("finger_steps"):  # the finger steps alone expose all four
+        fingers = logs.by_protocol("finger_steps")
     stage("latency_and_fingers", lambda: _fit_latency_and_fingers(fingers, fit, quick, workers))
     arm = logs.by_protocol("arm_steps") + logs.by_protocol("arm_chirp")
     stage("arm", lambda: _fit_arm(arm, fit, quick, workers))

@@ -237,9 +237,7 @@ def write_logs(
             group = f.create_group("obs")
             for key, value in run.obs.items():
                 group.create_dataset(key, data=np.asarray(value), fletcher32=True)
-        entries.append(
-            {"file": path.name, "protocol": run.protocol, "split": run.split, "sha256": file_sha256(path)}
-        )
+        entries.append({"file": path.name, "protocol": run.protocol, "split": run.split, "sha256": file_sha256(path)})
     manifest = {
         "schema_version": LOG_SCHEMA_VERSION,
         "lab": {"name": lab_name, "config_sha256": lab_config_sha256},
