@@ -18,9 +18,9 @@ Human motion traits, each visible in the data:
 * **Interception with a learned lead**: object velocities are estimated by watching positions (an alpha-beta
   filter on the perceived positions, not the velocity sensor), and the hand aims where the object will be when
   the hand arrives, plus the lead the operator has learned the cell's lag needs.
-* **Human grasp**: ``"wrap"`` closes the digits one after the other (index, middle, ring, thumb, about 70 ms
-  apart) and curls the distal joints around the object; ``"pinch"`` closes all digits together with straight
-  fingers.
+* **Human grasp**: the digits reach the object together (one arriving alone would shove it away); then
+  ``"wrap"`` squeezes them one after the other (index, middle, thumb, ring, about 50 ms apart) and curls the
+  fingers' distal joints around the object, while ``"pinch"`` squeezes all digits at once with straight fingers.
 * **Hesitations and re-grasps**: now and then the operator pauses above the object before committing, or opens
   and re-closes the hand to adjust the grip; a grasp that fails to lift the object is retried while the object is
   still within reach.
@@ -50,7 +50,9 @@ import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.envs.config import ControlConfig, replace_checked
+from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import OperatorStyle
+from r2s2r_envs.lab.lab_env import LabEnv
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
 
@@ -700,15 +702,11 @@ def _practice_env(base: Any, nominal: bool = False) -> gym.Env:
         "randomization": dataclasses.asdict(base.randomization),
     }
     if nominal:
-        from r2s2r_envs.envs.pick_sort import PickSortEnv
-
         return PickSortEnv(world="nominal", **kwargs)
     lab = getattr(base, "_lab", None)
     if lab is not None:
-        from r2s2r_envs.lab.lab_env import LabEnv
-
         return LabEnv(lab=lab, **kwargs)
-    return type(base)(world=base.world_params, **kwargs)
+    return PickSortEnv(world=base.world_params, **kwargs)  # a simulator: the same world
 
 
 def _operator_of(base: Any) -> OperatorStyle:
