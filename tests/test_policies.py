@@ -98,6 +98,23 @@ def test_sim_only_and_real_only_runs_need_one_dataset(data: dict[str, Path], tmp
     assert [d["domain"] for d in train(both).metadata["datasets"]] == ["sim"]
 
 
+def test_cnn_encoder_on_camera_images(tmp_path: Path) -> None:
+    real, sim = tmp_path / "real-img.hdf5", tmp_path / "sim-img.hdf5"
+    write_synthetic_dataset(real, [6, 7], domain="real", seed=1, image_size=16)
+    write_synthetic_dataset(sim, [5, 8], domain="sim", seed=2, image_size=16)
+    keys = ("arm_qpos", "eef_pos", "scene_image")
+    common = dict(real=(str(real),), sim=(str(sim),), real_fraction=0.5, obs_keys=keys, **TINY)
+    with pytest.raises(ConfigError, match="camera images.*--encoder cnn"):
+        train(TrainConfig(method="bc", out=str(tmp_path / "no"), **common))
+    out = train(TrainConfig(method="flow-cfg", out=str(tmp_path / "cnn"), encoder="cnn", **common)).out
+    policy = load_policy(out)
+    assert policy.pipeline.image_keys == ["scene_image"] and policy.pipeline.obs_keys == ["arm_qpos", "eef_pos"]
+    obs, _ = ToyPickSortEnv(obs_mode="state+rgb", image_size=16).reset(seed=0)
+    policy.reset(0)
+    action = policy.act(obs)
+    assert action.shape == (22,) and np.all(np.isfinite(action))
+
+
 def test_all_demos_option_trains_on_failures_too(data: dict[str, Path], tmp_path: Path) -> None:
     meta = train(_config(data, tmp_path / "all", "bc", demos="all")).metadata
     assert meta["n_real_demos"] == 4 and meta["n_sim_demos"] == 6 and meta["demos"] == "all"
