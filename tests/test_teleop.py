@@ -108,12 +108,21 @@ def test_partial_operator_override_keeps_the_rest_and_changes_the_hash():
     assert changed.sha256() != default.sha256()
 
 
-def test_teleoperator_settings_are_validated():
-    env = gym.make("PickSort-Real-v0", lab=lab(), num_objects=1)
+def test_teleoperator_settings_are_validated_in_a_simulator():
+    env = gym.make("PickSort-Ungrounded-v0", num_objects=1, episode_steps=20)
     with pytest.raises(ValueError, match=r"speed"):
-        make_demonstrator(env, "teleoperator", speed=9.0)
+        make_demonstrator(env, "teleoperator", speed=9.0, practice_episodes=0)
     with pytest.raises(KeyError, match=r"valid keys"):
         make_demonstrator(env, "teleoperator", bogus=1)
+    teleop = make_demonstrator(env, "teleoperator", grasp="pinch", practice_episodes=0)
+    assert teleop.style.grasp == "pinch"
+
+
+def test_lab_operator_comes_from_the_lab_config_only():
+    env = gym.make("PickSort-Real-v0", lab=lab({"grasp": "pinch"}), num_objects=1)
+    assert make_demonstrator(env).style.grasp == "pinch"
+    with pytest.raises(ValueError, match=r"under the lab's 'operator'"):
+        make_demonstrator(env, "teleoperator", speed=0.8)
 
 
 def test_joint_control_is_refused():

@@ -168,11 +168,12 @@ class Teleoperator:
     Args:
         env: The env to demonstrate in (``control_mode="task"``, state observations).
         calibration: Skip practice and use this calibration (tests, or an operator who has practised already).
-        **settings: ``OperatorStyle`` fields overriding the lab's operator (or the default operator in a
-            simulator).
+        **settings: ``OperatorStyle`` fields overriding the default operator in a simulator.  In the lab the
+            operator comes from the lab config only (its config hash covers it; docs/lab.md#operator).
 
     Raises:
-        ValueError: the env is in joint control mode, or a setting is out of range.
+        ValueError: the env is in joint control mode, a setting is out of range, or settings were given in
+            the lab.
         KeyError: an unknown setting; the message lists the valid ones.
     """
 
@@ -184,6 +185,12 @@ class Teleoperator:
             raise ValueError(
                 f"the teleoperator drives the task-space rig: make the env with control_mode='task', "
                 f"got {base.control_mode!r}"
+            )
+        if settings and isinstance(base, LabEnv):
+            raise ValueError(
+                f"the lab's operator is part of the lab config (so its config hash covers it): write the settings "
+                f"{sorted(settings)} under the lab's 'operator', e.g. gym.make('PickSort-Real-v0', "
+                f"lab={{'operator': {{...}}}}), instead of passing them to the teleoperator"
             )
         self.style: OperatorStyle = replace_checked(_operator_of(base), settings, "teleoperator setting")
         self.habits = Habits()
@@ -641,7 +648,8 @@ def _rehearse(
 ) -> tuple[int, list[tuple[int, np.ndarray, float]]]:
     """One practice episode: the lag it showed, and (category, pinch axis, perceived offset along it) of every
     step an object was carried."""
-    operator = Teleoperator(env, calibration=calibration, **dataclasses.asdict(style))
+    settings = {} if isinstance(env.unwrapped, LabEnv) else dataclasses.asdict(style)  # the lab knows its operator
+    operator = Teleoperator(env, calibration=calibration, **settings)
     obs, _ = env.reset(seed=seed[0])
     operator.reset(seed=seed[1])
     intended, measured = [], []
