@@ -23,7 +23,6 @@ import hashlib
 import importlib.resources
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +88,6 @@ def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> d
             usable grasp.
     """
     settings = settings or FitSettings()
-    start = time.perf_counter()
     data = load_demos(demos)
     if settings.require_real and data.domain != "real":
         raise BehaviorDataError(
@@ -126,7 +124,6 @@ def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> d
         "calibration": {"grasp_offset_xy": _r(offset_xy)},
         "sources": sources,
     }
-    model["provenance"]["wall_time_s"] = round(time.perf_counter() - start, 3)
     return model
 
 
@@ -233,10 +230,10 @@ def save_model(model: dict[str, Any], path: str | Path) -> Path:
 
 
 def model_sha256(model: dict[str, Any]) -> str:
-    """SHA-256 of a model's canonical JSON, without its fit wall time (it identifies what a model does)."""
+    """SHA-256 of a model's canonical JSON, without the software versions in its provenance (it identifies what
+    a model does)."""
     body = dict(model)
     prov = dict(body.get("provenance", {}))
-    prov.pop("wall_time_s", None)
     prov.pop("versions", None)
     body["provenance"] = prov
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

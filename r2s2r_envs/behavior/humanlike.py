@@ -46,7 +46,7 @@ import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
-from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT
+from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 
@@ -70,6 +70,8 @@ _SETTLE_TOLERANCE = 0.008
 _MAX_SETTLE = 12
 # Lowest TCP height above the belt while grasping, m (the fingertips stay off the belt).
 _MIN_GRASP_HEIGHT = 0.03
+# Horizontal object-to-TCP distance while closing beyond which the object has slid away, m.
+_SLIPPED_DISTANCE = 0.04
 # Object-to-TCP distance while carrying beyond which the object counts as lost, m.
 _LOST_DISTANCE = 0.1
 
@@ -121,7 +123,7 @@ class HumanlikeGenerator:
         self._k = 0
         self._done: set[int] = set()
         self._fingers = np.zeros(_N_FINGER)
-        self._yaw_offset = 0.0
+        self._yaw_offset: float | None = 0.0
         self._hold: np.ndarray | None = None
         self._prev_goal: np.ndarray | None = None
         self._target_est: np.ndarray | None = None
@@ -146,7 +148,7 @@ class HumanlikeGenerator:
         if self._phase == "approach":
             return self._approach(tcp, pos[self._target], vel[self._target], quat[self._target], obs)
         if self._phase == "close":
-            return self._close(tcp, obs)
+            return self._close(tcp, pos[self._target], obs)
         if self._phase == "transport":
             return self._transport(tcp, pos[self._target], obs)
         if self._phase == "tail":
@@ -170,6 +172,7 @@ class HumanlikeGenerator:
         near = sorted(pool, key=lambda s: abs(s.object_y_segment - float(obj[1])))[:_CANDIDATES]
         src = near[int(self._rng.integers(len(near)))]
         self._src, self._target, self._phase = src, target, "approach"
+        self._yaw_offset = None
         self._k, self._rest_steps, self._waited, self._released = 0, 0, 0, False
         self._blend = max(_BLEND_STEPS, src.rest)
         if self._retry:
@@ -197,7 +200,7 @@ class HumanlikeGenerator:
             else:
                 hold = k >= src.reach - 1
         goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(k / self._blend))
-        self._yaw_offset = self._object_yaw_offset(quat)
+        self._yaw_offset = self._object_yaw_offset(quat, obs)
         fingers = src.approach_fingers[k]
         action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs)
         if hold:
@@ -221,8 +224,13 @@ class HumanlikeGenerator:
         steps_left = (float(obj[1]) - self._reach_limit_y - _REACH_MARGIN) / (speed * DT)
         return 2 if self._src.n_approach - 1 - k > 0.8 * steps_left else 1
 
-    def _close(self, tcp, obs) -> np.ndarray:
+    def _close(self, tcp, obj, obs) -> np.ndarray:
         src, k = self._src, self._k
+        if np.linalg.norm((obj - tcp)[:2]) > _SLIPPED_DISTANCE:
+            # The object slid away from under the closing hand: open, back off and grasp again.
+            self._phase, self._k, self._target, self._retry = "recover", 0, None, True
+            self._hold = tcp + np.array([0.0, 0.0, 0.05])
+            return self._command(tcp, self._hold, self._open_hand(), None, obs)
         self._close_steps += 1
         goal = self._anchor + self._belt * self._close_steps * DT + (src.close_rel[k] - src.close_rel[0])
         # The hand settles at the source's grasp height before the fingers close on the object, instead of closing
@@ -280,14 +288,24 @@ class HumanlikeGenerator:
         candidates = [i for i in range(len(pos)) if self._attemptable(i, pos) and pos[i, 1] < self._reach_upstream_y]
         return min(candidates, key=lambda i: pos[i, 1]) if candidates else None
 
-    def _object_yaw_offset(self, quat: np.ndarray) -> float:
-        period = _YAW_PERIOD[self._src.category]
+    def _object_yaw_offset(self, quat: np.ndarray, obs: dict[str, np.ndarray]) -> float:
+        """Yaw added to the source's hand yaw: the object's yaw difference from the source's object, among the
+        grasps the object's symmetry makes equivalent the one that needs the least turn of the wrist (a ball
+        needs none); chosen when the approach starts, then kept nearest that choice as the object turns."""
+        src = self._src
+        period = _YAW_PERIOD[src.category]
+        hand = np.asarray(obs["eef_quat"], dtype=float)
+        if self._yaw_offset is None:
+            current = float(hand_yaw(hand)) if np.all(np.isfinite(hand)) else float(src.close_yaw[0])
+            if period == 0.0 or not np.all(np.isfinite(quat)):
+                reference = current - src.close_yaw[0]
+                return float(reference - 2.0 * math.pi * round(reference / (2.0 * math.pi)))
+            base = float(object_yaw(quat)) - src.object_yaw_close
+            return float(base + period * round((current - (src.close_yaw[0] + base)) / period))
         if period == 0.0 or not np.all(np.isfinite(quat)):
-            return 0.0
-        w, x, y, z = quat
-        yaw = math.atan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
-        d = yaw - self._src.object_yaw_close
-        return float(d - period * round(d / period))
+            return self._yaw_offset
+        d = float(object_yaw(quat)) - src.object_yaw_close
+        return float(d - period * round((d - self._yaw_offset) / period))
 
     # ------------------------------------------------------------------ action
     def _command(self, tcp, goal, fingers, yaw, obs) -> np.ndarray:
