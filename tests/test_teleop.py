@@ -331,3 +331,10 @@ def test_lab_dataset_records_the_teleoperator_and_withholds_its_settings(tmp_pat
         assert data.num_demos == 2
         for demo_id in data.demo_ids:
             assert isinstance(data.demo(demo_id).attrs["success"], bool)
+
+
+def test_practice_in_very_short_episodes_keeps_the_habits():
+    env = gym.make("PickSort-Real-v0", lab=lab({"practice_episodes": 2}), num_objects=1, episode_steps=5)
+    teleop = make_demonstrator(env)
+    assert teleop.calibration.practice_episodes == 2
+    assert teleop.calibration.lag_steps == Calibration().lag_steps  # too short to measure a lag

@@ -622,14 +622,16 @@ def practise(env: gym.Env, style: OperatorStyle, episodes: int, reference: gym.E
         samples = [x for _, run in runs for x in run]
         for cat in {c for c, _, _ in samples}:
             in_hand[cat] = float(np.mean([d for c, _, d in samples if c == cat]))
-        reference_lag = int(round(float(np.median([lag for lag, _ in runs]))))
+        seen = [lag for lag, _ in runs if lag is not None]
+        reference_lag = int(round(float(np.median(seen)))) if seen else habit
     calibration = Calibration()
     lags: list[int] = []
     axes: list[np.ndarray] = []
     offsets: list[float] = []
     for k, seed in enumerate(seeds):
         lag, samples = _rehearse(env, style, calibration, seed)
-        lags.append(lag)
+        if lag is not None:
+            lags.append(lag)
         for cat, axis, along in samples:
             if cat in in_hand:
                 axes.append(axis)
@@ -637,7 +639,7 @@ def practise(env: gym.Env, style: OperatorStyle, episodes: int, reference: gym.E
         offset = _offset_estimate(np.array(axes), np.array(offsets)) if offsets else (0.0, 0.0)
         # How much more the hand trails here than in the simulator, on top of the habit that works there.  Half
         # of it becomes lead: the measured trailing includes the arm's slower response, which feedback absorbs.
-        extra = float(np.median(lags)) - reference_lag
+        extra = float(np.median(lags)) - reference_lag if lags else 0.0
         lag = max(habit + int(round(0.5 * extra)), 0)
         calibration = Calibration(lag_steps=lag, perception_offset=offset, practice_episodes=k + 1)
     return calibration
@@ -645,9 +647,9 @@ def practise(env: gym.Env, style: OperatorStyle, episodes: int, reference: gym.E
 
 def _rehearse(
     env: gym.Env, style: OperatorStyle, calibration: Calibration, seed: tuple[int, int]
-) -> tuple[int, list[tuple[int, np.ndarray, float]]]:
-    """One practice episode: the lag it showed, and (category, pinch axis, perceived offset along it) of every
-    step an object was carried."""
+) -> tuple[int | None, list[tuple[int, np.ndarray, float]]]:
+    """One practice episode: the lag it showed (None if too short to tell), and (category, pinch axis, perceived
+    offset along it) of every object it carried."""
     settings = {} if isinstance(env.unwrapped, LabEnv) else dataclasses.asdict(style)  # the lab knows its operator
     operator = Teleoperator(env, calibration=calibration, **settings)
     obs, _ = env.reset(seed=seed[0])
@@ -679,9 +681,12 @@ def _offset_estimate(axes: np.ndarray, along: np.ndarray, prior: float = 1.0) ->
     return float(solution[0]), float(solution[1])
 
 
-def _best_lag(intended: np.ndarray, measured: np.ndarray, longest: int = 8) -> int:
-    """Steps by which ``measured`` trails ``intended`` best (least squared error), while the hand moves."""
+def _best_lag(intended: np.ndarray, measured: np.ndarray, longest: int = 8) -> int | None:
+    """Steps by which ``measured`` trails ``intended`` best (least squared error); None for an episode too short
+    to tell (under ``4 * longest`` steps)."""
     # measured[t] is observed after the action of step t, i.e. one step after intended[t] was meant.
+    if len(intended) < 4 * longest:
+        return None
     errors = []
     for lag in range(longest + 1):
         a, b = intended[: len(intended) - lag], measured[lag:]
