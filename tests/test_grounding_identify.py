@@ -109,7 +109,7 @@ def test_recovers_the_known_world(result):
 
 @pytest.mark.slow
 def test_intervals_cover_the_truth_and_flags_say_why(result):
-    for field in ("control_latency", "belt_speed", "joint_pos_noise", "object_vel_noise"):
+    for field in ("control_latency", "belt_speed", "object_vel_noise"):
         low, high = result.intervals[field]
         assert low <= getattr(KNOWN, field) <= high, (field, low, high)
     assert set(result.intervals) == set(WorldParams.field_names())
