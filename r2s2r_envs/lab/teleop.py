@@ -29,13 +29,16 @@ Human motion traits, each visible in the data:
 
 **Practice** (the adaptation a person gets after a few minutes in a new cell): before its first recorded episode
 the operator runs ``practice_episodes`` warm-up episodes in its own copy of the lab (fixed practice seeds, so every
-worker learns the same) and learns two things from what it sees there: the cell's lag (how many control steps the
-measured hand trails the commanded motion; this sets the lead) and the camera's offset (where a held object is
-perceived relative to the hand that holds it).  Calibrations are cached per lab, style and episode settings.
+worker learns the same) and learns two things from what it sees there, each against the same practice in the
+nominal simulator it trained on: the cell's extra lag (how many more control steps the measured hand trails the
+intended motion; half of it becomes lead and feedback delay) and the camera's offset (where a held object is
+perceived relative to the hand that holds it, along the pinch axis where the closing digits centre it).
+Calibrations are cached per lab, style and episode settings.  See ``practise``.
 
 The demonstrator is registered as ``"teleoperator"`` (``r2s2r_envs.behavior.make_demonstrator``) and is the
-lab's own demonstrator.  In a simulated env it runs with the default operator style (or settings given to
-``make_demonstrator``) and practises in a copy of that simulator.
+lab's own demonstrator.  In the lab its style comes from the lab config only; in a simulated env it runs with the
+default operator style (or ``OperatorStyle`` settings given to ``make_demonstrator``) and practises in a copy of
+that simulator.
 """
 
 from __future__ import annotations
