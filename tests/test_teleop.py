@@ -258,7 +258,7 @@ SETUP_FUNCTIONS = {"__init__", "_practise", "_operator_of", "_practice_key", "_p
 def test_teleoperator_reads_no_simulator_state():
     import ast
 
-    from tests.test_layering import forbidden_attributes
+    from test_layering import forbidden_attributes  # tests/ is on sys.path (pytest imports test files by their dir)
 
     source = TELEOP_SOURCE.read_text()
     functions = [
