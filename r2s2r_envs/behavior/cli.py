@@ -52,6 +52,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cmp.add_argument("--plot", type=Path, default=None, metavar="DIR", help="draw speed profiles and paths into DIR")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the classifier's cross-validation (default 0)")
+    cmp.add_argument(
+        "--traits",
+        default=None,
+        metavar="LIST",
+        help="traits the classifier sees: 'all' (default), 'strategy' (without those a world's sensing and actuators "
+        "shape: for sets made in different worlds) or a comma-separated list",
+    )
     cmp.set_defaults(func=_compare)
 
 
@@ -85,13 +92,19 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from r2s2r_envs.behavior.metrics import compare, plot
+    from r2s2r_envs.behavior.metrics import STRATEGY_TRAITS, TRAITS, compare, plot
     from r2s2r_envs.behavior.segments import BehaviorDataError, load_demos
     from r2s2r_envs.datasets.schema import DatasetError
 
+    named = {None: TRAITS, "all": TRAITS, "strategy": STRATEGY_TRAITS}
+    traits = named.get(args.traits) or [t.strip() for t in args.traits.split(",") if t.strip()]
+    unknown = sorted(set(traits) - set(TRAITS))
+    if unknown:
+        print(f"r2s2r compare-behavior: unknown trait(s) {unknown}; traits: {list(TRAITS)}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         a, b = load_demos(args.a), load_demos(args.b)
-        result = compare(a, b, seed=args.seed)
+        result = compare(a, b, seed=args.seed, classifier_traits=traits)
         files = plot(a, b, args.plot) if args.plot is not None else []
     except (FileNotFoundError, DatasetError, BehaviorDataError, ValueError) as exc:
         print(f"r2s2r compare-behavior: {exc}", file=sys.stderr)

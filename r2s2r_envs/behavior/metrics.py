@@ -72,6 +72,9 @@ TRAIT_UNITS: dict[str, str] = {
     "closure_time": "s",
     "release_height": "m",
 }
+#: Traits of the operator's strategy and timing: those a world's sensor noise and actuator response shape as much
+#: as the demonstrator (``peak_speed``, ``log_jerk``, ``release_height``) left out (docs/behavior.md#metrics).
+STRATEGY_TRAITS: tuple[str, ...] = tuple(t for t in TRAITS if t not in ("peak_speed", "log_jerk", "release_height"))
 #: Length of the final approach whose direction is measured, steps (0.4 s).
 _APPROACH_STEPS = 8
 #: Length of the window before closing in which tracking along the belt is measured, steps (1 s).
@@ -264,6 +267,7 @@ class BehaviorComparison:
     traits: list[TraitComparison]
     dtw: dict[str, float]
     auc: float
+    classifier_traits: list[str]
     wall_time_s: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -287,23 +291,40 @@ class BehaviorComparison:
             f"DTW of reach paths in the object's frame: {d['distance']:.3f} m "
             f"(within A {d['within_a']:.3f}, within B {d['within_b']:.3f})"
         )
-        lines.append(f"classifier two-sample AUC: {self.auc:.3f} (0.5 = indistinguishable, 1 = always told apart)")
+        which = "all traits" if len(self.classifier_traits) == len(TRAITS) else ", ".join(self.classifier_traits)
+        lines.append(
+            f"classifier two-sample AUC: {self.auc:.3f} (0.5 = indistinguishable, 1 = always told apart; {which})"
+        )
         return "\n".join(lines)
 
 
-def compare(a: str | Path | DemoSet, b: str | Path | DemoSet, *, seed: int = 0) -> BehaviorComparison:
+def compare(
+    a: str | Path | DemoSet,
+    b: str | Path | DemoSet,
+    *,
+    seed: int = 0,
+    classifier_traits: Sequence[str] | None = None,
+) -> BehaviorComparison:
     """Compares the motion of two demonstration sets, per trait, by DTW of reach paths and by a classifier.
 
     Args:
         a, b: dataset files (``r2s2r generate`` output) or sets already loaded with ``segments.load_demos``.
         seed: seed of the classifier's cross-validation shuffles.
+        classifier_traits: the traits the classifier sees (default: all of ``TRAITS``). ``STRATEGY_TRAITS`` leaves
+            out those a world's sensing and actuators shape as much as the demonstrator does, for comparing
+            demonstrations made in different worlds (docs/behavior.md#metrics).
 
     Raises:
         FileNotFoundError, r2s2r_envs.datasets.DatasetError, segments.BehaviorDataError: an unusable file.
-        ValueError: a set with fewer than 5 episodes.
+        ValueError: a set with fewer than 5 episodes, or an unknown trait (the message lists them).
     """
     import time
 
+    chosen = list(TRAITS if classifier_traits is None else classifier_traits)
+    unknown = sorted(set(chosen) - set(TRAITS))
+    if unknown or not chosen:
+        raise ValueError(f"unknown or no classifier trait(s) {unknown}; traits: {list(TRAITS)}")
+    columns = [TRAITS.index(t) for t in chosen]
     start = time.perf_counter()
     sets = [x if isinstance(x, DemoSet) else load_demos(x) for x in (a, b)]
     feats = [episode_features(s) for s in sets]
@@ -312,13 +333,14 @@ def compare(a: str | Path | DemoSet, b: str | Path | DemoSet, *, seed: int = 0) 
         va, vb = (f[:, k][~np.isnan(f[:, k])] for f in feats)
         traits.append(_trait(name, va, vb))
     dtw = dtw_set_distance(reach_paths(sets[0]), reach_paths(sets[1]))
-    auc = classifier_auc(feats[0], feats[1], seed=seed)
+    auc = classifier_auc(feats[0][:, columns], feats[1][:, columns], seed=seed)
     return BehaviorComparison(
         a=_describe(sets[0]),
         b=_describe(sets[1]),
         traits=traits,
         dtw=dtw,
         auc=auc,
+        classifier_traits=chosen,
         wall_time_s=time.perf_counter() - start,
     )
 
