@@ -78,7 +78,7 @@ class TrainedPolicy:
         stacked = self._stacker.push(obs)
         if not self._queue:
             self._queue = list(self.predict_chunk(stacked)[0, : self.execute_steps])
-        return self._queue.pop(0)
+        return self._queue.pop(0).copy()
 
     def predict_chunk(self, stacked: dict[str, np.ndarray]) -> np.ndarray:
         """Action chunks ``(B, H, A)`` in env units for stacked raw observations ``{key: (B, F, ...)}``."""
