@@ -296,6 +296,11 @@ def test_bad_datasets_fail_before_training(
     fails("no dataset 'missing.hdf5'.*canonical names.*lab-50", real=("missing.hdf5",))
     monkeypatch.setenv("R2S2R_DATA_DIR", str(tmp_path / "empty-cache"))
     fails("not built yet.*r2s2r datasets make lab-50", real=("lab-50",))
+    cache = tmp_path / "stale-cache"
+    cache.mkdir()
+    (cache / "lab-50.hdf5").write_bytes(data["real"].read_bytes())  # not the pinned lab-50
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    fails("the canonical spec pins.*stale cache.*r2s2r datasets make lab-50", real=("lab-50",))
     fails("holds sim data.*give it as --sim", real=(str(data["sim"]),))
     fails("disagree on observations.*object_pos", sim=(str(data["sim2"]),))
     other = tmp_path / "other-task.hdf5"

@@ -70,9 +70,15 @@ def resolve_path(arg: str) -> tuple[str | None, Path]:
     Raises:
         DataSelectionError: neither an existing file nor a canonical name, or a canonical dataset not built yet.
     """
+    name, path, _expected = _resolve(arg)
+    return name, path
+
+
+def _resolve(arg: str) -> tuple[str | None, Path, str | None]:
+    """``(canonical name or None, file, the spec's pinned content hash or None)``."""
     path = Path(arg).expanduser()
     if path.is_file():
-        return None, path
+        return None, path, None
     try:
         entries = {e.name: e for e in load_spec()}
     except (FileNotFoundError, ValueError):
@@ -83,7 +89,7 @@ def resolve_path(arg: str) -> tuple[str | None, Path]:
             raise DataSelectionError(
                 f"canonical dataset {arg!r} is not built yet (expected at {cached}): run `r2s2r datasets make {arg}`"
             )
-        return arg, cached
+        return arg, cached, entries[arg].sha256
     if path.exists():
         raise DataSelectionError(f"dataset {arg!r} is a directory; give an HDF5 file or a canonical name")
     raise DataSelectionError(
@@ -109,7 +115,7 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
     refs: list[DatasetRef] = []
     for role, args in (("real", real), ("sim", sim)):
         for arg in args:
-            name, path = resolve_path(arg)
+            name, path, expected = _resolve(arg)
             try:
                 with open_dataset(path, verify="none") as f:
                     ref = DatasetRef(
@@ -123,6 +129,12 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
                     )
             except DatasetError as exc:
                 raise DataSelectionError(f"--{role} {arg}: {exc}") from None
+            if expected is not None and ref.content_hash != expected:
+                raise DataSelectionError(
+                    f"--{role} {arg}: the cached {path} has content hash {ref.content_hash[:16]}..., but the canonical "
+                    f"spec pins {expected[:16]}... (a stale cache from an older version): delete the file and run "
+                    f"`r2s2r datasets make {arg}`"
+                )
             if ref.domain != role:
                 raise DataSelectionError(
                     f"--{role} {arg}: {path} holds {ref.domain} data (env {ref.env_id}); give it as --{ref.domain}"
