@@ -2,21 +2,24 @@
 
 Design: object-centric segments of the real demonstrations, replayed in the moving object's frame (MimicGen's
 idea, extended to a conveyor; docs/behavior.md#generator). A fitted model (``behavior.fit``) holds segmented
-grasps of real demonstrations. For each new object the generator picks a source grasp of the same category and
-replays it:
+grasps of real demonstrations. For each new object the generator picks a source grasp of the same category (one
+of the few whose object was where this one is when their approach began) and replays it:
 
 1. **Approach**: every waypoint is a blend of where the source hand was in the world and where it was relative
    to its object, weighted by the source hand's distance to the object (far: world frame, so a resting hand
    stays still; near: the moving object's frame, so each waypoint lands where the object is *now*). The start
    mismatch with the source fades out with a minimum-jerk profile. **Retiming for the belt**: the source's pause
    is stretched or cut so the reach starts as long after this object's arrival as the source's did after its
-   own (the operator's reaction), and cut at once if the object would otherwise leave the reach.
+   own (the operator's reaction), cut at once, and the replay's pace doubled, if the object would otherwise leave
+   the reach.
 2. **Closure**: the source's finger commands, step by step, while the hand dead-reckons along with the belt
    (the closing fingers push the object; chasing that push would walk the hand across the belt).
 3. **Transport and release**: the source's world path to the bin (bins do not move) and its finger commands,
-   so the release happens where and how the operator released.
+   so the release happens where and how the operator released. An object that slips from under the closing hand
+   or out of it on the way is grasped again at once (a re-grasp skips the retreat and the pause).
 
-The hand's yaw follows the source's, turned by the object's yaw difference modulo the category's symmetry.
+The hand's yaw follows the source's, turned by the object's yaw difference; among the grasps the object's
+symmetry makes equivalent, the one that needs the least turn of the wrist.
 
 Why segments rather than a parametric motion model: every trait the metrics measure -- bell-shaped or skewed
 speed profiles, corrective sub-movements, hesitations, the approach path, staggered finger closure, release
