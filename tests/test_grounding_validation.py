@@ -76,6 +76,8 @@ def test_nrmse_definition():
     assert nrmse([np.full_like(y, 1.5)], [y]) == pytest.approx(1.0)  # predicting the mean
     assert nrmse([y + 1.0], [y]) == pytest.approx(math.sqrt(4 / 5))
     assert nrmse([], []) is None
+    # Noise of std 0.5 on each sample: its expected share (4 x 0.25) comes out of both sums.
+    assert nrmse([y + 1.0], [y], noise_std=0.5) == pytest.approx(math.sqrt((4 - 1) / (5 - 1)))
     assert reduction_percent(0.5, 0.1) == pytest.approx(80.0)
     assert reduction_percent(None, 0.1) is None and reduction_percent(0.0, 0.0) is None
 
@@ -108,6 +110,14 @@ def test_validation_numbers_on_a_constructed_case():
     assert v.nrmse["held objects"]["samples"] == T + 1 and v.nrmse["objects on the belt"]["samples"] == T + 1
     for group in SIGNAL_GROUPS:
         assert v.nrmse[group]["reduction_percent"] > 70  # the grounded world leaves only the sensor noise
+    # Beyond the sensor noise the grounded world models (0.002 rad, 0.003 m) almost nothing is left; the fingers'
+    # 0.004 rad noise is twice what the world models, so half of it counts as error there.
+    beyond = {g: v.nrmse[g]["beyond_noise"] for g in SIGNAL_GROUPS}
+    assert beyond["arm joints"]["noise_std"] == 0.002 and beyond["held objects"]["noise_std"] == 0.003
+    for group in ("arm joints", "objects on the belt", "held objects"):
+        assert beyond[group]["grounded"] < 0.3 * v.nrmse[group]["grounded"]
+        assert beyond[group]["nominal"] == pytest.approx(v.nrmse[group]["nominal"], rel=0.05)
+    assert beyond["fingers"]["grounded"] > 0.5 * v.nrmse["fingers"]["grounded"]
     # The residual of the grounded world is the sensor noise: estimated within 10%, all of it modeled.
     residual = v.unmodeled["residual"]
     assert residual["arm joints"]["noise"] == pytest.approx(0.002, rel=0.1)

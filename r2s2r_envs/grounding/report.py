@@ -216,15 +216,20 @@ def _nrmse_html(nrmse: Mapping[str, Mapping[str, Any]]) -> str:
         row = nrmse.get(group)
         if row is None:
             continue
-        red = row.get("reduction_percent")
+        beyond = row.get("beyond_noise") or {}
         rows.append(
             f"<tr><td>{group}</td><td>{_fmt(row['nominal'])}</td><td>{_fmt(row['grounded'])}</td>"
-            f"<td>{'n/a' if red is None else f'{red:.0f}%'}</td><td>{row['samples']}</td></tr>"
+            f"<td>{_pct(row.get('reduction_percent'))}</td><td>{row['samples']}</td>"
+            f"<td>{_fmt(beyond.get('nominal'))}</td><td>{_fmt(beyond.get('grounded'))}</td>"
+            f"<td>{_pct(beyond.get('reduction_percent'))}</td></tr>"
         )
     table = (
         "<p>Normalized RMSE = sqrt(SSE / SST) of the predicted against the logged signals on the held-out runs "
-        "(0: perfect, 1: no better than predicting the mean).</p><table class='table'><thead><tr><th>signal group"
-        "</th><th>nominal</th><th>grounded</th><th>reduction</th><th>samples</th></tr></thead>"
+        "(0: perfect, 1: no better than predicting the mean); <em>beyond noise</em>: the same with the expected share "
+        "of the sensor noise the grounded world models taken out of both sums, the error a noise-free prediction can "
+        "remove.</p><table class='table'><thead><tr><th>signal group</th><th>nominal</th><th>grounded</th>"
+        "<th>reduction</th><th>samples</th><th>beyond noise: nominal</th><th>grounded</th><th>reduction</th></tr>"
+        "</thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
     import plotly.graph_objects as go
@@ -238,6 +243,10 @@ def _nrmse_html(nrmse: Mapping[str, Mapping[str, Any]]) -> str:
     )
     fig.update_layout(barmode="group", height=320, template="plotly_white", yaxis_title="NRMSE")
     return fig.to_html(full_html=False, include_plotlyjs=False) + table
+
+
+def _pct(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.0f}%"
 
 
 def _finite(v: Any) -> Any:

@@ -166,11 +166,14 @@ def _group_samples(group: str, mask: np.ndarray, array: np.ndarray) -> np.ndarra
 
 
 # ---------------------------------------------------------------------- NRMSE
-def nrmse(predicted: Sequence[np.ndarray], logged: Sequence[np.ndarray]) -> float | None:
+def nrmse(predicted: Sequence[np.ndarray], logged: Sequence[np.ndarray], noise_std: float = 0.0) -> float | None:
     """sqrt(SSE / SST) over lists of (samples, channels) arrays pooled together (None without samples).
 
     SST sums the logged samples' squared deviations from their per-channel means over all arrays.  A logged
-    signal without variation gives ``inf`` unless the prediction is exact (then 0).
+    signal without variation gives ``inf`` unless the prediction is exact (then 0).  With ``noise_std`` > 0 the
+    expected contribution of white measurement noise of that standard deviation (samples x channels x
+    noise_std^2) is taken out of both sums: the error *beyond the sensor noise*, which no noise-free prediction
+    can remove.
     """
     logged = [np.asarray(x, dtype=float) for x in logged if len(x)]
     predicted = [np.asarray(x, dtype=float) for x in predicted if len(x)]
@@ -178,8 +181,9 @@ def nrmse(predicted: Sequence[np.ndarray], logged: Sequence[np.ndarray]) -> floa
         return None
     y = np.concatenate(logged)
     p = np.concatenate(predicted)
-    sse = float(np.sum((p - y) ** 2))
-    sst = float(np.sum((y - y.mean(axis=0)) ** 2))
+    floor = y.size * float(noise_std) ** 2
+    sse = max(float(np.sum((p - y) ** 2)) - floor, 0.0)
+    sst = max(float(np.sum((y - y.mean(axis=0)) ** 2)) - floor, 0.0)
     if sst == 0.0:
         return 0.0 if sse == 0.0 else math.inf
     return math.sqrt(sse / sst)
@@ -233,11 +237,21 @@ def validate(
         samples = int(sum(len(x) for x in p["logged"]))
         e_nom = nrmse(p["nominal"], p["logged"])
         e_gnd = nrmse(p["grounded"], p["logged"])
+        # The same noise floor for both worlds: the grounded world's identified noise level of that sensor.
+        noise = float(getattr(grounded, GROUP_NOISE_FIELDS[group]))
+        b_nom = nrmse(p["nominal"], p["logged"], noise)
+        b_gnd = nrmse(p["grounded"], p["logged"], noise)
         table[group] = {
             "nominal": e_nom,
             "grounded": e_gnd,
             "reduction_percent": reduction_percent(e_nom, e_gnd),
             "samples": samples,
+            "beyond_noise": {
+                "noise_std": noise,
+                "nominal": b_nom,
+                "grounded": b_gnd,
+                "reduction_percent": reduction_percent(b_nom, b_gnd),
+            },
         }
     unmodeled = unmodeled_effects(runs, {n: p["grounded"] for n, p in predictions.items()}, grounded)
     return Validation(nrmse=table, unmodeled=unmodeled, runs=tuple(r.name for r in runs), predictions=predictions)
@@ -427,18 +441,25 @@ def format_nrmse_table(table: Mapping[str, Mapping[str, Any]], n_runs: int | Non
     runs = f" over {n_runs} held-out runs" if n_runs is not None else ""
     lines = [
         f"Held-out prediction error{runs} (NRMSE = sqrt(SSE/SST); 0 perfect, 1 = predicting the mean)",
-        f"  {'signal group':22s} {'nominal':>9s} {'grounded':>9s} {'reduction':>10s} {'samples':>8s}",
+        f"  {'signal group':22s} {'nominal':>9s} {'grounded':>9s} {'reduction':>10s} {'samples':>8s}   "
+        "beyond the sensor noise: nominal, grounded, reduction",
     ]
     for group in SIGNAL_GROUPS:
         row = table.get(group)
         if row is None:
             continue
-        red = row["reduction_percent"]
+        beyond = row.get("beyond_noise") or {}
         lines.append(
             f"  {group:22s} {_num(row['nominal']):>9s} {_num(row['grounded']):>9s} "
-            f"{'n/a' if red is None else f'{red:.0f}%':>10s} {row['samples']:>8d}"
+            f"{_pct(row['reduction_percent']):>10s} {row['samples']:>8d}   "
+            f"{_num(beyond.get('nominal')):>9s} {_num(beyond.get('grounded')):>9s} "
+            f"{_pct(beyond.get('reduction_percent')):>10s}"
         )
     return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
 
 
 def format_unmodeled(unmodeled: Mapping[str, Any]) -> str:
