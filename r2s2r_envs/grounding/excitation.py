@@ -386,7 +386,7 @@ def _lift_policy(category: str, spot: tuple[float, float]) -> Callable[[gym.Env]
 
 
 def _plans_lift(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
-    per_category = 3 if quick else 4
+    per_category = 4 if quick else 5  # pieces differ: the category's mean needs several
     steps = _LIFT_PHASES["end"]
     plans = []
     for c in C.CATEGORIES:
@@ -478,7 +478,7 @@ def _waypoint_policy(path: np.ndarray, hand: np.ndarray) -> Callable[[gym.Env], 
 
 
 def _plans_push(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
-    count = 3 if quick else 4
+    count = 4 if quick else 5
     top = scene_layout().belt_top
     bar_height = 2.0 * float(scene_layout().object_half_sizes["bar"][2])  # nominal, as the operator measures
     hand = finger_command(cmd.scene, cmd.hand_open[None])[0]

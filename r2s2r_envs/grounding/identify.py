@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,8 @@ from r2s2r_envs.grounding.replay import JointRollout, make_sim_env, simulate_run
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import WorldParams, nominal
+
+logger = logging.getLogger(__name__)
 
 SETTLE_STEPS = 20  # control steps (1 s) after reset before objects and robot count as at rest
 LATENCY_GRID_S = 0.01
@@ -482,7 +485,7 @@ def _fit_latency_and_fingers(runs: list[LogRun], fit: _Fit, quick: bool, workers
         "finger_kv": (_replace("finger_kv"), world.finger_kv, 1e-3, 1.0),
         "finger_force_limit": (_replace("finger_force_limit"), world.finger_force_limit, 0.05, 10.0),
     }
-    est, ivals, info = _sysid_fit(rollouts, world, params, signals, scale, max_iters=8 if quick else 15)
+    est, ivals, info = _sysid_fit(rollouts, world, params, signals, scale, max_iters=8 if quick else 12)
     for name in fields:
         low, high = ivals[name]
         if name == "control_latency":  # the simulator holds commands for whole physics steps
@@ -523,7 +526,7 @@ def _fit_arm(runs: list[LogRun], fit: _Fit, quick: bool, workers: int) -> None:
         rollouts = [JointRollout(r, nthread=workers) for r in mine]
         params = {f"{f}[{j}]": (_replace_element(f, j), values[f][j], *bounds[f]) for f in fields}
         est, ivals, info = _sysid_fit(
-            rollouts, world, params, {"arm_qpos": [j], "arm_torque": [j]}, scale, max_iters=2 if quick else 8
+            rollouts, world, params, {"arm_qpos": [j], "arm_torque": [j]}, scale, max_iters=2 if quick else 5
         )
         for f in fields:
             name = f"{f}[{j}]"
@@ -734,6 +737,7 @@ def identify(logs: LogSet, *, quick: bool = False, workers: int = 1) -> Identifi
         t0 = time.perf_counter()
         fn()
         stages[name] = round(time.perf_counter() - t0, 3)
+        logger.info("identify: %s done in %.1f s", name, stages[name])
 
     rest = logs.by_protocol("sensing_rest")
     stage("sensing", lambda: _fit_sensing(rest, fit))
