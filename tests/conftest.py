@@ -100,3 +100,15 @@ def assert_obs_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None
     assert a.keys() == b.keys()
     for k in a:
         np.testing.assert_array_equal(a[k], b[k], err_msg=f"observation key {k!r} differs")
+
+
+# Python code that makes torch absent, as on a machine without the torch extra, for a test's subprocess: an import
+# hook refuses it (setting sys.modules["torch"] = None instead trips libraries that probe sys.modules, like scipy).
+BLOCK_TORCH = (
+    "import sys\n"
+    "class NoTorch:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name == 'torch' or name.startswith('torch.'):\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "sys.meta_path.insert(0, NoTorch())\n"
+)

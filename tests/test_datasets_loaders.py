@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BLOCK_TORCH
 
 from r2s2r_envs.datasets import (
     CoTrainingMixture,
@@ -157,8 +158,7 @@ def test_loading_memory_stays_near_the_arrays(tmp_path: Path) -> None:
 
 def test_core_imports_and_loads_without_torch(files: dict[str, Path]) -> None:
     code = (
-        "import sys; sys.modules['torch'] = None\n"
-        "import r2s2r_envs.datasets as d, r2s2r_envs.datasets.generate, r2s2r_envs.datasets.cli\n"
+        BLOCK_TORCH + "import r2s2r_envs.datasets as d, r2s2r_envs.datasets.generate, r2s2r_envs.datasets.cli\n"
         f"ds = d.TrajectoryDataset({str(files['sim'])!r}, frame_stack=2)\n"
         "assert len(ds) > 0 and ds.get_batch([0, 1])['actions'].shape == (2, 1, 22)\n"
         "try:\n    import r2s2r_envs.datasets.torch_data\nexcept ImportError as e:\n    print('IMPORT-ERROR', e)\n"

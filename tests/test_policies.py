@@ -18,18 +18,18 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import torch  # the torch extra, installed by `make`: these tests fail rather than skip without it
+from conftest import BLOCK_TORCH
 
-torch = pytest.importorskip("torch", reason="the policies need the torch extra (installed in CI)")
-
-from r2s2r_envs.datasets import TrajectoryDataset, open_dataset  # noqa: E402
-from r2s2r_envs.datasets.toy import ToyPickSortEnv, write_synthetic_dataset  # noqa: E402
-from r2s2r_envs.policies import CheckpointError, load_policy, read_checkpoint  # noqa: E402
-from r2s2r_envs.policies.checkpoint import CONFIG_FILE, METADATA_KEYS, WEIGHTS_FILE  # noqa: E402
-from r2s2r_envs.policies.config import METHODS, ConfigError, TrainConfig, check_config  # noqa: E402
-from r2s2r_envs.policies.data import DataSelectionError  # noqa: E402
-from r2s2r_envs.policies.models import NO_LABEL, REAL, PolicyModel, gradient_reversal  # noqa: E402
-from r2s2r_envs.policies.pipeline import FrameStacker, PipelineError  # noqa: E402
-from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, train  # noqa: E402
+from r2s2r_envs.datasets import TrajectoryDataset, open_dataset
+from r2s2r_envs.datasets.toy import ToyPickSortEnv, write_synthetic_dataset
+from r2s2r_envs.policies import CheckpointError, load_policy, read_checkpoint
+from r2s2r_envs.policies.checkpoint import CONFIG_FILE, METADATA_KEYS, WEIGHTS_FILE
+from r2s2r_envs.policies.config import METHODS, ConfigError, TrainConfig, check_config
+from r2s2r_envs.policies.data import DataSelectionError
+from r2s2r_envs.policies.models import NO_LABEL, REAL, PolicyModel, gradient_reversal
+from r2s2r_envs.policies.pipeline import FrameStacker, PipelineError
+from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, train
 
 TINY = dict(steps=4, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 
@@ -378,17 +378,6 @@ def test_cli_train_writes_a_checkpoint_and_reports_bad_input(
     with pytest.raises(SystemExit) as exc:
         main(["train", "--method", "dagger", "--real-fraction", "0.5", "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "invalid choice: 'dagger'" in capsys.readouterr().err
-
-
-# As if torch were not installed (a finder that refuses it; sys.modules["torch"] = None confuses scipy's checks).
-BLOCK_TORCH = (
-    "import sys\n"
-    "class NoTorch:\n"
-    "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name == 'torch' or name.startswith('torch.'):\n"
-    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-    "sys.meta_path.insert(0, NoTorch())\n"
-)
 
 
 def test_package_and_cli_work_without_torch(data: dict[str, Path], tmp_path: Path) -> None:
