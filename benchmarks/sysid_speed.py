@@ -34,11 +34,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
-from r2s2r_envs.grounding.identify import identify  # noqa: E402
 
 import r2s2r_envs  # noqa: E402
 from r2s2r_envs.envs import PickSortEnv  # noqa: E402
 from r2s2r_envs.grounding.excitation import log_lab  # noqa: E402
+from r2s2r_envs.grounding.identify import identify  # noqa: E402
 from r2s2r_envs.grounding.replay import JointRollout, make_sim_env, simulate_run  # noqa: E402
 from r2s2r_envs.grounding.validation import validate  # noqa: E402
 from r2s2r_envs.world import nominal  # noqa: E402
