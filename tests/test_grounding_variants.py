@@ -75,11 +75,11 @@ def test_registered_id_uses_the_shipped_grounding():
     assert all(_within(dr.sample(rng), dr) for _ in range(20))
 
 
-def test_make_fails_at_once_on_a_missing_or_malformed_file(tmp_path, grounding_file):
+def test_make_fails_at_once_on_a_missing_or_malformed_file(request, tmp_path, grounding_file):
     entry = "r2s2r_envs.grounding.variants:WorldGroundedEnv"
     env_id = "PickSort-TestGrounded-v0"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point=entry, kwargs={"grounding": "default"})
+    gym.register(env_id, entry_point=entry, kwargs={"grounding": "default", "demonstrator": "scripted"})
+    request.addfinalizer(lambda: gym.registry.pop(env_id, None))  # other tests iterate over the PickSort ids
     with pytest.raises(FileNotFoundError, match="absent.json"):
         gym.make(env_id, grounding=str(tmp_path / "absent.json"))
     bad = tmp_path / "bad.json"
