@@ -8,17 +8,32 @@ the object along the belt before descending, a pinch grasp); the operator keys a
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from r2s2r_envs.behavior.fit import fit_behavior, save_model
-from r2s2r_envs.behavior.metrics import compare
+from r2s2r_envs.behavior.metrics import STRATEGY_TRAITS, TRAITS, compare, episode_features
 from r2s2r_envs.behavior.segments import load_demos
 from r2s2r_envs.datasets.generate import generate
 
 OTHER_OPERATOR = {"name": "slow-follow-pinch", "operator": {"speed": 0.6, "approach": "follow", "grasp": "pinch"}}
-DEMOS = 10
+DEMOS = 20
 # One object per episode keeps the test short (a grasp per demo) and within reach of a slow operator.
 ONE = {"num_objects": 1}
+
+
+def share_classified_as_first(first, second, query) -> float:
+    """Share of ``query``'s episodes that a logistic regression trained on ``first`` vs ``second`` puts in ``first``."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    cols = [TRAITS.index(t) for t in STRATEGY_TRAITS]
+    a, b, q = (episode_features(s)[:, cols] for s in (first, second, query))
+    x, y = np.vstack([a, b]), np.r_[np.ones(len(a)), np.zeros(len(b))]
+    model = make_pipeline(SimpleImputer(strategy="median"), StandardScaler(), LogisticRegression()).fit(x, y)
+    return float(model.predict(q).mean())
 
 
 @pytest.mark.slow
@@ -38,9 +53,13 @@ def test_generated_motion_follows_the_operator_it_was_fitted_to(tmp_path):
     )
     sets = {name: load_demos(p) for name, p in (("other", other), ("default", default), ("gen", generated))}
     to_other, to_default = compare(sets["gen"], sets["other"]), compare(sets["gen"], sets["default"])
-    # The two operators themselves are told apart, and the generator is nearer its own operator by the classifier.
+    # The two operators are told apart, and a classifier trained to tell them apart (on the strategy and timing
+    # traits; peak speed, jerk and release height also carry the worlds' differences, docs/behavior.md#metrics)
+    # takes the generated episodes for the fitted operator's.
     assert compare(sets["other"], sets["default"]).auc > 0.9
-    assert to_other.auc < to_default.auc
+    share = share_classified_as_first(sets["other"], sets["default"], sets["gen"])
+    print(f"{share:.2f} of the generated episodes classified as the fitted operator's")
+    assert share >= 0.8
     # Trait by trait: the generated means lie nearer the fitted operator's than the default operator's.
     near = 0
     traits = ("reach_duration", "follow_speed", "closure_spread", "thumb_lead", "arrival_to_grasp", "peak_speed")
@@ -48,5 +67,6 @@ def test_generated_motion_follows_the_operator_it_was_fitted_to(tmp_path):
         g = next(t for t in to_other.traits if t.trait == name)
         d = next(t for t in to_default.traits if t.trait == name)
         near += abs(g.mean_a - g.mean_b) < abs(d.mean_a - d.mean_b)
+    print(f"{near} of {len(traits)} trait means nearer the fitted operator")
     assert near >= len(traits) - 1, f"only {near} of {len(traits)} traits nearer the fitted operator"
     assert to_other.dtw["distance"] < to_default.dtw["distance"]
