@@ -26,6 +26,16 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         "r2s2r_envs.grounding.variants:WorldGroundedEnv",
         {"grounding": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
+    # Both axes: WorldGrounded's physics, BehaviorGrounded's demonstrator.
+    "PickSort-FullyGrounded-v0": (
+        "r2s2r_envs.grounding.variants:FullyGroundedEnv",
+        {
+            "grounding": "default",
+            "behavior": "default",
+            "demonstrator": "humanlike",
+            "episode_steps": DEFAULT_EPISODE_STEPS,
+        },
+    ),
     # The lab comes with its teleoperator (r2s2r_envs.lab.teleop), whose style is part of the lab config.
     "PickSort-Real-v0": (
         "r2s2r_envs.lab.lab_env:LabEnv",

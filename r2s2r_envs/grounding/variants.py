@@ -1,4 +1,5 @@
-"""The world-grounded variant: ``PickSort-WorldGrounded-v0``, PickSort with physics identified from lab logs.
+"""The world-grounded variants: ``PickSort-WorldGrounded-v0``, PickSort with physics identified from lab logs, and
+``PickSort-FullyGrounded-v0``, the same physics with the human-like generator as demonstrator.
 
 Its one input is a grounding file written by ``r2s2r sysid`` (:mod:`r2s2r_envs.grounding.result`,
 docs/grounding.md): ``gym.make("PickSort-WorldGrounded-v0")`` uses the file shipped for the default lab, and
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from r2s2r_envs.behavior.variants import BehaviorGroundedEnv
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, GROUNDING_SCHEMA_VERSION, Grounding, load_grounding
 
@@ -56,3 +58,20 @@ class WorldGroundedEnv(PickSortEnv):
 
     def provenance(self) -> dict[str, Any]:
         return {**super().provenance(), "grounding": self.grounding_identity()}
+
+
+class FullyGroundedEnv(BehaviorGroundedEnv, WorldGroundedEnv):
+    """PickSort grounded on both axes: physics identified from lab logs (``grounding``, as ``WorldGroundedEnv``)
+    and the human-like generator fitted to the lab's demonstrations as its demonstrator (``behavior``, as
+    ``BehaviorGroundedEnv``, docs/behavior.md).  Same spaces, reward and ``info`` as ``PickSortEnv``; its physics
+    equal ``PickSort-WorldGrounded-v0``'s exactly, only the demonstrations differ.
+
+    Args:
+        grounding: A shipped grounding name (default ``"default"``) or a grounding file (``r2s2r sysid``).
+        behavior: A shipped generator model name (default ``"default"``) or a model file (``r2s2r fit-behavior``).
+        **kwargs: Any ``PickSortEnv`` argument except ``world`` (``demonstrator`` defaults to ``"humanlike"``).
+
+    Both files are read and checked when the env is made; ``provenance()`` names both with their hashes.
+    """
+
+    _extra_arguments = ("behavior", "grounding")
