@@ -6,9 +6,29 @@
 * ``behavior.metrics``: how alike two demonstration sets move.
 """
 
+from typing import Any
+
 from r2s2r_envs.behavior.base import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
-from r2s2r_envs.behavior.humanlike import HumanlikeGenerator
 from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
+
+
+def _humanlike(env: Any, **settings: Any) -> Any:
+    # Imported on first use: the generator's segmentation needs scipy.signal, which would add most of a second to
+    # `import r2s2r_envs`.  behavior.humanlike registers its own factory under the same name once imported.
+    from r2s2r_envs.behavior.humanlike import make_humanlike
+
+    return make_humanlike(env, **settings)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HumanlikeGenerator":
+        from r2s2r_envs.behavior.humanlike import HumanlikeGenerator
+
+        return HumanlikeGenerator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+register_demonstrator("humanlike", _humanlike)
 
 __all__ = [
     "Demonstrator",
