@@ -1,4 +1,5 @@
-"""The wheel ships everything an installed env needs (the MJCF in ``assets/`` and the lab configs).
+"""The wheel ships everything an installed env needs (the MJCF in ``assets/``, the lab configs, the shipped grounding
+and behavior model).
 
 The test builds a wheel from a copy of the source tree, installs it into a fresh temporary venv and makes an
 env there, from a working directory outside the checkout.  It stays hermetic (no network): the venv gets the
@@ -99,7 +100,12 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         *(REPO_ROOT / "r2s2r_envs" / "world" / "presets").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "datasets").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "evaluation").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "grounding").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json"),
     ]
+    shipped = {p.relative_to(REPO_ROOT).as_posix() for p in package_data}
+    assert {"r2s2r_envs/grounding/groundings/default.json", "r2s2r_envs/behavior/models/default.json"} <= shipped
     assert any(p.name == "canonical.json" for p in package_data) and any(p.name == "nominal.json" for p in package_data)
     for path in package_data:
         rel = path.relative_to(REPO_ROOT).as_posix()
