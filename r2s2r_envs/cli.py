@@ -31,6 +31,7 @@ from typing import Any
 import gymnasium as gym
 
 import r2s2r_envs  # registers the envs and demonstrators
+from r2s2r_envs.argtypes import non_negative_int, positive_int
 from r2s2r_envs.evaluation import protocol
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
@@ -199,20 +200,6 @@ def _cmd_envs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``r2s2r`` argument parser, with the subcommands of every module in ``SUBCOMMAND_MODULES`` that exists."""
     parser = argparse.ArgumentParser(
@@ -230,24 +217,24 @@ def build_parser() -> argparse.ArgumentParser:
         "episode_seeds(S, i) (r2s2r_envs.envs.seeding).",
     )
     demo.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {registered_env_ids()}")
-    demo.add_argument("--episodes", type=_positive_int, default=10, metavar="N", help="episodes (default 10)")
+    demo.add_argument("--episodes", type=positive_int, default=10, metavar="N", help="episodes (default 10)")
     demo.add_argument(
         "--seed",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=EVALUATION_BASE_SEED,
         metavar="S",
         help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)",
     )
     demo.add_argument(
         "--num-objects",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="objects per episode (default: the env's default, 3)",
     )
     demo.add_argument(
         "--episode-steps",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="T",
         help="time limit of an episode in control steps (default: the env's, 500)",
@@ -269,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     demo.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="W",
         help="worker processes (default 1; the result does not depend on it)",

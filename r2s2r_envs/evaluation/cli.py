@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.argtypes import non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
@@ -212,20 +213,6 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds ``evaluate`` and ``leaderboard`` to the ``r2s2r`` command.
 
@@ -254,18 +241,18 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="FILE",
         help="grounding file of a world-grounded env (its grounding= argument; default: the shipped one)",
     )
-    ev.add_argument("--episodes", type=_positive_int, default=100, metavar="N", help="episodes (default 100)")
-    ev.add_argument("--workers", type=_positive_int, default=1, metavar="W", help="worker processes (default 1)")
+    ev.add_argument("--episodes", type=positive_int, default=100, metavar="N", help="episodes (default 100)")
+    ev.add_argument("--workers", type=positive_int, default=1, metavar="W", help="worker processes (default 1)")
     ev.add_argument(
         "--seed",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=EVALUATION_BASE_SEED,
         metavar="S",
         help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's; results with another are not "
         "comparable)",
     )
-    ev.add_argument("--num-objects", type=_positive_int, default=None, metavar="K", help="objects per episode")
-    ev.add_argument("--episode-steps", type=_positive_int, default=None, metavar="T", help="time limit, steps")
+    ev.add_argument("--num-objects", type=positive_int, default=None, metavar="K", help="objects per episode")
+    ev.add_argument("--episode-steps", type=positive_int, default=None, metavar="T", help="time limit, steps")
     ev.add_argument("--method", default=None, metavar="NAME", help="method name in the result (overrides metadata)")
     ev.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     ev.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result JSON here")

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.argtypes import non_negative_int, positive_int
 from r2s2r_envs.grounding.result import Grounding, GroundingFileError, write_grounding
 from r2s2r_envs.grounding.validation import Validation
 from r2s2r_envs.world.params import WorldParams, nominal
@@ -305,15 +306,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--report", type=Path, default=None, metavar="DIR", help="write an HTML report to DIR/index.html")
     p.add_argument(
         "--planner-episodes",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="scripted planner's success over N episodes in the nominal sim, the grounded sim and the lab "
         "(default 0: no planner table; 100 for the shipped grounding)",
     )
     p.add_argument("--quick", action="store_true", help="reduced logging and fitting budget (a quick look)")
-    p.add_argument("--workers", type=_positive_int, default=1, metavar="W", help="threads/processes (default 1)")
-    p.add_argument("--seed", type=_non_negative_int, default=0, metavar="S", help="base seed of logging (default 0)")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="W", help="threads/processes (default 1)")
+    p.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="base seed of logging (default 0)")
     p.add_argument("--quiet", action="store_true", help="print only the result tables")
     p.set_defaults(func=cmd_sysid)
 
@@ -355,20 +356,6 @@ def cmd_sysid(args: argparse.Namespace) -> int:
     if args.report is not None:
         print(f"report: {Path(args.report) / 'index.html'}")
     return EXIT_OK
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 __all__ = ["FIELD_UNITS", "SysidResult", "add_subcommands", "cmd_sysid", "format_parameters", "run_sysid"]
