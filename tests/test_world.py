@@ -14,7 +14,7 @@ import pytest
 
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import asset_path, build_model
-from r2s2r_envs.world.params import WorldParams, nominal
+from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
 
 SEQUENCE_FIELDS = {
     "object_mass": len(C.CATEGORIES),
@@ -41,35 +41,6 @@ def test_keyword_only():
         WorldParams(0.1)  # type: ignore[misc]
 
 
-# The unit of every WorldParams field.  A new field fails test_every_field_has_its_unit until it is added here.
-UNITS = {
-    "belt_speed": "m/s",
-    "belt_speed_fluctuation": "dimensionless",
-    "belt_fluctuation_time": "s",
-    "object_mass": "kg",
-    "object_friction": "dimensionless",
-    "object_size_scale": "dimensionless",
-    "arm_damping": "N*m*s/rad",
-    "arm_armature": "kg*m^2",
-    "arm_frictionloss": "N*m",
-    "arm_kp": "N*m/rad",
-    "arm_kv": "N*m*s/rad",
-    "arm_force_limit": "N*m",
-    "finger_kp": "N*m/rad",
-    "finger_kv": "N*m*s/rad",
-    "finger_force_limit": "N*m",
-    "control_latency": "s",
-    "joint_pos_noise": "rad",
-    "joint_vel_noise": "rad/s",
-    "eef_pos_noise": "m",
-    "object_pos_noise": "m",
-    "object_vel_noise": "m/s",
-    "object_pos_offset": "m",
-    "arm_torque_noise": "N*m",
-    "finger_current_noise": "N*m",
-}
-
-
 def _field_docs() -> dict[str, str]:
     """Each field's description in the WorldParams docstring (its line and the indented lines under it)."""
     lines = (WorldParams.__doc__ or "").splitlines()
@@ -88,12 +59,14 @@ def _field_docs() -> dict[str, str]:
 
 @pytest.mark.parametrize("name", WorldParams.field_names())
 def test_every_field_has_its_unit(name):
-    assert name in UNITS, f"add the unit of WorldParams.{name} to UNITS"
+    assert name in FIELD_UNITS, f"add the unit of WorldParams.{name} to world.params.FIELD_UNITS"
     doc = _field_docs().get(name)
     assert doc is not None, f"WorldParams.{name} is not documented"
     # The unit is stated as a unit (", kg." / ", m/s,"), not merely mentioned in a word.
-    unit = re.escape(UNITS[name])
-    assert re.search(rf"(, |\()({unit})([ .,;:)]|$)", doc), f"WorldParams.{name}: unit {UNITS[name]!r} not in {doc!r}"
+    unit = re.escape(FIELD_UNITS[name])
+    assert re.search(rf"(, |\()({unit})([ .,;:)]|$)", doc), (
+        f"WorldParams.{name}: unit {FIELD_UNITS[name]!r} not in {doc!r}"
+    )
 
 
 def test_units_table_checks_something():

@@ -29,38 +29,12 @@ from typing import Any
 from r2s2r_envs.argtypes import non_negative_int, positive_int
 from r2s2r_envs.grounding.result import Grounding, GroundingFileError, write_grounding
 from r2s2r_envs.grounding.validation import Validation
-from r2s2r_envs.world.params import WorldParams, nominal
+from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 LAB_ID = "PickSort-Real-v0"
-
-#: Unit of each WorldParams field, for the printed table (docs: r2s2r_envs/world/params.py).
-FIELD_UNITS = {
-    "belt_speed": "m/s",
-    "belt_fluctuation_time": "s",
-    "object_mass": "kg",
-    "object_size_scale": "",
-    "arm_damping": "N*m*s/rad",
-    "arm_armature": "kg*m^2",
-    "arm_frictionloss": "N*m",
-    "arm_kp": "N*m/rad",
-    "arm_kv": "N*m*s/rad",
-    "arm_force_limit": "N*m",
-    "finger_kp": "N*m/rad",
-    "finger_kv": "N*m*s/rad",
-    "finger_force_limit": "N*m",
-    "control_latency": "s",
-    "joint_pos_noise": "rad",
-    "joint_vel_noise": "rad/s",
-    "eef_pos_noise": "m",
-    "object_pos_noise": "m",
-    "object_vel_noise": "m/s",
-    "object_pos_offset": "m",
-    "arm_torque_noise": "N*m",
-    "finger_current_noise": "N*m",
-}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -255,6 +229,11 @@ def _fmt(v: float | None) -> str:
     return "inf" if math.isinf(v) else f"{v:.4g}"
 
 
+def _unit(name: str) -> str:
+    unit = FIELD_UNITS.get(name, "")
+    return "" if unit == "dimensionless" else unit
+
+
 def format_parameters(grounding: Grounding) -> str:
     """The identified parameters with their 95% intervals, and the not-identifiable ones with the reasons."""
     nom = nominal()
@@ -275,7 +254,7 @@ def format_parameters(grounding: Grounding) -> str:
             if vector and name not in refs and label not in refs:
                 continue
             ci = "-" if pair is None else f"[{_fmt(pair[0])}, {_fmt(pair[1])}]"
-            lines.append(f"  {label:24s} {n:>10.4g} {v:>11.4g}  {ci:24s} {FIELD_UNITS.get(name, '')}")
+            lines.append(f"  {label:24s} {n:>10.4g} {v:>11.4g}  {ci:24s} {_unit(name)}")
     if grounding.not_identifiable:
         lines.append("Not identifiable (kept at nominal)")
         for ref, reason in grounding.not_identifiable.items():
@@ -358,4 +337,4 @@ def cmd_sysid(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["FIELD_UNITS", "SysidResult", "add_subcommands", "cmd_sysid", "format_parameters", "run_sysid"]
+__all__ = ["SysidResult", "add_subcommands", "cmd_sysid", "format_parameters", "run_sysid"]

@@ -227,6 +227,35 @@ FIELD_BOUNDS: dict[str, Bound] = {
     "finger_current_noise": _NONNEG,
 }
 
+#: The unit of every field, as its docstring states it (tests/test_world.py checks both agree); a new field needs
+#: its unit here.
+FIELD_UNITS = {
+    "belt_speed": "m/s",
+    "belt_speed_fluctuation": "dimensionless",
+    "belt_fluctuation_time": "s",
+    "object_mass": "kg",
+    "object_friction": "dimensionless",
+    "object_size_scale": "dimensionless",
+    "arm_damping": "N*m*s/rad",
+    "arm_armature": "kg*m^2",
+    "arm_frictionloss": "N*m",
+    "arm_kp": "N*m/rad",
+    "arm_kv": "N*m*s/rad",
+    "arm_force_limit": "N*m",
+    "finger_kp": "N*m/rad",
+    "finger_kv": "N*m*s/rad",
+    "finger_force_limit": "N*m",
+    "control_latency": "s",
+    "joint_pos_noise": "rad",
+    "joint_vel_noise": "rad/s",
+    "eef_pos_noise": "m",
+    "object_pos_noise": "m",
+    "object_vel_noise": "m/s",
+    "object_pos_offset": "m",
+    "arm_torque_noise": "N*m",
+    "finger_current_noise": "N*m",
+}
+
 #: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
 SENSING_FIELDS: tuple[str, ...] = (
     "joint_pos_noise",
