@@ -1,0 +1,581 @@
+"""The ablation's analysis: the four-variant table, the effect of each grounding axis with bootstrap intervals, the
+interaction, the real_fraction sweep and the mixture curves; written as Markdown, JSON and PNG plots.
+
+Statistics (docs/ablation.md, "Analysis"):
+
+- A **cell** is a (method, variant) pair: its value is the mean over its training seeds of the mean over the
+  protocol's episodes, for episode success (every object sorted) and for per-object sort accuracy.
+- The 2 x 2 design gives, for a metric ``m`` with cells U, W, B, F (Ungrounded, WorldGrounded, BehaviorGrounded,
+  FullyGrounded): the **world effect** ``((W - U) + (F - B)) / 2``, the **behavior effect** ``((B - U) + (F - W)) / 2``
+  and the **interaction** ``(F - B) - (W - U)`` (= ``(F - W) - (B - U)``: how much more one axis adds when the other
+  is grounded; negative when behavior grounding matters most with the nominal world). "All methods" averages each
+  effect over the methods.
+- **95% intervals** are percentile bootstrap intervals over seeds and episodes: each replicate resamples, with
+  replacement, the training seeds of every cell independently (independent training runs) and the episode indices
+  once for all cells (every policy faces the same protocol episodes, so the comparison is paired).
+
+Everything here reads finished task results from the store; nothing trains or evaluates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from r2s2r_envs.ablation.design import LAB_ENV_ID, REAL_ONLY, VARIANTS, AblationDesign, Task
+from r2s2r_envs.ablation.store import Store, write_json_atomic
+
+METRICS: tuple[str, ...] = ("success", "sort_accuracy")
+METRIC_NAMES = {"success": "episode success", "sort_accuracy": "sort accuracy"}
+#: Effects of the 2 x 2 design, as weights over the cells (U, W, B, F).
+EFFECTS: dict[str, dict[str, float]] = {
+    "world": {"Ungrounded": -0.5, "WorldGrounded": 0.5, "BehaviorGrounded": -0.5, "FullyGrounded": 0.5},
+    "behavior": {"Ungrounded": -0.5, "WorldGrounded": -0.5, "BehaviorGrounded": 0.5, "FullyGrounded": 0.5},
+    "interaction": {"Ungrounded": 1.0, "WorldGrounded": -1.0, "BehaviorGrounded": -1.0, "FullyGrounded": 1.0},
+    "world, nominal behavior (W - U)": {"Ungrounded": -1.0, "WorldGrounded": 1.0},
+    "world, grounded behavior (F - B)": {"BehaviorGrounded": -1.0, "FullyGrounded": 1.0},
+    "behavior, nominal world (B - U)": {"Ungrounded": -1.0, "BehaviorGrounded": 1.0},
+    "behavior, grounded world (F - W)": {"WorldGrounded": -1.0, "FullyGrounded": 1.0},
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvalRun:
+    """One policy's evaluation in one env (one training seed).
+
+    Attributes:
+        method: training method.
+        variant: grounding variant of its sim data (``None``: real only).
+        real_fraction: its real_fraction.
+        seed: training seed.
+        env: ``"lab"`` or ``"sim"`` (its own variant).
+        success: ``(episodes,)`` 1 when every object was sorted at the end.
+        sort_accuracy: ``(episodes,)`` share of objects sorted.
+        failure_causes: episodes per first failure cause.
+    """
+
+    method: str
+    variant: str | None
+    real_fraction: float
+    seed: int
+    env: str
+    success: np.ndarray
+    sort_accuracy: np.ndarray
+    failure_causes: Mapping[str, int]
+
+
+def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
+    """Every finished evaluation of the design."""
+    from r2s2r_envs.ablation.tasks import read_result
+
+    runs = []
+    for task in tasks:
+        if task.kind != "eval" or not store.is_done("eval", task.key):
+            continue
+        result = read_result(store, task.key)
+        p = task.config["policy"]
+        runs.append(
+            EvalRun(
+                method=p["method"],
+                variant=p["variant"],
+                real_fraction=float(p["real_fraction"]),
+                seed=int(p["seed"]),
+                env="lab" if task.config["env_id"] == LAB_ENV_ID else "sim",
+                success=np.array([float(r.is_success) for r in result.records]),
+                sort_accuracy=np.array([float(r.sort_accuracy) for r in result.records]),
+                failure_causes=dict(result.summary["failure_causes"]),
+            )
+        )
+    return runs
+
+
+# ---------------------------------------------------------------------- statistics
+def cell_matrix(runs: Sequence[EvalRun], metric: str) -> np.ndarray:
+    """``(seeds, episodes)`` values of one cell's runs, ordered by seed."""
+    runs = sorted(runs, key=lambda r: r.seed)
+    return np.stack([getattr(r, metric) for r in runs])
+
+
+def bootstrap_contrast(
+    cells: Mapping[Any, np.ndarray],
+    weights: Mapping[Any, float],
+    *,
+    replicates: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """A weighted sum of cell means with its 95% percentile bootstrap interval over seeds and episodes.
+
+    Args:
+        cells: per cell, a ``(seeds, episodes)`` matrix. Cells with the same number of episodes share the
+            episode resampling (paired: the same protocol episodes); seeds are resampled per cell.
+        weights: the contrast, e.g. ``{"FullyGrounded": 1, "Ungrounded": -1}``; cells without weight are ignored.
+        replicates: bootstrap replicates.
+        seed: seed of the bootstrap's random generator.
+
+    Returns:
+        ``estimate`` (the contrast of the cell means), ``ci95`` ``[low, high]``, ``replicates``, and ``n_seeds``,
+        ``n_episodes`` per cell; ``None`` values when a weighted cell is missing.
+    """
+    used = {k: w for k, w in weights.items() if w != 0}
+    if any(k not in cells for k in used):
+        return {
+            "estimate": None,
+            "ci95": None,
+            "replicates": replicates,
+            "missing": sorted(map(str, set(used) - set(cells))),
+        }
+    rng = np.random.default_rng(seed)
+    estimate = float(sum(w * cells[k].mean() for k, w in used.items()))
+    episode_draws: dict[int, np.ndarray] = {}
+    total = np.zeros(replicates)
+    for k, w in used.items():
+        x = np.asarray(cells[k], dtype=np.float64)
+        n_seeds, n_episodes = x.shape
+        if n_episodes not in episode_draws:
+            episode_draws[n_episodes] = rng.integers(0, n_episodes, size=(replicates, n_episodes))
+        ep = episode_draws[n_episodes]
+        seeds = rng.integers(0, n_seeds, size=(replicates, n_seeds))
+        picked = x[seeds]  # (B, S, E)
+        picked = np.take_along_axis(picked, np.broadcast_to(ep[:, None, :], picked.shape), axis=2)
+        total += w * picked.mean(axis=(1, 2))
+    low, high = np.percentile(total, [2.5, 97.5])
+    return {
+        "estimate": estimate,
+        "ci95": [float(low), float(high)],
+        "replicates": replicates,
+        "n_seeds": {str(k): int(cells[k].shape[0]) for k in used},
+        "n_episodes": {str(k): int(cells[k].shape[1]) for k in used},
+    }
+
+
+def effects(
+    cells_by_method: Mapping[str, Mapping[str, np.ndarray]], *, replicates: int = 2000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Every effect of :data:`EFFECTS` per method and averaged over methods (``"all methods"``).
+
+    Args:
+        cells_by_method: ``{method: {variant: (seeds, episodes) matrix}}`` for one metric.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    methods = list(cells_by_method)
+    for name, weights in EFFECTS.items():
+        out[name] = {}
+        for method in methods:
+            out[name][method] = bootstrap_contrast(cells_by_method[method], weights, replicates=replicates, seed=seed)
+        if len(methods) > 1:
+            pooled_cells = {(m, v): x for m in methods for v, x in cells_by_method[m].items()}
+            pooled_weights = {(m, v): w / len(methods) for m in methods for v, w in weights.items()}
+            out[name]["all methods"] = bootstrap_contrast(
+                pooled_cells, pooled_weights, replicates=replicates, seed=seed
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- tables
+def _mean_ci(x: np.ndarray | None, replicates: int) -> dict[str, Any] | None:
+    if x is None:
+        return None
+    b = bootstrap_contrast({"c": x}, {"c": 1.0}, replicates=replicates)
+    return {"mean": b["estimate"], "ci95": b["ci95"], "seeds": int(x.shape[0]), "episodes": int(x.shape[1])}
+
+
+def variant_table(
+    runs: Sequence[EvalRun], design: AblationDesign, method: str, replicates: int
+) -> list[dict[str, Any]]:
+    """The four-variant table of one method: real-only and each co-trained variant, in the lab and in sim."""
+    rows = []
+    for variant in [None, *design.variants]:
+        if variant is None:
+            match = [r for r in runs if r.variant is None and r.real_fraction == 1.0]
+            rf = 1.0
+        else:
+            rf = design.rule_fraction(variant)
+            match = [r for r in runs if r.method == method and r.variant == variant and r.real_fraction == rf]
+        row: dict[str, Any] = {"variant": variant or REAL_ONLY, "real_fraction": rf}
+        for env in ("lab", "sim"):
+            cell = [r for r in match if r.env == env]
+            for metric in METRICS:
+                row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None, replicates)
+            causes: dict[str, int] = {}
+            for r in cell:
+                for k, v in r.failure_causes.items():
+                    causes[k] = causes.get(k, 0) + int(v)
+            row[f"{env}_failure_causes"] = {k: v for k, v in causes.items() if v}
+        row["method"] = method if variant is not None else (match[0].method if match else None)
+        rows.append(row)
+    return rows
+
+
+def design_cells(runs: Sequence[EvalRun], design: AblationDesign, metric: str, env: str = "lab") -> dict:
+    """``{method: {variant: (seeds, episodes)}}`` of the co-trained policies at the rule's real_fraction."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for method in design.methods:
+        cells = {}
+        for variant in design.variants:
+            rf = design.rule_fraction(variant)
+            match = [
+                r
+                for r in runs
+                if r.method == method and r.variant == variant and r.real_fraction == rf and r.env == env
+            ]
+            if match:
+                cells[variant] = cell_matrix(match, metric)
+        real_only = [r for r in runs if r.variant is None and r.real_fraction == 1.0 and r.env == env]
+        if real_only:
+            cells[REAL_ONLY] = cell_matrix(real_only, metric)
+        out[method] = cells
+    return out
+
+
+def versus_real_only(cells_by_method: Mapping[str, Mapping[str, np.ndarray]], replicates: int) -> dict:
+    """Each variant minus real-only, per method, with intervals."""
+    return {
+        method: {
+            v: bootstrap_contrast(cells, {v: 1.0, REAL_ONLY: -1.0}, replicates=replicates)
+            for v in VARIANTS
+            if v in cells
+        }
+        for method, cells in cells_by_method.items()
+    }
+
+
+def sweep_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int) -> list[dict[str, Any]]:
+    """The real_fraction sweep of ``sweep_variant``: lab (and sim) success and sort accuracy per method and rf."""
+    rows = []
+    for method in design.sweep_methods:
+        for rf in design.sweep_values():
+            spec = design.sweep_policy(method, rf, 0)
+            if spec is None:
+                continue
+            match = [r for r in runs if r.method == spec.method and r.variant == spec.variant and r.real_fraction == rf]
+            row: dict[str, Any] = {"method": method, "real_fraction": rf}
+            for env in ("lab", "sim"):
+                cell = [r for r in match if r.env == env]
+                for metric in METRICS:
+                    row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None, replicates)
+            rows.append(row)
+    return rows
+
+
+def mixture_summaries(tasks: Sequence[Task], store: Store) -> list[dict[str, Any]]:
+    """The summary of every finished mixture task."""
+    out = []
+    for task in tasks:
+        if task.kind == "mixture" and store.is_done("mixture", task.key):
+            s = store.done_record("mixture", task.key)["summary"]
+            s = {**s, "sim_variant": task.config["sim_variant"], "key": task.key}
+            out.append(s)
+    return out
+
+
+# ---------------------------------------------------------------------- report
+def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict[str, Any]:
+    """Every number of the report (JSON-able)."""
+    runs = load_runs(tasks, store)
+    n = design.bootstrap_replicates
+    report: dict[str, Any] = {"design": design.name, "tables": {}, "effects": {}, "versus_real_only": {}}
+    for method in design.methods:
+        report["tables"][method] = variant_table(runs, design, method, n)
+    for metric in METRICS:
+        cells = design_cells(runs, design, metric)
+        grounded = {m: {v: x for v, x in c.items() if v != REAL_ONLY} for m, c in cells.items()}
+        report["effects"][metric] = effects(grounded, replicates=n)
+        report["versus_real_only"][metric] = versus_real_only(cells, n)
+    report["sweep"] = sweep_table(runs, design, n)
+    report["mixture"] = mixture_summaries(tasks, store)
+    done = {t.key for t in tasks if store.is_done(t.kind, t.key)}
+    report["tasks"] = {
+        "total": len(tasks),
+        "finished": len(done),
+        "missing": [t.label for t in tasks if t.key not in done],
+    }
+    return report
+
+
+def _pct(x: dict[str, Any] | None) -> str:
+    if not x or x.get("mean") is None:
+        return "n/a"
+    low, high = x["ci95"]
+    return f"{100 * x['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _pts(x: dict[str, Any]) -> str:
+    if x.get("estimate") is None:
+        return "n/a"
+    low, high = x["ci95"]
+    return f"{100 * x['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
+def variant_markdown(report: Mapping[str, Any]) -> str:
+    """The four-variant table(s) as Markdown (also what ``r2s2r ablation`` prints)."""
+    lines = [
+        "| method | sim data | real_fraction | lab success, % | lab sort accuracy, % | sim success, % | "
+        "sim sort accuracy, % | lab failures (first cause) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for method, rows in report["tables"].items():
+        for row in rows:
+            causes = ", ".join(f"{k} {v}" for k, v in sorted(row["lab_failure_causes"].items(), key=lambda kv: -kv[1]))
+            shown = method if row["variant"] != REAL_ONLY else f"{row['method'] or 'flow'} (real only)"
+            lines.append(
+                f"| {shown} | {row['variant']} | {row['real_fraction']:g} | {_pct(row['lab_success'])} | "
+                f"{_pct(row['lab_sort_accuracy'])} | {_pct(row['sim_success'])} | {_pct(row['sim_sort_accuracy'])} | "
+                f"{causes or '-'} |"
+            )
+    return "\n".join(lines)
+
+
+def effects_markdown(report: Mapping[str, Any]) -> str:
+    """The effects table: points (percentage points) with 95% bootstrap intervals, per metric and method."""
+    lines = []
+    for metric, by_effect in report["effects"].items():
+        methods = list(next(iter(by_effect.values())).keys()) if by_effect else []
+        lines.append(f"\n**{METRIC_NAMES[metric]}** in the lab, points [95% bootstrap interval]\n")
+        lines.append("| effect | " + " | ".join(methods) + " |")
+        lines.append("|---|" + "---|" * len(methods))
+        for name, per_method in by_effect.items():
+            lines.append(f"| {name} | " + " | ".join(_pts(per_method[m]) for m in methods) + " |")
+    return "\n".join(lines)
+
+
+def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
+    """The whole report as Markdown."""
+    real = design.real
+    sims = ", ".join(f"{v}: {s.label} ({s.episodes})" for v, s in design.sim)
+    out = [
+        f"# Grounding ablation ({design.name})",
+        "",
+        f"Real data: {real.label} ({real.episodes} lab demos by the teleoperator). Sim data per variant: {sims}. "
+        'Every policy trains on the successful demos only (`demos="success"`; every dataset here holds successful '
+        "demos only), the same in every variant.",
+        f"Methods: {', '.join(design.methods)}; seeds: {list(design.seeds)}; training: "
+        f"{dict(design.train) or 'defaults'}; co-training at the mixing rule's {design.rule_end} end; lab episodes "
+        f"{design.lab_episodes}, sim episodes {design.sim_episodes} (protocol seeds); evaluation env arguments: "
+        f"{dict(design.eval_env_kwargs) or 'defaults'}.",
+        "Intervals: 95% percentile bootstrap over training seeds and episodes "
+        f"({design.bootstrap_replicates} replicates; docs/ablation.md#analysis).",
+        "",
+        "## Four-variant table",
+        "",
+        "Sim columns: each policy in its own simulated variant; real-only policies are evaluated in the lab only.",
+        "",
+        variant_markdown(report),
+        "",
+        "## Effect of each grounding axis (co-trained policies, lab)",
+        "",
+        "world = ((W - U) + (F - B)) / 2, behavior = ((B - U) + (F - W)) / 2, interaction = (F - B) - (W - U).",
+        effects_markdown(report),
+        "",
+        "## Each variant against real-only (lab, points)",
+        "",
+    ]
+    for metric, per_method in report["versus_real_only"].items():
+        for method, per_variant in per_method.items():
+            cells = ", ".join(f"{v} {_pts(x)}" for v, x in per_variant.items())
+            out.append(f"- {METRIC_NAMES[metric]}, {method}: {cells or 'n/a'}")
+    if report["sweep"]:
+        out += ["", f"## real_fraction sweep ({design.sweep_variant})", ""]
+        out.append(
+            "| method | real_fraction | lab success, % | lab sort accuracy, % | sim success, % | sim sort accuracy, % |"
+        )
+        out.append("|---|---|---|---|---|---|")
+        for row in report["sweep"]:
+            out.append(
+                f"| {row['method']} | {row['real_fraction']:g} | {_pct(row['lab_success'])} | "
+                f"{_pct(row['lab_sort_accuracy'])} | {_pct(row['sim_success'])} | {_pct(row['sim_sort_accuracy'])} |"
+            )
+        out.append("")
+        out.append(
+            "real_fraction 1.0 is the real-only policy (evaluated in the lab only); 0.0 trains on sim data only."
+        )
+    if report["mixture"]:
+        out += ["", "## Mixture analysis (lab rollouts, nearest-neighbour attribution)", ""]
+        out.append(
+            "Per visited lab state: real-like when the policy's action is nearer to the mean action of the "
+            f"{design.mixture_neighbors} nearest real-demo states than to that of the nearest sim-demo states. "
+            "Coverage d_real / (d_real + d_sim): 0 on real data, 1 where only sim data is near. Policies at "
+            "real_fraction 1 and 0 calibrate the measure."
+        )
+        out.append("")
+        out.append("| policy | sim data | states | real-like, % | mean coverage | real-like by coverage bin |")
+        out.append("|---|---|---|---|---|---|")
+        for s in report["mixture"]:
+            p = s["policy"]
+            curve = "; ".join(
+                f"{c['coverage'][0]:.1f}-{c['coverage'][1]:.1f}: "
+                + ("-" if c["real_like_share"] is None else f"{100 * c['real_like_share']:.0f}% (n={c['states']})")
+                for c in s["curve"]
+            )
+            out.append(
+                f"| {p['method']} @ {p['real_fraction']:g}, seed {p['training_seed']} | {s['sim_variant']} | "
+                f"{s['states']} | {100 * s['real_like_share']:.1f} | {s['mean_coverage']:.2f} | {curve} |"
+            )
+    missing = report["tasks"]["missing"]
+    out += ["", "## Tasks", "", f"{report['tasks']['finished']} of {report['tasks']['total']} tasks finished."]
+    if missing:
+        out.append("Without results (failed or blocked): " + "; ".join(missing))
+    out += ["", "Plots: variants.png, effects.png, sweep.png, mixture.png.", ""]
+    return "\n".join(out)
+
+
+def write_report(design: AblationDesign, tasks: Sequence[Task], store: Store, out_dir: str | Path) -> Path:
+    """Writes ``report.md``, ``report.json`` and the PNG plots to ``out_dir``; returns the Markdown's path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = analyze(design, tasks, store)
+    write_json_atomic(out / "report.json", _jsonable(report), sort_keys=False)
+    (out / "report.md").write_text(to_markdown(design, report))
+    plot_all(design, report, out)
+    return out / "report.md"
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+# ---------------------------------------------------------------------- plots
+def plot_all(design: AblationDesign, report: Mapping[str, Any], out: Path) -> None:
+    """variants.png, effects.png, sweep.png (when swept) and mixture.png (when analysed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _plot_variants(plt, report, out / "variants.png")
+    _plot_effects(plt, report, out / "effects.png")
+    if report["sweep"]:
+        _plot_sweep(plt, design, report, out / "sweep.png")
+    if report["mixture"]:
+        _plot_mixture(plt, report, out / "mixture.png")
+
+
+def _errorbar(x: Mapping[str, Any] | None) -> tuple[float, float, float]:
+    if not x or x.get("mean") is None:
+        return math.nan, 0.0, 0.0
+    return 100 * x["mean"], 100 * (x["mean"] - x["ci95"][0]), 100 * (x["ci95"][1] - x["mean"])
+
+
+def _plot_variants(plt: Any, report: Mapping[str, Any], path: Path) -> None:
+    methods = list(report["tables"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    for ax, metric in zip(axes[0], METRICS):
+        width = 0.8 / max(1, len(methods))
+        for i, method in enumerate(methods):
+            rows = report["tables"][method]
+            vals = [_errorbar(r[f"lab_{metric}"]) for r in rows]
+            xs = np.arange(len(rows)) + i * width
+            ax.bar(
+                xs,
+                [v[0] for v in vals],
+                width,
+                yerr=[[v[1] for v in vals], [v[2] for v in vals]],
+                capsize=3,
+                label=method,
+            )
+            ax.set_xticks(np.arange(len(rows)) + width * (len(methods) - 1) / 2)
+            ax.set_xticklabels([r["variant"] for r in rows], rotation=20, fontsize=8)
+        ax.set_ylabel(f"lab {METRIC_NAMES[metric]}, %")
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=8)
+    fig.suptitle("Lab results per sim data variant (95% bootstrap intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_effects(plt: Any, report: Mapping[str, Any], path: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    names = list(EFFECTS)
+    for ax, metric in zip(axes[0], METRICS):
+        by_effect = report["effects"][metric]
+        methods = list(next(iter(by_effect.values())).keys())
+        height = 0.8 / max(1, len(methods))
+        for i, method in enumerate(methods):
+            est, lo, hi = [], [], []
+            for name in names:
+                x = by_effect[name][method]
+                if x["estimate"] is None:
+                    est.append(math.nan)
+                    lo.append(0)
+                    hi.append(0)
+                else:
+                    est.append(100 * x["estimate"])
+                    lo.append(100 * (x["estimate"] - x["ci95"][0]))
+                    hi.append(100 * (x["ci95"][1] - x["estimate"]))
+            ys = np.arange(len(names)) + i * height
+            ax.errorbar(est, ys, xerr=[lo, hi], fmt="o", capsize=3, label=method)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_yticks(np.arange(len(names)) + height * (len(methods) - 1) / 2)
+        ax.set_yticklabels(names, fontsize=8)
+        ax.set_xlabel(f"{METRIC_NAMES[metric]} in the lab, points")
+        ax.legend(fontsize=8)
+    fig.suptitle("Effects of world and behavior grounding (95% bootstrap over seeds and episodes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_sweep(plt: Any, design: AblationDesign, report: Mapping[str, Any], path: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    for ax, metric in zip(axes[0], METRICS):
+        for method in design.sweep_methods:
+            rows = [r for r in report["sweep"] if r["method"] == method]
+            vals = [_errorbar(r[f"lab_{metric}"]) for r in rows]
+            ax.errorbar(
+                [r["real_fraction"] for r in rows],
+                [v[0] for v in vals],
+                yerr=[[v[1] for v in vals], [v[2] for v in vals]],
+                fmt="o-",
+                capsize=3,
+                label=method,
+            )
+        low, high, _ = design.rule_range(design.sweep_variant) if design.sweep_variant else (0, 0, False)
+        ax.axvspan(low, high, color="grey", alpha=0.15, label="mixing rule range")
+        ax.set_xlabel("real_fraction")
+        ax.set_ylabel(f"lab {METRIC_NAMES[metric]}, %")
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"real_fraction sweep, {design.sweep_variant} sim data")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for s in report["mixture"]:
+        p = s["policy"]
+        xs = [(c["coverage"][0] + c["coverage"][1]) / 2 for c in s["curve"] if c["real_like_share"] is not None]
+        ys = [100 * c["real_like_share"] for c in s["curve"] if c["real_like_share"] is not None]
+        style = "--" if p["real_fraction"] in (0.0, 1.0) else "-"
+        ax.plot(xs, ys, style + "o", label=f"{p['method']} @ {p['real_fraction']:g}, seed {p['training_seed']}")
+    ax.axhline(50, color="grey", lw=0.8)
+    ax.set_xlabel("coverage d_real / (d_real + d_sim): 0 = on real data, 1 = only sim data near")
+    ax.set_ylabel("states where the policy acts real-like, %")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7)
+    ax.set_title("Mixture analysis: real-like actions vs coverage (lab rollouts)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def print_table(report_json: str | Path, emit: Callable[[str], None] = print) -> None:
+    """Prints the four-variant table and the effects of a written ``report.json``."""
+    report = json.loads(Path(report_json).read_text())
+    emit(variant_markdown(report))
+    emit(effects_markdown(report))

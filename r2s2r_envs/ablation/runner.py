@@ -1,0 +1,347 @@
+"""Runs an ablation design on Ray: checks first, then the task graph, then the leaderboard and the report.
+
+:func:`run_ablation` is what ``r2s2r ablation`` calls:
+
+1. **Checks before any work** (:func:`preflight`): the design (unknown variant or method, bad numbers), the output
+   directory (another format or schema version is refused, evaluation results in it must be schema v2), every
+   canonical dataset the design reads (missing: the message names the ``r2s2r datasets make`` command), and ray.
+2. **The task graph on Ray** (:func:`run_tasks`): locally by default (``ray.init(num_cpus=workers)``, no
+   dashboard, quiet logs), on a cluster with ``address``. Each task is one ``ray.remote`` call declaring its CPUs,
+   with ``max_retries`` and ``retry_exceptions`` (a killed worker or an exception is retried). Finished tasks
+   (``task.json`` present) are skipped; a task that fails after its retries is recorded in ``store/failed/`` and the
+   tasks depending on it are reported as blocked, while the rest of the sweep goes on.
+3. **Outputs**: evaluation results copied to ``DIR/results/`` (schema v2, one folder per method and variant),
+   ``r2s2r leaderboard`` over them into ``DIR/leaderboard/``, and the ablation's report into ``DIR/report/``.
+
+Ray is imported only here, inside functions: the rest of ``r2s2r_envs.ablation`` imports without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs._version import __version__
+from r2s2r_envs.ablation.design import AblationDesign, Task, check_design, env_id_of
+from r2s2r_envs.ablation.store import Store, StoreError
+from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error
+
+RAY_HINT = "the ablation runs its tasks on Ray; install the extra: pip install 'r2s2r_envs[ray]'"
+
+
+class AblationError(ValueError):
+    """Input the ablation cannot run with; raised before any work starts."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class RunSummary:
+    """What one run did.
+
+    Attributes:
+        total: tasks in the design.
+        skipped: tasks already finished before this run (their results reused).
+        ran: tasks run to completion by this run.
+        failed: ``{key: error}`` of tasks that failed after their retries.
+        blocked: keys of tasks not run because a task they depend on failed.
+        wall_time_s: seconds of the whole run (checks, tasks, leaderboard and report).
+        task_time_s: seconds spent in the task graph.
+        out: the output directory.
+    """
+
+    total: int
+    skipped: int = 0
+    ran: int = 0
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    blocked: list[str] = dataclasses.field(default_factory=list)
+    wall_time_s: float = 0.0
+    task_time_s: float = 0.0
+    out: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dataclasses.asdict(self)
+
+
+# ---------------------------------------------------------------------- checks
+def canonical_hashes(design: AblationDesign) -> dict[str, str]:
+    """The content hash of every canonical dataset the design reads, from the cached files.
+
+    Raises:
+        AblationError: a canonical dataset is missing (the message names the command that builds it) or unreadable.
+    """
+    from r2s2r_envs.datasets.reader import open_dataset
+    from r2s2r_envs.datasets.schema import DatasetError
+    from r2s2r_envs.policies.data import DataSelectionError, resolve_path
+
+    hashes: dict[str, str] = {}
+    specs = [design.real, *(design.sim_spec(v) for v in design._sim_variants_used())]
+    missing = []
+    for spec in specs:
+        if spec.canonical is None or spec.canonical in hashes:
+            continue
+        try:
+            _name, path = resolve_path(spec.canonical)
+        except DataSelectionError as exc:
+            missing.append((spec.canonical, str(exc)))
+            continue
+        try:
+            with open_dataset(path, verify="none") as f:
+                hashes[spec.canonical] = f.content_hash
+                if f.num_demos < spec.episodes:
+                    raise AblationError(
+                        f"{spec.canonical} ({path}) has {f.num_demos} demos; the design uses {spec.episodes}"
+                    )
+        except DatasetError as exc:
+            raise AblationError(f"dataset {spec.canonical}: {exc}") from None
+    if missing:
+        names = " ".join(name for name, _ in missing)
+        details = "; ".join(msg for _, msg in missing)
+        raise AblationError(
+            f"missing dataset(s) {[n for n, _ in missing]}: build them first with `r2s2r datasets make {names}` "
+            f"({details})"
+        )
+    return hashes
+
+
+def check_results_dir(root: Path) -> None:
+    """Every evaluation result already under ``root/results`` must be of the current result schema version.
+
+    Raises:
+        AblationError: a result of another schema version (or not readable as JSON) is there.
+    """
+    from r2s2r_envs.evaluation.schema import RESULT_FORMAT, RESULT_SCHEMA_VERSION
+
+    results = root / "results"
+    if not results.is_dir():
+        return
+    for path in sorted(results.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise AblationError(f"{path} is not readable JSON ({exc}); give another --out") from None
+        if isinstance(data, dict) and data.get("format") == RESULT_FORMAT:
+            if data.get("schema_version") != RESULT_SCHEMA_VERSION:
+                raise AblationError(
+                    f"{path} is an evaluation result of schema version {data.get('schema_version')!r}; this ablation "
+                    f"writes schema version {RESULT_SCHEMA_VERSION}: give another --out (or remove {results})"
+                )
+
+
+def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]:
+    """Every check that runs before any work; returns the task graph.
+
+    Raises:
+        AblationError: a bad design, output directory or dataset, named in the message.
+    """
+    from r2s2r_envs.ablation.design import DesignError
+
+    try:
+        check_design(design)
+    except DesignError as exc:
+        raise AblationError(str(exc)) from None
+    store = Store(out)
+    try:
+        store.check_manifest()
+    except StoreError as exc:
+        raise AblationError(str(exc)) from None
+    check_results_dir(Path(out))
+    hashes = canonical_hashes(design)
+    return design.tasks(canonical_hashes=hashes)
+
+
+def import_ray() -> Any:
+    """Imports ray, or raises ``AblationError`` with the install hint."""
+    try:
+        import ray
+    except ImportError:
+        raise AblationError(RAY_HINT) from None
+    return ray
+
+
+# ---------------------------------------------------------------------- running
+def init_ray(address: str | None, workers: int | None) -> bool:
+    """Starts (or joins) Ray unless it is running; returns whether this call started it.
+
+    Locally: ``num_cpus=workers`` (default: every core), no dashboard, warnings only. With ``address``: joins the
+    cluster there (``"auto"`` for the one this node belongs to).
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "logging_level": logging.WARNING,
+        "log_to_driver": False,
+        "configure_logging": True,
+    }
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
+    return True
+
+
+def run_tasks(
+    tasks: list[Task],
+    store: Store,
+    *,
+    max_retries: int,
+    log: Callable[[str], None] = print,
+) -> RunSummary:
+    """Runs the task graph on an initialized Ray: dependencies first, finished tasks skipped.
+
+    Args:
+        tasks: the graph (:meth:`AblationDesign.tasks`), dependencies before dependents.
+        store: the output directory's store.
+        max_retries: retries of a failed task (exceptions and dead workers).
+        log: where progress lines go.
+
+    Returns:
+        Counts of skipped, run, failed and blocked tasks.
+    """
+    import ray
+
+    start = time.perf_counter()
+    summary = RunSummary(total=len(tasks), out=str(store.root))
+    remote = ray.remote(execute_task)
+    state: dict[str, str] = {}
+    for task in tasks:
+        if store.is_done(task.kind, task.key):
+            state[task.key] = "done"
+            summary.skipped += 1
+    if summary.skipped:
+        log(f"{summary.skipped} of {len(tasks)} tasks already finished (skipped)")
+    pending = [t for t in tasks if t.key not in state]
+    running: dict[Any, Task] = {}
+    root = str(store.root.resolve())
+    while pending or running:
+        still = []
+        for task in pending:
+            deps = [state.get(d) for d in task.deps]
+            if any(s in ("failed", "blocked") for s in deps):
+                state[task.key] = "blocked"
+                summary.blocked.append(task.key)
+                log(f"blocked  {task.label} (a task it needs failed)")
+            elif all(s == "done" for s in deps):
+                ref = remote.options(
+                    num_cpus=task.num_cpus, max_retries=max_retries, retry_exceptions=True, name=task.kind
+                ).remote(task.to_dict(), root)
+                running[ref] = task
+            else:
+                still.append(task)
+        pending = still
+        if not running:
+            break
+        ready, _ = ray.wait(list(running), num_returns=1)
+        for ref in ready:
+            task = running.pop(ref)
+            try:
+                record = ray.get(ref)
+            except Exception as exc:  # RayTaskError (the task raised) or a worker that died after its retries
+                error = format_error(exc)
+                state[task.key] = "failed"
+                summary.failed[task.key] = error
+                store.record_failure(task.to_dict(), error)
+                log(f"FAILED   {task.label}: {error}")
+                continue
+            state[task.key] = "done"
+            summary.ran += 1
+            log(f"done     {task.label} ({record['wall_time_s']:.0f} s)")
+    summary.task_time_s = time.perf_counter() - start
+    return summary
+
+
+def export_results(design: AblationDesign, tasks: list[Task], store: Store) -> Path:
+    """Copies the finished evaluation results of the design to ``DIR/results/<method>/<variant>/`` (rebuilt)."""
+    results = store.root / "results"
+    if results.exists():
+        shutil.rmtree(results)
+    for task in tasks:
+        if task.kind != "eval" or not store.is_done("eval", task.key):
+            continue
+        p = task.config["policy"]
+        env = "lab" if task.config["env_id"] == "PickSort-Real-v0" else "sim"
+        folder = results / p["method"] / (p["variant"] or "real-only")
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"rf{p['real_fraction']:g}_seed{p['seed']}_{env}.json"
+        shutil.copyfile(store.task_dir("eval", task.key) / RESULT_FILE, folder / name)
+    return results
+
+
+def run_ablation(
+    design: AblationDesign,
+    out: str | os.PathLike[str],
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    log: Callable[[str], None] = print,
+) -> RunSummary:
+    """Runs (or resumes) an ablation and writes its results, leaderboard and report to ``out``.
+
+    Args:
+        design: the study (:func:`~r2s2r_envs.ablation.design.quick_design`, ``full_design``, ...).
+        out: the output directory; a re-run skips every finished task.
+        address: a Ray cluster to join (``None``: start Ray locally).
+        workers: CPUs of a local Ray (default: every core); one task per CPU.
+        log: where progress lines go.
+
+    Returns:
+        What the run did; ``failed`` and ``blocked`` list tasks without results.
+
+    Raises:
+        AblationError: bad input, before any work starts.
+    """
+    start = time.perf_counter()
+    tasks = preflight(design, out)
+    import_ray()
+    store = Store(out)
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.write_manifest(design.to_dict(), __version__)
+    log(f"ablation {design.name}: {len(tasks)} tasks -> {store.root}")
+    started = init_ray(address, workers)
+    try:
+        summary = run_tasks(tasks, store, max_retries=design.max_retries, log=log)
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+    write_outputs(design, tasks, store, log=log)
+    summary.wall_time_s = time.perf_counter() - start
+    (store.root / "run_summary.json").write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    return summary
+
+
+def write_outputs(
+    design: AblationDesign, tasks: list[Task], store: Store, *, log: Callable[[str], None] = print
+) -> None:
+    """Results folder, leaderboard and report from whatever tasks have finished."""
+    from r2s2r_envs.ablation.analysis import write_report
+    from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard
+
+    results = export_results(design, tasks, store)
+    if any(results.rglob("*.json")):
+        try:
+            build_leaderboard(results, store.root / "leaderboard", title=f"Grounding ablation ({design.name})")
+        except LeaderboardError as exc:
+            log(f"leaderboard not built: {exc}")
+    report = write_report(design, tasks, store, store.root / "report")
+    log(f"report: {report}")
+
+
+def variant_env_ids(design: AblationDesign) -> dict[str, str]:
+    """The env id of each variant of the design."""
+    return {v: env_id_of(v) for v in design.variants}
+
+
+if __name__ == "__main__":  # pragma: no cover - use `r2s2r ablation`
+    sys.exit("use `r2s2r ablation`")

@@ -1,0 +1,153 @@
+"""Where the ablation keeps its results: one directory per task, named by its config hash, finished when marked.
+
+Layout of an output directory ``DIR`` (docs/ablation.md, "Output files")::
+
+    DIR/ablation.json                 manifest: format, schema version, the design, package version
+    DIR/store/<kind>/<key>/           one task's output (dataset, checkpoint, result, mixture arrays)
+    DIR/store/<kind>/<key>/task.json  written last, atomically: its presence marks the task finished
+    DIR/store/attempts/<key>.jsonl    one line per attempt (start, end, error), kept across runs
+    DIR/store/failed/<key>.json       the last failure of a task that ran out of retries (removed on success)
+    DIR/results/...                   the evaluation results, schema v2, for ``r2s2r leaderboard``
+    DIR/leaderboard/, DIR/report/     the leaderboard and the ablation's own report
+
+A directory without ``task.json`` is the partial output of an interrupted or killed attempt: it is deleted and the
+task runs again, never taken for finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+#: Format name and schema version of ``ablation.json``; a directory of another version is refused.
+MANIFEST_FORMAT = "r2s2r_envs.ablation"
+MANIFEST_SCHEMA_VERSION = 1
+MANIFEST = "ablation.json"
+DONE_FILE = "task.json"
+
+
+class StoreError(ValueError):
+    """An output directory that cannot be used (another format or schema version, a file in its place)."""
+
+
+def write_json_atomic(path: Path, data: Any, *, sort_keys: bool = True) -> None:
+    """Writes JSON to ``path`` through a temporary file and a rename (never a half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+class Store:
+    """The task results under one output directory.
+
+    Args:
+        root: the output directory (``--out``).
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    # ------------------------------------------------------------------ manifest
+    def check_manifest(self) -> dict[str, Any] | None:
+        """The existing manifest, after checking it is ours and of this schema version (``None`` if new).
+
+        Raises:
+            StoreError: ``root`` is a file, or holds a manifest of another format or schema version.
+        """
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"--out {self.root} is a file; give a directory")
+        path = self.root / MANIFEST
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path} is not a readable ablation manifest ({exc}); give another --out") from None
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise StoreError(f"{path} is not an ablation manifest (format {MANIFEST_FORMAT!r}); give another --out")
+        version = data.get("schema_version")
+        if version != MANIFEST_SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.root} holds ablation results of schema version {version!r}; this version of r2s2r_envs "
+                f"reads schema version {MANIFEST_SCHEMA_VERSION} only: give another --out (or delete the directory)"
+            )
+        return data
+
+    def write_manifest(self, design: dict[str, Any], package_version: str) -> None:
+        """Records the design of the latest run (earlier designs' task results stay usable by hash)."""
+        write_json_atomic(
+            self.root / MANIFEST,
+            {
+                "format": MANIFEST_FORMAT,
+                "schema_version": MANIFEST_SCHEMA_VERSION,
+                "design": design,
+                "r2s2r_envs": package_version,
+                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
+
+    # ------------------------------------------------------------------ tasks
+    def task_dir(self, kind: str, key: str) -> Path:
+        """The output directory of a task."""
+        return self.root / "store" / kind / key
+
+    def is_done(self, kind: str, key: str) -> bool:
+        """Whether the task finished (its ``task.json`` exists)."""
+        return (self.task_dir(kind, key) / DONE_FILE).is_file()
+
+    def done_record(self, kind: str, key: str) -> dict[str, Any]:
+        """What a finished task recorded (its ``task.json``)."""
+        return json.loads((self.task_dir(kind, key) / DONE_FILE).read_text())
+
+    def start(self, kind: str, key: str, *, keep_partial: bool = False) -> Path:
+        """Prepares a task's directory for an attempt.
+
+        Args:
+            kind: the task's kind.
+            key: its config hash.
+            keep_partial: keep an earlier attempt's output (a dataset generation resumes its crash-safe file);
+                by default partial output is deleted.
+        """
+        path = self.task_dir(kind, key)
+        if path.exists() and not keep_partial:
+            shutil.rmtree(path)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def finish(self, kind: str, key: str, record: dict[str, Any]) -> None:
+        """Marks a task finished with its record (atomic) and clears an earlier failure."""
+        write_json_atomic(self.task_dir(kind, key) / DONE_FILE, record)
+        failed = self.failed_path(key)
+        if failed.exists():
+            failed.unlink()
+
+    def failed_path(self, key: str) -> Path:
+        """Where a task's last failure is recorded."""
+        return self.root / "store" / "failed" / f"{key}.json"
+
+    def record_failure(self, task: dict[str, Any], error: str) -> None:
+        """Records that a task ran out of retries."""
+        write_json_atomic(
+            self.failed_path(task["key"]),
+            {"task": task, "error": error, "attempts": self.attempts(task["key"])},
+        )
+
+    def log_attempt(self, key: str, event: dict[str, Any]) -> None:
+        """Appends one line to the task's attempt log (start, end or error of one attempt)."""
+        path = self.root / "store" / "attempts" / f"{key}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as f:
+            f.write(json.dumps({"time": time.time(), "pid": os.getpid(), **event}) + "\n")
+
+    def attempts(self, key: str) -> int:
+        """How many attempts of a task have started (over all runs)."""
+        path = self.root / "store" / "attempts" / f"{key}.jsonl"
+        if not path.exists():
+            return 0
+        return sum(1 for line in path.read_text().splitlines() if json.loads(line).get("event") == "start")

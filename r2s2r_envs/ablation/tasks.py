@@ -1,0 +1,246 @@
+"""The ablation's units of work, each run in one process: make data, train, evaluate, attribute (mixture).
+
+:func:`execute_task` is what a Ray worker runs (``r2s2r_envs.ablation.runner`` wraps it with ``ray.remote``, the
+resources the task declares, ``max_retries`` and ``retry_exceptions``); it needs only the task's JSON and the
+output directory, so it runs the same on this machine and on a cluster node that sees the directory. Every task
+goes through the suite's public APIs: the datasets generation API and reader, ``policies.train.train`` /
+``policies.load_policy``, ``evaluation.evaluate``, and the lab only as ``gym.make("PickSort-Real-v0")``.
+
+An attempt starts by deleting the partial output of an earlier attempt (a dataset generation instead resumes its
+crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from r2s2r_envs.ablation.store import Store
+
+DATASET_FILE = "data.hdf5"
+POLICY_DIR = "policy"
+RESULT_FILE = "result.json"
+
+
+class TaskError(RuntimeError):
+    """A task that ran but could not produce its result (e.g. a generation that ran out of attempts)."""
+
+
+def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
+    """Runs one task and marks it finished; returns its record.
+
+    Args:
+        task: :meth:`r2s2r_envs.ablation.design.Task.to_dict` output.
+        root: the ablation's output directory (shared by every worker).
+
+    Raises:
+        Exception: whatever the task raised (Ray retries it up to ``max_retries`` times, then the runner records
+            the failure).
+    """
+    store = Store(root)
+    kind, key = task["kind"], task["key"]
+    store.log_attempt(key, {"event": "start", "label": task["label"]})
+    start = time.perf_counter()
+    try:
+        out = store.start(kind, key, keep_partial=kind == "data")
+        runner = {"data": _run_data, "train": _run_train, "eval": _run_eval, "mixture": _run_mixture}[kind]
+        record = runner(task, store, out)
+    except BaseException as exc:
+        store.log_attempt(key, {"event": "error", "error": f"{type(exc).__name__}: {exc}"})
+        raise
+    record = {"kind": kind, "key": key, "label": task["label"], "config": task["config"], **record}
+    record["wall_time_s"] = time.perf_counter() - start
+    store.finish(kind, key, record)
+    store.log_attempt(key, {"event": "end", "wall_time_s": record["wall_time_s"]})
+    return record
+
+
+def format_error(exc: BaseException) -> str:
+    """One readable line (plus the last traceback frame) for a task's failure record."""
+    cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the task's own exception
+    frames = traceback.extract_tb(cause.__traceback__) if cause.__traceback__ else []
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(cause).__name__}: {cause}{where}".strip()
+
+
+# ---------------------------------------------------------------------- data
+def _run_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    config = task["config"]
+    if config["canonical"] is not None:
+        return _canonical_data(config, out)
+    from r2s2r_envs.datasets.generate import generate
+
+    result = generate(
+        config["env_id"],
+        config["episodes"],
+        out / DATASET_FILE,
+        seed=config["seed"],
+        successes_only=True,
+        env_kwargs=config["env_kwargs"],
+        episode_steps=config["episode_steps"],
+        max_attempts=config["max_attempts"],
+        progress=False,
+        handle_signals=False,
+    )
+    if not result.complete:
+        raise TaskError(
+            f"{config['label']}: generated {result.num_demos} of {config['episodes']} successful demos in "
+            f"{result.attempts} attempts of {config['env_id']} (max_attempts {config['max_attempts']})"
+        )
+    return {"dataset": str(out / DATASET_FILE), "sha256": result.content_hash, "num_demos": result.num_demos}
+
+
+def _canonical_data(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """A canonical dataset from the cache, or a file with its first ``episodes`` demos."""
+    from r2s2r_envs.datasets.reader import open_dataset
+    from r2s2r_envs.policies.data import resolve_path
+
+    _name, path = resolve_path(config["canonical"])
+    with open_dataset(path, verify="quick") as f:
+        available, source_hash = f.num_demos, f.content_hash
+    if config.get("expected_sha256") not in (None, source_hash):
+        raise TaskError(
+            f"{config['canonical']}: the cached {path} has content hash {source_hash[:16]}..., the design was "
+            f"planned for {config['expected_sha256'][:16]}...; run the ablation again to plan for the new data"
+        )
+    if config["episodes"] > available:
+        raise TaskError(f"{config['canonical']} has {available} demos, the design asks for {config['episodes']}")
+    if config["episodes"] == available:
+        return {"dataset": config["canonical"], "path": str(path), "sha256": source_hash, "num_demos": available}
+    sha = write_subset(path, out / DATASET_FILE, config["episodes"], source_name=config["canonical"])
+    return {
+        "dataset": str(out / DATASET_FILE),
+        "sha256": sha,
+        "num_demos": config["episodes"],
+        "subset_of": source_hash,
+    }
+
+
+def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -> str:
+    """Writes the first ``episodes`` demos of ``source`` to a new dataset file; returns its content hash.
+
+    The provenance is the source's, plus ``subset_of`` (the source's name, content hash and the demos taken), so a
+    result trained on the subset names exactly which demos it saw.
+    """
+    import numpy as np
+
+    from r2s2r_envs.datasets.reader import open_dataset
+    from r2s2r_envs.datasets.writer import DatasetWriter, Episode
+
+    with open_dataset(source, verify="quick") as f:
+        provenance = dict(f.provenance)
+        provenance["subset_of"] = {"name": source_name, "sha256": f.content_hash, "demos": list(range(episodes))}
+        generation = {"subset_of": provenance["subset_of"], "source_generation": f.generation}
+        with DatasetWriter.create(
+            dest,
+            provenance=provenance,
+            env_args=f.env_args,
+            generation=generation,
+            episodes_requested=episodes,
+            overwrite=True,
+        ) as writer:
+            for demo_id in f.demo_ids[:episodes]:
+                demo = f.demo(demo_id, states=True)
+                attrs = demo.attrs
+                observations = {k: np.concatenate([demo.obs[k], demo.next_obs[k][-1:]]) for k in demo.obs}
+                writer.append(
+                    Episode(
+                        observations=observations,
+                        actions=demo.actions,
+                        rewards=demo.rewards,
+                        states=demo.states,
+                        terminated=bool(attrs["terminated"]),
+                        truncated=bool(attrs["truncated"]),
+                        seed=attrs["seed"],
+                        demonstrator_seed=attrs["demonstrator_seed"],
+                        attempt=attrs["attempt"],
+                        success=bool(attrs["success"]),
+                        success_any_step=bool(attrs["success_any_step"]),
+                        failure_cause=attrs["failure_cause"],
+                        time_to_sort=attrs["time_to_sort"],
+                        unstable=bool(attrs["unstable"]),
+                        object_outcomes=list(attrs["object_outcomes"]),
+                    ),
+                    attempts=attrs["attempt"] + 1,
+                )
+            return writer.content_hash
+
+
+def data_argument(store: Store, key: str) -> str:
+    """What ``TrainConfig.real`` / ``sim`` gets for a finished data task: a canonical name or a file."""
+    return store.done_record("data", key)["dataset"]
+
+
+def data_path(store: Store, key: str) -> str:
+    """The HDF5 file of a finished data task."""
+    record = store.done_record("data", key)
+    return record.get("path", record["dataset"])
+
+
+# ---------------------------------------------------------------------- train
+def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    from r2s2r_envs.policies.config import TrainConfig
+    from r2s2r_envs.policies.train import train
+
+    config = dict(task["config"])
+    rf = config["real_fraction"]
+    deps = list(task["deps"])
+    real = (data_argument(store, deps.pop(0)),) if rf > 0 else ()
+    sim = (data_argument(store, deps.pop(0)),) if deps else ()
+    tuples = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    result = train(TrainConfig(**tuples, real=real, sim=sim, out=str(out / POLICY_DIR), progress=False, overwrite=True))
+    return {
+        "policy": str(out / POLICY_DIR),
+        "metadata": result.metadata,
+        "final_loss": result.final_loss,
+        "load_time_s": result.load_time_s,
+        "train_time_s": result.train_time_s,
+        "samples_per_s": result.samples_per_s,
+    }
+
+
+# ---------------------------------------------------------------------- eval
+def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    from r2s2r_envs.evaluation import evaluate
+    from r2s2r_envs.policies import load_policy
+
+    config = task["config"]
+    policy = load_policy(store.done_record("train", task["deps"][0])["policy"])
+    result = evaluate(
+        config["env_id"], policy, episodes=config["episodes"], env_kwargs=config["env_kwargs"], progress=False
+    )
+    (out / RESULT_FILE).write_text(result.to_json(indent=2) + "\n")
+    return {"result": str(out / RESULT_FILE), "summary": result.summary}
+
+
+def read_result(store: Store, key: str) -> Any:
+    """The :class:`~r2s2r_envs.evaluation.EvaluationResult` of a finished eval task (checked on reading)."""
+    from r2s2r_envs.evaluation import EvaluationResult
+
+    return EvaluationResult.from_json((store.task_dir("eval", key) / RESULT_FILE).read_text())
+
+
+# ---------------------------------------------------------------------- mixture
+def _run_mixture(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    from r2s2r_envs.ablation.mixture import attribute_policy
+
+    config = task["config"]
+    policy_key, real_key, sim_key = task["deps"]
+    summary = attribute_policy(
+        policy_dir=store.done_record("train", policy_key)["policy"],
+        real_data=data_path(store, real_key),
+        sim_data=data_path(store, sim_key),
+        episodes=config["episodes"],
+        neighbors=config["neighbors"],
+        env_kwargs=config["env_kwargs"],
+        out=out,
+    )
+    return {"summary": summary}
+
+
+def load_json(path: Path) -> Any:
+    """Reads a JSON file."""
+    return json.loads(Path(path).read_text())
