@@ -6,6 +6,7 @@ command line); a student may read it like any lesson cell.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -149,8 +150,11 @@ def wilson_bars(ax: Any, labels: Sequence[str], results: Sequence[Any], title: s
 
 def show_exercise(lesson: int) -> None:
     """Print the exercise of a lesson as ``r2s2r course labs`` lists it: its lab, its task, the answer format."""
-    from r2s2r_envs.course import exercises
+    from r2s2r_envs.course.exercises import exercise
 
-    for e in exercises():
-        if e.lesson == lesson:
-            print(e)
+    e = exercise(lesson)
+    print(f"Exercise {e.lesson} ({e.topic}), lab {e.lab!r}\n{e.task}\nAnswer keys:")
+    for key in e.answer:
+        print(f"  {key.key}: {key.meaning} ({key.tolerance}{'' if key.required else ', optional'})")
+    print(f"Example answer file: {json.dumps(e.example)}\nThe checker: {e.check}")
+    print(f"Check with: r2s2r course check {e.lesson} answer_{e.lesson}.json")
