@@ -43,7 +43,7 @@ def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
     store = Store(root)
     kind, key = task["kind"], task["key"]
     store.log_attempt(key, {"event": "start", "label": task["label"]})
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _cpu_seconds()
     try:
         out = store.start(kind, key, keep_partial=kind == "data")
         runner = {"data": _run_data, "train": _run_train, "eval": _run_eval, "mixture": _run_mixture}[kind]
@@ -53,9 +53,19 @@ def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
         raise
     record = {"kind": kind, "key": key, "label": task["label"], "config": task["config"], **record}
     record["wall_time_s"] = time.perf_counter() - start
+    record["cpu_time_s"] = _cpu_seconds() - cpu_start
     store.finish(kind, key, record)
     store.log_attempt(key, {"event": "end", "wall_time_s": record["wall_time_s"]})
     return record
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children, s (a task's cost, independent of the machine's load)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def format_error(exc: BaseException) -> str:

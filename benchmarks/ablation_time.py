@@ -1,0 +1,175 @@
+"""Time of the grounding ablation: does ``r2s2r ablation --quick`` finish within 15 minutes on 2 cores, and what
+would the full table take?
+
+Runs the quick design (``r2s2r_envs.ablation.quick_design``) on a local Ray with ``--workers`` CPUs into ``--out``
+(or, with ``--measured DIR``, reads a finished run instead of running), then prints:
+
+- the run's wall time and its task graph's time, and the CPU-seconds spent per kind of task (data, train, eval,
+  mixture), from each task's own record;
+- a projection of the full design (``full_design``: 3 seeds, 5,000 training steps, 100 episodes per env, 1,000 sim
+  demos per variant) from the quick run's per-task costs, scaled by what each kind of task does more in the full
+  design (training steps, episodes, demos), summed over the full design's tasks and divided by the cores. The
+  projection assumes the quick run's per-step costs (the machine's load during it included) and perfect packing
+  of tasks onto cores; it ignores that the longest single task bounds the wall time from below.
+
+Writes the figures as JSON with ``--json``.
+
+Example::
+
+    nice -n 10 python benchmarks/ablation_time.py --out runs/ablation-quick --workers 2 --json runs/ablation_time.json
+    python benchmarks/ablation_time.py --measured benchmarks/results/ablation-quick/run --cores 2,16,64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
+
+from r2s2r_envs.ablation.design import AblationDesign, Task, full_design, quick_design  # noqa: E402
+from r2s2r_envs.ablation.store import Store  # noqa: E402
+
+GOAL_QUICK_S = 15 * 60
+GOAL_FULL_S = 3 * 3600
+
+
+def task_costs(tasks: list[Task], store: Store, field: str = "cpu_time_s") -> dict[str, list[tuple[Task, float]]]:
+    """Per kind, ``(task, seconds)`` of every finished task from its own record: its CPU time (``cpu_time_s``: what
+    it costs on an idle core, whatever the machine's load was) or its wall time (``wall_time_s``)."""
+    out: dict[str, list[tuple[Task, float]]] = defaultdict(list)
+    for task in tasks:
+        if store.is_done(task.kind, task.key):
+            record = store.done_record(task.kind, task.key)
+            out[task.kind].append((task, float(record.get(field, record["wall_time_s"]))))
+    return out
+
+
+def _episodes_of(task: Task, design: AblationDesign) -> int:
+    return int(task.config["episodes"])
+
+
+def project(quick: AblationDesign, full: AblationDesign, costs: dict[str, list[tuple[Task, float]]]) -> dict:
+    """CPU-seconds of the full design's tasks, from the quick run's per-unit costs.
+
+    Units: data, per generated demo (canonical datasets that exist cost nothing; missing ones are generated); train,
+    per training step (load time included, so an upper bound for the larger data's load as well); eval, per episode
+    (lab and sim together); mixture, per lab episode. Costs are CPU-seconds where the records have them.
+    """
+    per_unit: dict[str, float] = {}
+    gen = [(t, s) for t, s in costs.get("data", []) if t.config["canonical"] is None]
+    if gen:
+        per_unit["data"] = sum(s for _, s in gen) / sum(t.config["episodes"] for t, _ in gen)
+    train = costs.get("train", [])
+    if train:
+        per_unit["train"] = sum(s for _, s in train) / sum(quick.train.get("steps", 5000) for _ in train)
+    for kind in ("eval", "mixture"):
+        runs = costs.get(kind, [])
+        if runs:
+            per_unit[kind] = sum(s for _, s in runs) / sum(_episodes_of(t, quick) for t, _ in runs)
+    full_tasks = full.tasks()
+    totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for task in full_tasks:
+        counts[task.kind] += 1
+        if task.kind == "data":
+            units = 0 if task.config["canonical"] is not None else task.config["episodes"]
+        elif task.kind == "train":
+            units = full.train.get("steps", 5000)
+        else:
+            units = task.config["episodes"]
+        totals[task.kind] += units * per_unit.get(task.kind, 0.0)
+    # The full design reads the canonical sim datasets; building each (if missing) is 1,000 demos.
+    missing_data_s = 4 * 1000 * per_unit.get("data", 0.0)
+    return {
+        "per_unit_s": per_unit,
+        "tasks": dict(counts),
+        "cpu_s": dict(totals),
+        "cpu_s_total": sum(totals.values()),
+        "cpu_s_building_the_four_canonical_sim_datasets": missing_data_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/ablation-quick"), help="run directory (resumed)")
+    parser.add_argument("--measured", type=Path, default=None, help="read this finished run instead of running")
+    parser.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray (default 2)")
+    parser.add_argument("--cores", default="2,16,64", help="core counts to project the full design for")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+
+    quick = quick_design()
+    if args.measured is None:
+        from r2s2r_envs.ablation.runner import run_ablation
+
+        start = time.perf_counter()
+        summary = run_ablation(quick, args.out, workers=args.workers, log=lambda s: print(s, file=sys.stderr))
+        wall = time.perf_counter() - start
+        run_dir, run = args.out, summary.to_dict()
+    else:
+        run_dir = args.measured
+        run = json.loads((run_dir / "run_summary.json").read_text())
+        wall = run["wall_time_s"]
+    store = Store(run_dir)
+    tasks = quick.tasks(canonical_hashes=_planned_hashes(run_dir))
+    costs = task_costs(tasks, store)
+    cpu = {kind: sum(s for _, s in runs) for kind, runs in costs.items()}
+    task_wall = {kind: sum(s for _, s in runs) for kind, runs in task_costs(tasks, store, "wall_time_s").items()}
+    projection = project(quick, full_design(), costs)
+    cores = [int(c) for c in args.cores.split(",")]
+    print(f"quick ablation ({run_dir}): {run['total']} tasks, {run['skipped']} already finished, {run['ran']} run")
+    print(f"  wall time: {wall:.0f} s (task graph {run['task_time_s']:.0f} s); goal {GOAL_QUICK_S} s on 2 cores")
+    print("  CPU-seconds per kind: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(cpu.items())))
+    print("  task wall-seconds per kind: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(task_wall.items())))
+    idle = sum(cpu.values()) / args.workers
+    print(f"  on an idle machine with {args.workers} cores: about {idle:.0f} s of tasks (CPU-seconds / cores)")
+    if run["skipped"]:
+        print("  (a resumed run: its wall time does not include the tasks finished before)")
+    print(f"full design ({sum(projection['tasks'].values())} tasks, canonical sim datasets built beforehand):")
+    print("  per unit: " + ", ".join(f"{k} {v:.3f} s" for k, v in projection["per_unit_s"].items()))
+    print("  CPU-seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in projection["cpu_s"].items()))
+    for n in cores:
+        hours = projection["cpu_s_total"] / n / 3600
+        print(f"  projected on {n} cores: {hours:.1f} h (goal {GOAL_FULL_S / 3600:.0f} h)")
+    build = projection["cpu_s_building_the_four_canonical_sim_datasets"]
+    print(f"  plus building the four canonical sim datasets if missing: {build / 3600:.1f} CPU-hours")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                {
+                    "run": run,
+                    "wall_time_s": wall,
+                    "cpu_s_per_kind": cpu,
+                    "task_wall_s_per_kind": task_wall,
+                    "projection_full": projection,
+                    "projected_hours": {n: projection["cpu_s_total"] / n / 3600 for n in cores},
+                    "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load": os.getloadavg()},
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return 0
+
+
+def _planned_hashes(run_dir: Path) -> dict[str, str]:
+    """The canonical dataset hashes the run was planned with (from its data tasks' records)."""
+    hashes = {}
+    for record in (run_dir / "store" / "data").glob("*/task.json"):
+        data = json.loads(record.read_text())
+        name = data["config"].get("canonical")
+        if name is not None and data["config"].get("expected_sha256"):
+            hashes[name] = data["config"]["expected_sha256"]
+    return hashes
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""The grounding ablation (r2s2r_envs.ablation, docs/ablation.md): design and config hashes, bad input before any
+work, the analysis' numbers against hand-computed values, and the whole pipeline on Ray with a tiny design (results
+keyed by config hash, a re-run skips finished tasks, a killed task's partial output is redone, a failing task is
+retried and recorded without stopping the sweep)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from r2s2r_envs.ablation import analysis
+from r2s2r_envs.ablation.design import (
+    REAL_ONLY,
+    VARIANTS,
+    AblationDesign,
+    DataSpec,
+    check_design,
+    config_hash,
+    full_design,
+    quick_design,
+    smoke_design,
+)
+from r2s2r_envs.ablation.runner import AblationError, preflight
+from r2s2r_envs.ablation.store import MANIFEST, Store
+
+
+def tiny_design() -> AblationDesign:
+    """The smoke design with one method: the pipeline test's design."""
+    return dataclasses.replace(smoke_design(), methods=("flow",), mixture_methods=("flow",))
+
+
+# ---------------------------------------------------------------------- design and hashes
+def test_importing_the_package_needs_neither_ray_nor_torch():
+    code = (
+        "import sys, r2s2r_envs.ablation, r2s2r_envs.ablation.cli; print('ray' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_config_hash_is_stable_and_covers_config_and_dependencies():
+    a = config_hash("train", {"method": "flow", "seed": 0}, ("d1",))
+    assert a == config_hash("train", {"seed": 0, "method": "flow"}, ("d1",))  # key order does not matter
+    assert a != config_hash("train", {"method": "flow", "seed": 1}, ("d1",))
+    assert a != config_hash("train", {"method": "flow", "seed": 0}, ("d2",))
+    assert a != config_hash("eval", {"method": "flow", "seed": 0}, ("d1",))
+
+
+def test_task_graph_of_the_presets():
+    full = full_design()
+    check_design(full)
+    tasks = full.tasks()
+    keys = [t.key for t in tasks]
+    assert len(keys) == len(set(keys))
+    position = {t.key: i for i, t in enumerate(tasks)}
+    assert all(position[d] < position[t.key] for t in tasks for d in t.deps)  # dependencies first
+    # 50 real and 1,000 sim demos: the mixing rule's high end, sqrt(50/1000) = 0.224.
+    assert full.rule_fraction("FullyGrounded") == 0.224
+    assert full.sweep_values() == (0.0, 0.048, 0.05, 0.224, 0.5, 1.0)
+    trains = [t for t in tasks if t.kind == "train"]
+    # Per seed: one real-only policy (flow, shared by both methods), 2 methods x 4 variants, sweep extras.
+    real_only = [t for t in trains if t.config["real_fraction"] == 1.0]
+    assert len(real_only) == 3 and {t.config["method"] for t in real_only} == {"flow"}
+    co_trained = [t for t in trains if t.config["real_fraction"] == 0.224]
+    assert len(co_trained) == 3 * 2 * 4
+    evals = [t for t in tasks if t.kind == "eval"]
+    assert {t.config["episodes"] for t in evals} == {100}
+    # Every co-trained policy is evaluated in the lab and in its own variant; real-only in the lab only.
+    for t in trains:
+        envs = sorted(e.config["env_id"] for e in evals if e.deps == (t.key,))
+        variant_env = [] if t.config["real_fraction"] == 1.0 else ["PickSort-FullyGrounded-v0"]
+        if t.config["real_fraction"] == 0.224:
+            variant_env = [e for e in envs if e != "PickSort-Real-v0"]
+            assert len(variant_env) == 1
+        assert envs == sorted(["PickSort-Real-v0", *variant_env])
+    quick = quick_design()
+    check_design(quick)
+    assert quick.seeds == (0,) and quick.real.episodes == 20
+
+
+def test_a_changed_dataset_changes_exactly_the_keys_downstream_of_it():
+    design = tiny_design()
+    before = design.tasks()
+    real = dataclasses.replace(design.real, seed=8)
+    after = dataclasses.replace(design, real=real).tasks()
+    assert [t.label for t in before] == [t.label for t in after]
+    downstream = {before[0].key}  # the real data's task comes first
+    for t in before:
+        if set(t.deps) & downstream:
+            downstream.add(t.key)
+    for old, new in zip(before, after):
+        assert (old.key != new.key) == (old.key in downstream), old.label
+    # The sim-only policy of the sweep (real_fraction 0) and its evaluations do not read the real data.
+    assert any(t.kind == "train" and t.config["real_fraction"] == 0.0 and t.key not in downstream for t in before)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"variants": ("Ungrounded", "Grounded")}, "unknown variant(s) ['Grounded']"),
+        ({"methods": ("diffusion",)}, "unknown method(s) ['diffusion']"),
+        ({"seeds": (0, 0)}, "seeds must be distinct"),
+        ({"lab_episodes": 0}, "lab_episodes must be an integer >= 1"),
+        ({"train": {"real_fraction": 0.3}}, "set by the ablation or unknown"),
+        ({"sweep_fractions": (1.5,)}, "sweep real_fraction 1.5"),
+    ],
+)
+def test_bad_designs_are_refused_with_the_choices(change, message):
+    with pytest.raises(AblationError) as e:
+        preflight(dataclasses.replace(tiny_design(), **change), "unused-dir")
+    assert message in str(e.value)
+    assert not Path("unused-dir").exists()
+
+
+def test_a_missing_dataset_is_refused_with_the_command_that_builds_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(tmp_path / "empty-cache"))
+    with pytest.raises(AblationError) as e:
+        preflight(full_design(), tmp_path / "out")
+    assert "r2s2r datasets make lab-50" in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_results_directory_of_another_schema_version_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text(json.dumps({"format": "r2s2r_envs.ablation", "schema_version": 0}))
+    with pytest.raises(AblationError, match="schema version 0"):
+        preflight(tiny_design(), out)
+    (out / MANIFEST).unlink()
+    (out / "results").mkdir()
+    (out / "results" / "old.json").write_text(
+        json.dumps({"format": "r2s2r_envs.evaluation_result", "schema_version": 1})
+    )
+    with pytest.raises(AblationError, match="schema version 1"):
+        preflight(tiny_design(), out)
+
+
+def test_cli_reports_bad_input_with_exit_code_2(tmp_path, capsys):
+    from r2s2r_envs.cli import main
+
+    code = main(["ablation", "--smoke", "--variants", "Ungrounded,Nope", "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert "unknown variant(s) ['Nope']" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------------- statistics
+def test_bootstrap_interval_matches_the_exact_bootstrap_distribution():
+    # One seed, four episodes with values 0, 0, 0, 1: the bootstrap mean is k/4 with k ~ Binomial(4, 1/4):
+    # P(k=0) = 0.316 > 2.5%, P(k<=2) = 0.949 < 97.5% <= P(k<=3) = 0.996, so the 95% interval is [0, 0.75].
+    cells = {"c": np.array([[0.0, 0.0, 0.0, 1.0]])}
+    b = analysis.bootstrap_contrast(cells, {"c": 1.0}, replicates=4000)
+    assert b["estimate"] == 0.25
+    assert b["ci95"] == [0.0, 0.75]
+    constant = analysis.bootstrap_contrast({"c": np.full((3, 5), 0.4)}, {"c": 1.0}, replicates=500)
+    assert constant["estimate"] == pytest.approx(0.4) and constant["ci95"] == pytest.approx([0.4, 0.4])
+
+
+def test_paired_episodes_cancel_in_a_contrast():
+    # Two cells that differ by exactly 0.5 on every episode: the paired bootstrap of their difference has no spread.
+    base = np.array([[0.0, 0.25, 0.5, 0.0, 0.25]])
+    b = analysis.bootstrap_contrast({"a": base + 0.5, "b": base}, {"a": 1.0, "b": -1.0}, replicates=1000)
+    assert b["estimate"] == pytest.approx(0.5) and b["ci95"] == pytest.approx([0.5, 0.5])
+
+
+# Hand-made sort accuracies (2 seeds x 4 episodes, 3 objects) of the four co-trained cells of one method.
+HAND = {
+    "Ungrounded": [[0, 0, 0, 0], [0, 0, 0, 0]],
+    "WorldGrounded": [[1, 1, 0, 0], [1, 1, 1, 1]],
+    "BehaviorGrounded": [[0, 0, 1, 0], [0, 0, 0, 1]],
+    "FullyGrounded": [[3, 3, 2, 2], [3, 2, 2, 3]],
+}
+# Cell means: U 0, W 0.25, B 1/12, F 5/6 (objects sorted / 3). World ((W-U) + (F-B)) / 2 = (0.25 + 0.75) / 2 = 0.5;
+# behavior ((B-U) + (F-W)) / 2 = (1/12 + 7/12) / 2 = 1/3; interaction (F-B) - (W-U) = 0.75 - 0.25 = 0.5.
+HAND_EFFECTS = {"world": 0.5, "behavior": 1 / 3, "interaction": 0.5}
+
+
+def _hand_made_result(env_id: str, sorted_counts: list[int], method: dict) -> str:
+    from r2s2r_envs.evaluation import EVALUATION_BASE_SEED, EpisodeRecord, EvaluationResult, evaluation_seeds
+
+    records = []
+    for i, ((env_seed, policy_seed), k) in enumerate(zip(evaluation_seeds(len(sorted_counts)), sorted_counts)):
+        outcomes = ["sorted"] * k + ["missed"] * (3 - k)
+        records.append(
+            EpisodeRecord(
+                index=i,
+                env_seed=int(env_seed),
+                policy_seed=int(policy_seed),
+                is_success=k == 3,
+                success_any_step=k == 3,
+                sort_accuracy=k / 3,
+                time_to_sort=10.0 if k == 3 else None,
+                failure_cause=None if k == 3 else "missed",
+                object_outcomes=tuple(outcomes),
+                steps=100,
+                episode_return=float(k),
+                terminated=True,
+                truncated=False,
+                unstable=False,
+            )
+        )
+    domain = {"domain": "real", "lab": {"name": "default", "config_sha256": "0" * 64}} if "Real" in env_id else {}
+    result = EvaluationResult(
+        env_id=env_id,
+        env_kwargs={},
+        provenance={"domain": "sim", **domain},
+        policy={"name": "hand-made", "class": "tests.HandMade", "settings": None},
+        method=method,
+        base_seed=EVALUATION_BASE_SEED,
+        records=tuple(records),
+        versions={k: "test" for k in ("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python")},
+    )
+    return result.to_json()
+
+
+def test_analysis_of_hand_made_result_files(tmp_path):
+    design = dataclasses.replace(tiny_design(), sweep_variant=None, bootstrap_replicates=400)
+    tasks = design.tasks()
+    store = Store(tmp_path)
+    written = 0
+    for task in tasks:
+        if task.kind != "eval" or task.config["env_id"] != "PickSort-Real-v0":
+            continue
+        p = task.config["policy"]
+        counts = HAND.get(p["variant"], [[1, 0, 0, 0], [0, 0, 0, 0]])[p["seed"]]
+        method = {
+            "method": p["method"],
+            "policy_class": "tests.HandMade",
+            "real_fraction": p["real_fraction"],
+            "variant": p["variant"],
+            "datasets": [{"sha256": "0" * 64}],
+            "training_seed": p["seed"],
+            "n_real_demos": 2,
+            "n_sim_demos": 2,
+        }
+        out = store.start("eval", task.key)
+        (out / "result.json").write_text(_hand_made_result(task.config["env_id"], counts, method))
+        store.finish("eval", task.key, {"kind": "eval"})
+        written += 1
+    assert written == 2 * 5  # 2 seeds x (real-only + 4 variants)
+    report = analysis.analyze(design, tasks, store)
+    table = {row["variant"]: row for row in report["tables"]["flow"]}
+    assert table["FullyGrounded"]["lab_sort_accuracy"]["mean"] == pytest.approx(5 / 6)
+    assert table["FullyGrounded"]["lab_success"]["mean"] == pytest.approx(0.5)  # 4 of 8 episodes sort all 3
+    assert table[REAL_ONLY]["lab_sort_accuracy"]["mean"] == pytest.approx(1 / 24)
+    assert table["Ungrounded"]["lab_failure_causes"] == {"missed": 8}
+    for name, value in HAND_EFFECTS.items():
+        effect = report["effects"]["sort_accuracy"][name]["flow"]
+        assert effect["estimate"] == pytest.approx(value)
+        low, high = effect["ci95"]
+        assert low <= value <= high and high - low > 0
+    split = report["effects"]["sort_accuracy"]
+    assert split["world, nominal behavior (W - U)"]["flow"]["estimate"] == pytest.approx(0.25)
+    assert split["behavior, grounded world (F - W)"]["flow"]["estimate"] == pytest.approx(7 / 12)
+    # Ungrounded is 0 everywhere and BehaviorGrounded too on success: the success effect of behavior is F - W only.
+    assert report["effects"]["success"]["behavior"]["flow"]["estimate"] == pytest.approx(0.25)
+    versus = report["versus_real_only"]["sort_accuracy"]["flow"]["FullyGrounded"]
+    assert versus["estimate"] == pytest.approx(5 / 6 - 1 / 24)
+    path = analysis.write_report(design, tasks, store, tmp_path / "report")
+    text = path.read_text()
+    assert "+50.0 [" in text and "| FullyGrounded | 0.5 |" in text
+    assert {p.name for p in (tmp_path / "report").iterdir()} >= {
+        "report.md",
+        "report.json",
+        "variants.png",
+        "effects.png",
+    }
+
+
+def test_mixture_attribution_on_hand_made_states():
+    from r2s2r_envs.ablation.mixture import attribute, summarize
+
+    real_s = np.array([[0.0, 0.0], [0.1, 0.0]])
+    real_a = np.array([[1.0], [1.0]])
+    sim_s = np.array([[10.0, 0.0], [10.1, 0.0]])
+    sim_a = np.array([[-1.0], [-1.0]])
+    states = np.array([[0.05, 0.0], [10.05, 0.0], [5.05, 0.0]])
+    actions = np.array([[1.0], [-1.0], [0.9]])  # real-like on real data, sim-like on sim data, real-like halfway
+    out = attribute(states, actions, (real_s, real_a), (sim_s, sim_a), neighbors=2)
+    assert out["real_like"].tolist() == [True, False, True]
+    assert out["coverage"][0] < 0.1 and out["coverage"][1] > 0.9 and out["coverage"][2] == pytest.approx(0.5)
+    assert out["score"][0] == pytest.approx(1.0) and out["score"][1] == pytest.approx(-1.0)
+    s = summarize(out)
+    assert s["states"] == 3 and s["real_like_share"] == pytest.approx(2 / 3)
+    assert sum(c["states"] for c in s["curve"]) == 3
+
+
+# ---------------------------------------------------------------------- the pipeline on Ray
+@pytest.fixture(scope="module")
+def ray_local():
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'r2s2r_envs[ray]')")
+    import ray
+
+    from r2s2r_envs.ablation.runner import init_ray
+
+    started = init_ray(None, 2)
+    yield
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def first_run(ray_local, tmp_path_factory):
+    from r2s2r_envs.ablation.runner import run_ablation
+
+    out = tmp_path_factory.mktemp("ablation")
+    design = tiny_design()
+    summary = run_ablation(design, out, log=lambda s: None)
+    return design, out, summary
+
+
+@pytest.mark.slow
+def test_pipeline_runs_every_task_and_keys_results_by_config_hash(first_run):
+    from r2s2r_envs.evaluation import EvaluationResult
+
+    design, out, summary = first_run
+    tasks = design.tasks()
+    assert summary.total == len(tasks) and summary.ran == len(tasks)
+    assert summary.skipped == 0 and not summary.failed and not summary.blocked
+    store = Store(out)
+    for task in tasks:
+        record = store.done_record(task.kind, task.key)
+        assert record["key"] == task.key == config_hash(task.kind, task.config, task.deps)
+    results = sorted((out / "results").rglob("*.json"))
+    assert len(results) == sum(t.kind == "eval" for t in tasks)
+    for path in results:
+        result = EvaluationResult.from_json(path.read_text())
+        assert result.schema_version == 2 and result.method["training_seed"] in design.seeds
+    assert (out / "leaderboard" / "leaderboard.md").is_file()
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert report["tasks"]["finished"] == len(tasks) and not report["tasks"]["missing"]
+    assert [row["variant"] for row in report["tables"]["flow"]] == [REAL_ONLY, *VARIANTS]
+    assert len(report["mixture"]) == len(design.mixture_policies())
+    assert (out / "report" / "mixture.png").is_file() and (out / "report" / "sweep.png").is_file()
+
+
+@pytest.mark.slow
+def test_rerun_skips_finished_tasks_and_redoes_partial_output(first_run):
+    from r2s2r_envs.ablation.runner import run_ablation
+
+    design, out, _ = first_run
+    tasks = design.tasks()
+    again = run_ablation(design, out, log=lambda s: None)
+    assert again.skipped == len(tasks) and again.ran == 0
+    # A killed evaluation leaves output without its done marker: it is run again, not taken for finished.
+    store = Store(out)
+    victim = next(t for t in tasks if t.kind == "eval")
+    (store.task_dir("eval", victim.key) / "task.json").unlink()
+    (store.task_dir("eval", victim.key) / "result.json").write_text("{truncated")
+    third = run_ablation(design, out, log=lambda s: None)
+    assert third.ran == 1 and third.skipped == len(tasks) - 1
+    assert json.loads((store.task_dir("eval", victim.key) / "result.json").read_text())["schema_version"] == 2
+
+
+@pytest.mark.slow
+def test_a_failing_task_is_retried_recorded_and_blocks_only_its_dependents(first_run):
+    from r2s2r_envs.ablation.runner import run_ablation
+
+    design, out, _ = first_run
+    # Three successful demos cannot come out of one attempt: this generation fails every time.
+    bad = DataSpec(
+        label="impossible",
+        domain="sim",
+        env_id="PickSort-WorldGrounded-v0",
+        episodes=3,
+        env_kwargs={"num_objects": 1},
+        episode_steps=200,
+        max_attempts=1,
+    )
+    sim = tuple((v, bad if v == "WorldGrounded" else s) for v, s in design.sim)
+    broken = dataclasses.replace(design, sim=sim)
+    tasks = broken.tasks()
+    summary = run_ablation(broken, out, log=lambda s: None)
+    bad_key = next(t.key for t in tasks if t.label == "data impossible")
+    assert list(summary.failed) == [bad_key]
+    assert "GenerationError: stopped after 1 attempts" in summary.failed[bad_key]
+    store = Store(out)
+    assert store.attempts(bad_key) == broken.max_retries + 1  # retried, then recorded
+    assert json.loads(store.failed_path(bad_key).read_text())["task"]["key"] == bad_key
+    dependents = {t.key for t in tasks if bad_key in t.deps}
+    dependents |= {t.key for t in tasks if set(t.deps) & dependents}
+    assert set(summary.blocked) == dependents and dependents
+    # Everything else was finished by the first run and reused.
+    assert summary.skipped == len(tasks) - 1 - len(dependents) and summary.ran == 0
+    report = json.loads((out / "report" / "report.json").read_text())
+    assert len(report["tasks"]["missing"]) == 1 + len(dependents)
+    world = next(row for row in report["tables"]["flow"] if row["variant"] == "WorldGrounded")
+    assert world["lab_success"] is None
