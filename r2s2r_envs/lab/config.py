@@ -1,17 +1,23 @@
 """What defines a lab: its hidden world (physics, sensing, timing), the effects no simulator parameter can express,
-and its operator (the style of the person who makes the lab's demonstrations, ``lab.teleop``).
+its operator (the style of the person who makes the lab's demonstrations, ``lab.teleop``) and, opt-in, faults of
+its robot interface.
 
-A lab is a JSON file (see ``configs/default.json``; the format is documented in docs/lab.md) or an equivalent
-dict.  A partial dict is applied on top of the default lab, so a course exercise can change one thing
-(``{"world": {"control_latency": 0.1}}``).  Grounding code never reads these values: it only steps
-``PickSort-Real-v0`` and reads its logs.  Files name a lab by its ``name`` and ``sha256()`` only.
+A lab is a JSON file (see ``configs/default.json``; the format is documented in docs/lab.md), plain or sealed
+(``seal_lab``, as the course's exercise labs are), or an equivalent dict.  A partial dict is applied on top of the
+default lab, so a course exercise can change one thing (``{"world": {"control_latency": 0.1}}``).  Grounding code
+never reads these values: it only steps ``PickSort-Real-v0`` and reads its logs.  Files name a lab by its ``name``
+and ``sha256()`` only.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import hashlib
 import json
+import numbers
+import zlib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -126,6 +132,59 @@ _EFFECT_BOUNDS: dict[str, Bound] = {
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class InterfaceFaults:
+    """Faults in the lab's robot interface: how its drivers report readings and take commands
+    (docs/lab.md#interface-faults).  None by default; a course exercise turns one on.
+
+    Entry ``i`` of what the interface exchanges is arm joint ``arm_joint_order[i]``: the readings ``arm_qpos``,
+    ``arm_qvel`` and ``arm_torque``, the arm part of a joint-mode command (``control_mode="joint"``) and the
+    operator set-up's ``arm_qpos``.  The task-space controller runs in the cell, on the true joints.
+
+    Attributes:
+        arm_joint_order: A permutation of the 7 arm joint indices, 0-based (identity: no fault).
+        arm_joint_units: Unit of the arm joint readings and of the set-up's ``arm_qpos``: ``"rad"`` (rad and
+            rad/s, as the simulator) or ``"deg"`` (degrees and degrees per second).
+        task_action_scale: Executed / nominal task-space step for the same command, dimensionless (0-4): a +1
+            TCP command moves ``task_action_scale`` x 0.02 m (and rotates that many times 0.15 rad).
+        camera_channels: Channel order of the camera images (``scene_image``, ``wrist_image``): ``"rgb"`` or
+            ``"bgr"``.
+    """
+
+    arm_joint_order: tuple[int, ...] = tuple(range(N_ARM_JOINTS))
+    arm_joint_units: str = "rad"
+    task_action_scale: float = 1.0
+    camera_channels: str = "rgb"
+
+    def __post_init__(self) -> None:
+        order = self.arm_joint_order
+        ok = isinstance(order, (list, tuple)) and all(
+            isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in order
+        )
+        if not ok or sorted(order) != list(range(N_ARM_JOINTS)):
+            raise ValueError(
+                f"lab interface.arm_joint_order must be a permutation of the arm joint indices "
+                f"{list(range(N_ARM_JOINTS))} (0-based), got {order!r}"
+            )
+        object.__setattr__(self, "arm_joint_order", tuple(int(i) for i in order))
+        scale = check_number("lab interface", "task_action_scale", self.task_action_scale, _ACTION_SCALE)
+        object.__setattr__(self, "task_action_scale", scale)
+        for name, choices in INTERFACE_CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise ValueError(f"lab interface.{name} must be one of {list(choices)}, got {value!r}")
+
+    @property
+    def faulty(self) -> bool:
+        """Whether any fault is on."""
+        return self != InterfaceFaults()
+
+
+#: Accepted values of the interface's categorical settings.
+INTERFACE_CHOICES: dict[str, tuple[str, ...]] = {"arm_joint_units": ("rad", "deg"), "camera_channels": ("rgb", "bgr")}
+_ACTION_SCALE = Bound(strict=True, maximum=4.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LabConfig:
     """A complete lab.
 
@@ -134,17 +193,26 @@ class LabConfig:
         world: The lab's true world: physics, sensing and timing.
         effects: What no simulator parameter expresses.
         operator: The style of the person who makes the lab's demonstrations.
+        interface: Faults of the robot interface (none by default).
     """
 
     name: str
     world: WorldParams
     effects: UnmodeledEffects
     operator: OperatorStyle = OperatorStyle()
+    interface: InterfaceFaults = InterfaceFaults()
 
     def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form.  ``interface`` appears only when a fault is on, so a lab without interface
+        faults has the dict (and the hash) it had before interface faults existed."""
         effects = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.effects).items()}
         operator = dataclasses.asdict(self.operator)
-        return {"name": self.name, "world": self.world.to_dict(), "effects": effects, "operator": operator}
+        out = {"name": self.name, "world": self.world.to_dict(), "effects": effects, "operator": operator}
+        if self.interface.faulty:
+            out["interface"] = {
+                k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.interface).items()
+            }
+        return out
 
     def sha256(self) -> str:
         """SHA-256 of the lab's canonical JSON (operator included): tells two labs apart (same or different)
@@ -156,18 +224,61 @@ class LabConfig:
         return {"name": self.name, "config_sha256": self.sha256()}
 
 
-_TOP_KEYS = ("name", "world", "effects", "operator")
-# A lab file must have these; a file without "operator" (written before the operator existed) gets the default one.
+_TOP_KEYS = ("name", "world", "effects", "operator", "interface")
+# A lab file must have these; a file without "operator" (written before the operator existed) gets the default one,
+# one without "interface" a fault-free interface.
 _REQUIRED_KEYS = ("name", "world", "effects")
+#: The one key of a sealed lab file (``seal_lab``).
+SEALED_KEY = "sealed_lab"
 
 
 def _default_path() -> Path:
     return Path(str(resources.files("r2s2r_envs.lab").joinpath("configs", f"{DEFAULT_LAB}.json")))
 
 
+def _shipped_dirs() -> tuple[Path, ...]:
+    # The lab's own configs, then the course's exercise labs (data files only: nothing of the course package is
+    # imported here).
+    root = resources.files("r2s2r_envs")
+    return (_default_path().parent, Path(str(root.joinpath("course", "labs"))))
+
+
+def _shipped_paths() -> dict[str, Path]:
+    paths: dict[str, Path] = {}
+    for folder in _shipped_dirs():
+        for p in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            paths.setdefault(p.stem, p)
+    return paths
+
+
 def available_labs() -> list[str]:
-    """Names of the labs shipped with the package."""
-    return sorted(p.stem for p in _default_path().parent.glob("*.json"))
+    """Names of the labs shipped with the package: ``default`` and the course's exercise labs (``course-*``)."""
+    return sorted(_shipped_paths())
+
+
+def seal_lab(lab: LabConfig | Mapping[str, Any]) -> dict[str, str]:
+    """A lab in sealed form, ``{"sealed_lab": base64(zlib(JSON))}``: a file a student cannot read at a glance.
+
+    Sealing hides nothing from someone who decodes it; it keeps an exercise's answer out of sight.  ``load_lab``
+    reads sealed files like plain ones.
+    """
+    raw = lab.to_dict() if isinstance(lab, LabConfig) else dict(lab)
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    return {SEALED_KEY: base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")}
+
+
+def _unseal(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+    if SEALED_KEY not in raw:
+        return raw
+    if set(raw) != {SEALED_KEY} or not isinstance(raw[SEALED_KEY], str):
+        raise ValueError(f"sealed lab file {path} must hold exactly {{{SEALED_KEY!r}: <base64 text>}}")
+    try:
+        inner = json.loads(zlib.decompress(base64.b64decode(raw[SEALED_KEY], validate=True)))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"sealed lab file {path} is corrupt (expected base64 of zlib-compressed JSON): {e}") from e
+    if not isinstance(inner, dict):
+        raise ValueError(f"sealed lab file {path} must seal a JSON object with keys {list(_TOP_KEYS)}")
+    return inner
 
 
 def _effects(raw: Any, base: UnmodeledEffects) -> UnmodeledEffects:
@@ -202,17 +313,20 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
             world=world,
             effects=_effects(raw["effects"], UnmodeledEffects()),
             operator=replace_checked(OperatorStyle(), raw.get("operator", {}), "lab operator"),
+            interface=replace_checked(InterfaceFaults(), raw.get("interface", {}), "lab interface"),
         )
     return LabConfig(
         name=raw.get("name", f"{base.name}+overrides"),
         world=WorldParams.from_dict(raw.get("world", {}), base=base.world),
         effects=_effects(raw.get("effects", {}), base.effects),
         operator=replace_checked(base.operator, raw.get("operator", {}), "lab operator"),
+        interface=replace_checked(base.interface, raw.get("interface", {}), "lab interface"),
     )
 
 
 def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> LabConfig:
-    """Load a lab from a shipped name, a JSON file path, or a (partial) dict over the default lab.
+    """Load a lab from a shipped name (``available_labs()``), a JSON file path (plain or sealed), or a (partial)
+    dict over the default lab.
 
     Raises:
         FileNotFoundError: neither a shipped lab name nor an existing file; lists the shipped labs.
@@ -226,5 +340,9 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
         return default if lab is None else _from_mapping(lab, default)
     if not isinstance(lab, (str, Path)):
         raise TypeError(f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}")
-    raw, _ = read_json_config(lab, _default_path().parent, kind="lab", shipped_as="lab", keys=_TOP_KEYS)
-    return _from_mapping(raw, None)
+    shipped = _shipped_paths()
+    ref = shipped.get(str(lab), Path(lab))
+    if not ref.is_file():
+        raise FileNotFoundError(f"lab {str(lab)!r} is neither a shipped lab {sorted(shipped)} nor a JSON file")
+    raw, path = read_json_config(ref, ref.parent, kind="lab", shipped_as="lab", keys=_TOP_KEYS)
+    return _from_mapping(_unseal(raw, path), None)

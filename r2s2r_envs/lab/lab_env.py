@@ -9,6 +9,10 @@ The lab is a black box to grounding code (docs/concepts.md#the-lab): it steps th
 ``LabEnv`` refuses what a real cell could not give: its world parameters, its MuJoCo model and data, and
 simulator states (``world_params``, ``model``, ``data``, ``get_state``, ``set_state``, ``set_world`` raise
 ``LabBoundaryError``), and ``provenance()`` names the lab (name and config hash) but never its parameters.
+
+A lab may also carry faults in its robot interface (``config.InterfaceFaults``, docs/lab.md#interface-faults):
+permuted arm joints, joint readings in degrees, a scaled task-space step, BGR images.  They act only at the
+boundary (the action going in, the observation coming out); a lab without them runs the code it ran before.
 """
 
 from __future__ import annotations
@@ -20,7 +24,12 @@ from typing import Any, NoReturn
 import numpy as np
 
 from r2s2r_envs.envs.pick_sort import PickSortEnv
-from r2s2r_envs.lab.config import LabConfig, load_lab
+from r2s2r_envs.lab.config import InterfaceFaults, LabConfig, load_lab
+from r2s2r_envs.world.params import Bound, check_number
+
+# Readings indexed by arm joint, which the interface's joint order applies to.
+_ARM_JOINT_KEYS = ("arm_qpos", "arm_qvel", "arm_torque")
+_IMAGE_KEYS = ("scene_image", "wrist_image")
 
 
 class LabBoundaryError(RuntimeError):
@@ -46,6 +55,12 @@ class LabEnv(PickSortEnv):
             )
         self._lab = load_lab(lab)
         self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
+        self._interface: InterfaceFaults | None = self._lab.interface if self._lab.interface.faulty else None
+        if self._interface is not None:
+            self._joint_order = np.asarray(self._interface.arm_joint_order)
+            self._permuted = bool(np.any(self._joint_order != np.arange(len(self._joint_order))))
+            self._degrees = self._interface.arm_joint_units == "deg"
+            self._bgr = self._interface.camera_channels == "bgr"
         super().__init__(world=self._lab.world, **kwargs)
 
     @property
@@ -97,6 +112,46 @@ class LabEnv(PickSortEnv):
         mass_scale = max(1.0 + fx.object_mass_variation * z[0], 0.5)
         friction_scale = max(1.0 + fx.object_friction_variation * z[1], 0.5)
         return float(mass_scale), float(friction_scale)
+
+    # ------------------------------------------------------------------ interface faults
+    def _apply_action(self, a: np.ndarray) -> None:
+        fault = self._interface
+        if fault is not None:
+            a = a.copy()
+            if self.control_mode == "task":
+                a[:6] *= fault.task_action_scale  # the controller takes steps beyond +-1 as they come
+            elif self._permuted:
+                a[self._joint_order] = a[: len(self._joint_order)].copy()  # command i drives joint order[i]
+        super()._apply_action(a)
+
+    def _get_obs(self) -> dict[str, np.ndarray]:
+        obs = super()._get_obs()
+        if self._interface is None:
+            return obs
+        for key in _ARM_JOINT_KEYS:
+            if key not in obs:
+                continue
+            if self._permuted:
+                obs[key] = obs[key][self._joint_order]  # reading i is joint order[i]
+            if self._degrees and key != "arm_torque":
+                obs[key] = np.rad2deg(obs[key]).astype(np.float32)
+        if self._bgr:
+            for key in _IMAGE_KEYS:
+                if key in obs:
+                    obs[key] = np.ascontiguousarray(obs[key][..., ::-1])
+        return obs
+
+    def _check_setup(self, setup: Any) -> dict[str, Any]:
+        # The operator set-up's arm posture goes through the interface too: its joint order and units.
+        if self._interface is not None and isinstance(setup, Mapping) and "arm_qpos" in setup:
+            given = check_number(
+                "setup", "arm_qpos", setup["arm_qpos"], Bound(length=len(self._joint_order), minimum=None)
+            )
+            q = np.deg2rad(given) if self._degrees else np.asarray(given, dtype=float)
+            true = np.empty_like(q)
+            true[self._joint_order] = q
+            setup = {**setup, "arm_qpos": true.tolist()}
+        return super()._check_setup(setup)
 
     def provenance(self) -> dict[str, Any]:
         # The lab's world is what grounding must recover: never write it into datasets or results.
