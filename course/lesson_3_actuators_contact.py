@@ -44,12 +44,13 @@ NOMINAL = nominal()
 print("nominal finger kp", NOMINAL.finger_kp, "| friction", NOMINAL.object_friction, "| masses", NOMINAL.object_mass)
 
 # %% [markdown]
-# ## Weak fingers, slippery or heavy objects: how the planner fails
+# ## Weak fingers, heavy objects: how the planner fails
 #
-# Four simulated worlds, the same planner and the same episodes. (Object friction matters less here than you
-# might expect: MuJoCo takes the larger friction coefficient of a contact pair, and the fingertips are grippier
-# than any object, so an object's own friction decides mainly where it touches another object.) `failure_causes` counts episodes by their
+# Four simulated worlds, the same planner and the same episodes. `failure_causes` counts episodes by their
 # first failure: `dropped` (lost on the way), `missed`, `fell_off_belt` (knocked off), `wrong_bin`, `timeout`.
+# (Object friction matters less here than you might expect: MuJoCo takes the larger friction coefficient of a
+# contact pair, and the fingertips are grippier than any object, so an object's own friction decides mainly
+# where it touches another object.)
 
 # %%
 WORLDS = {

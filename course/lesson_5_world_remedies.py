@@ -40,9 +40,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
+from helpers import output_dir, r2s2r, show_exercise, wilson_bars
 
 import r2s2r_envs  # noqa: F401
-from helpers import output_dir, r2s2r, show_exercise, wilson_bars
 from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.evaluation import evaluate, evaluation_seeds
 from r2s2r_envs.evaluation.stats import wilson_interval
@@ -69,7 +69,14 @@ grounding = load_grounding(GROUNDING)
 
 # %%
 NOMINAL = nominal()
-FIELDS = ["belt_speed", "control_latency", "object_friction", "object_size_scale", "joint_pos_noise", "object_pos_noise"]
+FIELDS = [
+    "belt_speed",
+    "control_latency",
+    "object_friction",
+    "object_size_scale",
+    "joint_pos_noise",
+    "object_pos_noise",
+]
 fig, ax = plt.subplots(figsize=(6, 3))
 for k, field in enumerate(FIELDS):
     value, low_high = getattr(grounding.world, field), grounding.intervals.get(field)
@@ -142,6 +149,7 @@ plt.show()
 # identified one (its 95% intervals, possibly widened) or around the nominal world. Below, the same planner in
 # randomized worlds. A policy that does well across them does not depend on the exact values, which is what the
 # residual demands.
+
 
 # %%
 def success_in(randomization: WorldRandomization, episodes: int) -> tuple[float, tuple[float, float]]:

@@ -36,9 +36,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from helpers import output_dir, r2s2r, show_exercise
 
 import r2s2r_envs  # noqa: F401
-from helpers import output_dir, r2s2r, show_exercise
 from r2s2r_envs.datasets import CoTrainingMixture, TrajectoryDataset, open_dataset, suggest_real_fraction
 
 QUICK = os.environ.get("R2S2R_COURSE_QUICK", "0") == "1"

@@ -30,9 +30,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import matplotlib.pyplot as plt
 import numpy as np
+from helpers import output_dir, r2s2r, show_exercise
 
 import r2s2r_envs  # noqa: F401
-from helpers import output_dir, r2s2r, show_exercise
 from r2s2r_envs.behavior.metrics import compare
 
 QUICK = os.environ.get("R2S2R_COURSE_QUICK", "0") == "1"

@@ -33,10 +33,9 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import matplotlib.pyplot as plt
-import numpy as np
+from helpers import output_dir, show_exercise
 
 import r2s2r_envs  # noqa: F401
-from helpers import output_dir, show_exercise
 from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
