@@ -69,29 +69,27 @@ grounding = load_grounding(GROUNDING)
 
 # %%
 NOMINAL = nominal()
-FIELDS = [
-    "belt_speed",
-    "control_latency",
-    "object_friction",
-    "object_size_scale",
-    "joint_pos_noise",
-    "object_pos_noise",
-]
-fig, ax = plt.subplots(figsize=(6, 3))
-for k, field in enumerate(FIELDS):
-    value, low_high = getattr(grounding.world, field), grounding.intervals.get(field)
-    print(f"{field:18s} nominal {getattr(NOMINAL, field)!s:8s} identified {value:.4g}  95% {low_high}")
-    ax.errorbar(
-        [value],
-        [k],
-        xerr=[[value - (low_high[0] or value)], [(low_high[1] or value) - value]] if low_high else None,
-        fmt="o",
-        color="C1",
-    )
-    ax.plot([getattr(NOMINAL, field)], [k], "x", color="C0")
-ax.set_xscale("symlog", linthresh=1e-3)
-ax.set_yticks(range(len(FIELDS)), FIELDS, fontsize=8)
-ax.set_title("x: nominal, o: identified (95% interval)", fontsize=9)
+for field in ("control_latency", "joint_pos_noise", "eef_pos_noise", "object_pos_noise", "object_pos_offset"):
+    identified = np.round(getattr(grounding.world, field), 4).tolist()
+    print(f"{field:18s} nominal {getattr(NOMINAL, field)}  identified {identified}")
+
+# Parameters with a non-zero nominal value: identified / nominal, with the 95% interval.
+rows = []  # (label, ratio, low ratio, high ratio)
+for field in ("belt_speed", "object_friction", "object_size_scale", "finger_kp", "finger_kv", "finger_force_limit"):
+    nominal_value, low_high = getattr(NOMINAL, field), grounding.intervals.get(field) or [None, None]
+    rows.append((field, getattr(grounding.world, field) / nominal_value, *[v and v / nominal_value for v in low_high]))
+for k, category in enumerate(("cube", "ball", "bar")):
+    low_high = (grounding.intervals.get("object_mass") or [[None, None]] * 3)[k]
+    m0 = NOMINAL.object_mass[k]
+    rows.append((f"object_mass[{category}]", grounding.world.object_mass[k] / m0, *[v and v / m0 for v in low_high]))
+fig, ax = plt.subplots(figsize=(6, 3.2))
+for k, (_, ratio, low, high) in enumerate(rows):
+    err = [[ratio - (low or ratio)], [(high or ratio) - ratio]]
+    ax.errorbar([ratio], [k], xerr=err, fmt="o", color="C1", capsize=3)
+ax.axvline(1.0, color="C0", ls=":", label="nominal")
+ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+ax.set_xlabel("identified / nominal (95% interval)")
+ax.legend(fontsize=8)
 fig.savefig(OUT / "identified.png", dpi=80, bbox_inches="tight")
 plt.show()
 print("masses (cube, ball, bar):", [round(m, 3) for m in grounding.world.object_mass], "kg")

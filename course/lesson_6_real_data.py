@@ -122,7 +122,7 @@ plt.show()
 #
 # `r2s2r train` trains the suite's baselines (`bc`, `flow`, `flow-cfg`, `flow-adda`, `flow-cfg-adda`) on the mix.
 # This notebook trains a BC policy for a handful of steps to show the commands; it will not solve the task.
-# At the full budget (5,000 steps, 50 real + 1,000 sim demos, `real_fraction` 0.22) the baselines train in 2-4
+# At the full budget (5,000 steps, 50 real + 1,000 sim demos, `real_fraction` 0.22) the baselines train in 1.5-4.5
 # minutes on 2 cores and still solve no lab episode out of 20 (docs/baselines.md, "Measured"): PickSort is
 # hard for a small policy, which is what makes it a benchmark.
 

@@ -70,8 +70,10 @@ axes.axis("off")
 plt.show()
 
 # %% [markdown]
-# The teleoperator's reaches are slower, bell-shaped, often with a second, corrective peak; the planner's are
-# fast and flat-topped. Its fingers close one after the other (`closure_spread`), the planner's together.
+# Read the table by its largest differences. The planner repeats itself (its reaches are nearly identical and
+# flat-topped); the teleoperator's vary from reach to reach, peak lower and end with a
+# corrective sub-movement. The planner grasps much sooner after an object arrives (`arrival_to_grasp`: it has no
+# reaction time) and closes every finger at once (`closure_spread` 0); the operator's digits close in turn.
 #
 # ## Fitting a human-like generator
 #
@@ -99,12 +101,13 @@ fig.savefig(OUT / "trait_differences.png", dpi=80, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
-# The generator's bars are mostly shorter: it carries the operator's strategy (reach duration, sub-movements,
-# approach, finger closure) where the planner does not. With 50 demonstrations per set the suite measured
-# Cohen's d of generator / planner for reach duration 0.17 / -3.06 and closure spread 0.47 / -34.9; the
-# classifier still tells both apart (AUC 1.000) because peak speed, jerk and release height are shaped by the
-# world's sensing and actuators as much as by the demonstrator (docs/behavior.md, "Measured"). Behavior
-# grounding matters most when world grounding is imperfect (docs/concepts.md, "Findings").
+# The generator's bars are shorter for the strategy traits (sub-movements, path shape, reaction, finger
+# closure): it replays the operator's own segments. With a handful of demos per set every figure here is
+# rough. With 50 demonstrations per set the suite measured Cohen's d of generator / planner for reach duration
+# 0.17 / -3.06 and closure spread 0.47 / -34.9; the classifier still tells both apart (AUC 1.000) because peak
+# speed, jerk and release height are shaped by the world's sensing and actuators as much as by the
+# demonstrator (docs/behavior.md, "Measured"). Behavior grounding matters most when world grounding is
+# imperfect (docs/concepts.md, "Findings").
 #
 # ## Exercise 7: the operator lab
 #
