@@ -18,6 +18,38 @@ def test_nine_lessons_in_order() -> None:
     assert numbers == list(range(9)), [p.name for p in LESSONS]
 
 
+# What a student may not touch: the lab's parameters (docs/concepts.md#honesty-rules) and the exercise labs' files.
+FORBIDDEN_ATTRIBUTES = {"world_params", "_lab", "_world", "_model", "_data", "load_lab", "seal_lab"}
+FORBIDDEN_STRINGS = ("course/labs", "sealed_lab", "configs/default.json")
+
+
+@pytest.mark.parametrize(
+    "path", [*LESSONS, COURSE / "helpers.py", *sorted((COURSE / "solutions").glob("*.py"))], ids=lambda p: p.name
+)
+def test_lessons_and_solutions_use_only_the_public_side(path: Path) -> None:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+            found.add(node.attr)
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_ATTRIBUTES:
+            found.add(node.id)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("r2s2r_envs.lab"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("r2s2r_envs.lab"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(f for f in FORBIDDEN_STRINGS if f in node.value)
+    assert not found, f"{path.name} reaches into the lab: {sorted(found)}"
+
+
+def test_lessons_run_without_the_solutions() -> None:
+    for path in [*LESSONS, COURSE / "helpers.py"]:
+        assert "solutions" not in path.read_text(), f"{path.name} uses course/solutions, which a teacher may remove"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_runs_as_notebook(lesson: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
