@@ -108,7 +108,7 @@ def _cmd_labs(args: argparse.Namespace) -> int:
 def _read_answer(path: str) -> Any:
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"answer file {path!r} does not exist (expected a JSON file)")
+        raise ValueError(f"answer file {path!r} does not exist or is not a file (expected a JSON file)")
     try:
         return json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
