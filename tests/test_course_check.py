@@ -308,7 +308,16 @@ def test_cli_labs_lists_exercises_not_solutions(capsys):
     assert main(["course", "labs", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [e["lab"] for e in listed] == [e.lab for e in exercises()]
-    assert all({"lesson", "lab", "task", "answer", "example", "check"} <= set(e) for e in listed)
+    assert all({"lesson", "lab", "task", "answer", "example", "check", "runs"} <= set(e) for e in listed)
+    # What the checker runs is published for the lessons it grades by running episodes, and only for those.
+    assert [e["lesson"] for e in listed if e["runs"]] == [5, 8]
+    assert listed[8]["runs"]["settings"] == [
+        {"lead_time": 0.0},
+        {"lead_time": 0.12},
+        {"lead_time": 0.3},
+        {"position_gain": 0.25},
+    ]
+    assert listed[5]["runs"]["episodes"] == 20 and listed[8]["runs"]["episodes"] == 8
     assert main(["course", "labs"]) == 0
     text = capsys.readouterr().out
     assert "course-latency" in text and "r2s2r course check" in text

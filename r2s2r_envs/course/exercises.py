@@ -83,6 +83,8 @@ class Exercise:
         answer: The answer file's keys.
         example: An answer file of the right form (placeholder values, not the solution).
         check: How the checker grades, what it runs and how long that takes.
+        runs: For exercises graded by running episodes, what the checker runs, machine-readable: demonstrator,
+            its settings (one entry per policy), env ids, episodes, objects per episode and base seed.
     """
 
     lesson: int
@@ -92,6 +94,7 @@ class Exercise:
     answer: tuple[AnswerKey, ...]
     example: dict[str, Any]
     check: str
+    runs: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +105,7 @@ class Exercise:
             "answer": [k.to_dict() for k in self.answer],
             "example": self.example,
             "check": self.check,
+            "runs": self.runs,
         }
 
 
@@ -206,6 +210,14 @@ EXERCISES: tuple[Exercise, ...] = (
         check=f"runs {_PLANNER} for {WORLD_CHECK_EPISODES} episodes ({WORLD_CHECK_OBJECTS} objects) in "
         f"PickSort-Ungrounded-v0 with your world and in the lab, on the evaluation protocol's first "
         f"{WORLD_CHECK_EPISODES} episodes (base seed {CHECK_BASE_SEED}): about 20-40 s on a laptop",
+        runs={
+            "demonstrator": "scripted",
+            "settings": [{}],
+            "env_ids": ["PickSort-Ungrounded-v0", "PickSort-Real-v0"],
+            "episodes": WORLD_CHECK_EPISODES,
+            "num_objects": WORLD_CHECK_OBJECTS,
+            "base_seed": CHECK_BASE_SEED,
+        },
     ),
     Exercise(
         lesson=6,
@@ -288,6 +300,14 @@ EXERCISES: tuple[Exercise, ...] = (
         example={"pearson": 0.0, "mmrv": 0.0},
         check=f"runs the same {2 * len(RANKING_POLICIES) * RANKING_EPISODES} planner episodes itself "
         "(about 20-40 s on a laptop) and compares",
+        runs={
+            "demonstrator": "scripted",
+            "settings": [dict(p) for p in RANKING_POLICIES],
+            "env_ids": ["PickSort-Ungrounded-v0", "PickSort-Real-v0"],
+            "episodes": RANKING_EPISODES,
+            "num_objects": RANKING_OBJECTS,
+            "base_seed": CHECK_BASE_SEED,
+        },
     ),
 )
 
