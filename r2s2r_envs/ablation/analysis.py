@@ -346,7 +346,16 @@ def effects_markdown(report: Mapping[str, Any]) -> str:
 
 def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
     """The whole report as Markdown."""
+    from r2s2r_envs.datasets.mixture import suggest_real_fraction
+
     real = design.real
+    first = design.variants[0]
+    suggestion = suggest_real_fraction(real.episodes, design.sim_spec(first).episodes)
+    rule = (
+        f"{design.rule_fraction(first):g} (the mixing rule's {design.rule_end} end; {suggestion.note})"
+        if suggestion.rule_applies
+        else f"{design.rule_fraction(first):g} ({suggestion.note})"
+    )
     sims = ", ".join(f"{v}: {s.label} ({s.episodes})" for v, s in design.sim)
     out = [
         f"# Grounding ablation ({design.name})",
@@ -355,7 +364,7 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         'Every policy trains on the successful demos only (`demos="success"`; every dataset here holds successful '
         "demos only), the same in every variant.",
         f"Methods: {', '.join(design.methods)}; seeds: {list(design.seeds)}; training: "
-        f"{dict(design.train) or 'defaults'}; co-training at the mixing rule's {design.rule_end} end; lab episodes "
+        f"{dict(design.train) or 'defaults'}; co-training at real_fraction {rule}; lab episodes "
         f"{design.lab_episodes}, sim episodes {design.sim_episodes} (protocol seeds); evaluation env arguments: "
         f"{dict(design.eval_env_kwargs) or 'defaults'}.",
         "Intervals: 95% percentile bootstrap over training seeds and episodes "

@@ -49,7 +49,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="the grounding ablation: real-only vs co-training with each grounding variant, on Ray",
         description="Train policies on the lab demos alone and co-trained with each grounding variant's sim demos "
         "(at the mixing rule's real_fraction), evaluate each in the lab and in its own variant, and report the "
-        "four-variant table, the effect of world and behavior grounding with 95%% bootstrap intervals, their "
+        "four-variant table, the effect of world and behavior grounding with 95% bootstrap intervals, their "
         "interaction, a real_fraction sweep and the mixture analysis. Tasks run on Ray (locally by default); a "
         "re-run skips finished tasks. Writes DIR/results (for r2s2r leaderboard), DIR/leaderboard and "
         "DIR/report. See docs/ablation.md.",
