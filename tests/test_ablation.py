@@ -274,7 +274,7 @@ def test_analysis_of_hand_made_result_files(tmp_path):
 
 
 def test_mixture_attribution_on_hand_made_states():
-    from r2s2r_envs.ablation.mixture import attribute, summarize
+    from r2s2r_envs.ablation.mixture import attribute, calibrate, summarize
 
     real_s = np.array([[0.0, 0.0], [0.1, 0.0]])
     real_a = np.array([[1.0], [1.0]])
@@ -289,6 +289,22 @@ def test_mixture_attribution_on_hand_made_states():
     s = summarize(out)
     assert s["states"] == 3 and s["real_like_share"] == pytest.approx(2 / 3)
     assert sum(c["states"] for c in s["curve"]) == 3
+    # Calibration on held-out demos: two demonstrators that act oppositely in overlapping states are told apart.
+    rng = np.random.default_rng(0)
+    demos = np.repeat(np.arange(10), 20)
+    states_r, states_s = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
+    real = (states_r, np.ones((200, 1)) + 0.1 * rng.normal(size=(200, 1)), demos)
+    sim = (states_s, -np.ones((200, 1)) + 0.1 * rng.normal(size=(200, 1)), demos)
+    assert calibrate(real, sim, neighbors=5) == {"real_demos_real_like": 1.0, "sim_demos_real_like": 0.0}
+    # A dimension constant in both demo sets is left out: a policy's deviation there decides nothing.
+    const = attribute(
+        np.zeros((1, 2)),
+        np.array([[1.0, 5.0]]),
+        (real_s, np.array([[1.0, 0.0]] * 2)),
+        (sim_s, np.array([[-1.0, 0.0]] * 2)),
+        1,
+    )
+    assert const["real_like"].tolist() == [True]
 
 
 # ---------------------------------------------------------------------- the pipeline on Ray

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.ablation.mixture import ATTRIBUTION_VERSION
 
 #: The four grounding variants, in the order of the 2 x 2 table: (world grounded?, behavior grounded?).
 VARIANTS: tuple[str, ...] = ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded")
@@ -329,6 +330,7 @@ class AblationDesign:
                 "episodes": self.mixture_episodes,
                 "neighbors": self.mixture_neighbors,
                 "env_kwargs": dict(self.eval_env_kwargs),
+                "attribution_version": ATTRIBUTION_VERSION,
             }
             deps = (pkey, data_keys["real"], data_keys[sim_variant])
             key = config_hash("mixture", config, deps)

@@ -9,14 +9,16 @@ imitate the real demos in states the real data covers and fall back on the sim b
 1. Roll the policy out in the lab (``gym.make("PickSort-Real-v0")``, the protocol's seeds) and record each state it
    visits (the features :data:`FEATURE_KEYS` of its observation) and the action it takes there.
 2. For each visited state, find its ``k`` nearest states in the real demos and in the sim demos (features scaled
-   by their standard deviation over both demo sets) and the mean action the demonstrators took there.
+   by their standard deviation over both demo sets; dimensions constant in both left out) and the mean action the
+   demonstrators took there.
 3. The state is **real-like** when the policy's action is nearer (actions scaled the same way) to the real
    neighbours' action than to the sim neighbours'. Its **coverage** ``d_real / (d_real + d_sim)`` says which data
    lies nearer: 0 on top of a real demo state, 0.5 equally near, 1 where only sim data is near.
 
 The share of real-like states as a function of coverage is the mixture curve (plotted by
-:mod:`r2s2r_envs.ablation.analysis`). Policies trained on one domain only (real_fraction 1 and 0) calibrate it:
-what pure imitation of either demonstrator looks like under this measure.
+:mod:`r2s2r_envs.ablation.analysis`). Two calibrations say how far the measure can be trusted: held-out demos of
+each demonstrator attributed the same way (:func:`calibrate`: how well single actions tell the two apart at all),
+and policies trained on one domain only (real_fraction 1 and 0: what imitation of either looks like).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ import numpy as np
 FEATURE_KEYS: tuple[str, ...] = ("arm_qpos", "hand_qpos", "eef_pos", "object_pos")
 #: At most this many demo states per domain are searched (evenly strided over the demos; all when fewer).
 MAX_DEMO_STATES = 60_000
+#: Dimensions with a pooled demo standard deviation below this (in their units: rad, m, action units) are left out.
+MIN_STD = 1e-3
+#: Version of the attribution (part of the mixture tasks' config hash: a change re-runs them only).
+ATTRIBUTION_VERSION = 3
 #: Coverage bins of the mixture curve.
 COVERAGE_BINS: tuple[float, ...] = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 1.0)
 ARRAYS_FILE = "mixture.npz"
@@ -44,11 +50,13 @@ def features(obs: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([np.asarray(obs[k], dtype=np.float64) for k in FEATURE_KEYS], axis=-1)
 
 
-def demo_states(path: str | os.PathLike[str], max_states: int = MAX_DEMO_STATES) -> tuple[np.ndarray, np.ndarray]:
-    """``(states, actions)`` of every step of a dataset's successful demos, strided down to ``max_states``."""
+def demo_states(
+    path: str | os.PathLike[str], max_states: int = MAX_DEMO_STATES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(states, actions, demo index)`` of every step of a dataset's successful demos, strided to ``max_states``."""
     from r2s2r_envs.datasets.reader import open_dataset
 
-    states, actions = [], []
+    states, actions, demos = [], [], []
     with open_dataset(path, verify="none") as f:
         success = set(f.masks().get("success", f.demo_ids))
         for demo_id in f.demo_ids:
@@ -57,11 +65,38 @@ def demo_states(path: str | os.PathLike[str], max_states: int = MAX_DEMO_STATES)
             demo = f.demo(demo_id, obs_keys=list(FEATURE_KEYS), next_obs=False, states=False)
             states.append(features(demo.obs))
             actions.append(np.asarray(demo.actions, dtype=np.float64))
-    s, a = np.concatenate(states), np.concatenate(actions)
+            demos.append(np.full(len(demo.actions), len(demos)))
+    s, a, d = np.concatenate(states), np.concatenate(actions), np.concatenate(demos)
     if len(s) > max_states:
         idx = np.linspace(0, len(s) - 1, max_states).round().astype(int)
-        s, a = s[idx], a[idx]
-    return s, a
+        s, a, d = s[idx], a[idx], d[idx]
+    return s, a, d
+
+
+def calibrate(
+    real: tuple[np.ndarray, np.ndarray, np.ndarray], sim: tuple[np.ndarray, np.ndarray, np.ndarray], neighbors: int
+) -> dict[str, float]:
+    """How well the attribution tells the two demonstrators apart: the last 20% of each domain's demos are
+    attributed against the rest (and the other domain's demos), as if they were a policy's rollouts.
+
+    Returns:
+        ``real_demos_real_like`` (share of held-out real demo steps called real-like; 1 is perfect) and
+        ``sim_demos_real_like`` (the same for held-out sim demo steps; 0 is perfect).
+    """
+
+    def split(data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[tuple, tuple]:
+        s, a, d = data
+        held = d >= max(1, int(round(0.8 * (d.max() + 1))))
+        if not held.any() or held.all():  # one demo only: no split possible
+            held = np.zeros_like(held)
+            held[len(held) // 2 :] = True
+        return (s[~held], a[~held]), (s[held], a[held])
+
+    real_ref, real_out = split(real)
+    sim_ref, sim_out = split(sim)
+    r = attribute(*real_out, real_ref, (sim[0], sim[1]), neighbors)
+    m = attribute(*sim_out, (real[0], real[1]), sim_ref, neighbors)
+    return {"real_demos_real_like": float(r["real_like"].mean()), "sim_demos_real_like": float(m["real_like"].mean())}
 
 
 def attribute(
@@ -88,16 +123,16 @@ def attribute(
     """
     from sklearn.neighbors import NearestNeighbors
 
-    state_scale = _scale(np.concatenate([real[0], sim[0]]))
-    action_scale = _scale(np.concatenate([real[1], sim[1]]))
+    s_keep, s_scale = _informative(np.concatenate([real[0], sim[0]]))
+    a_keep, a_scale = _informative(np.concatenate([real[1], sim[1]]))
     out: dict[str, np.ndarray] = {}
     for name, (demo_s, demo_a) in (("real", real), ("sim", sim)):
         k = min(neighbors, len(demo_s))
-        index = NearestNeighbors(n_neighbors=k).fit(demo_s / state_scale)
-        dist, idx = index.kneighbors(states / state_scale)
+        index = NearestNeighbors(n_neighbors=k).fit(demo_s[:, s_keep] / s_scale)
+        dist, idx = index.kneighbors(states[:, s_keep] / s_scale)
         mean_action = demo_a[idx].mean(axis=1)
         out[f"d_{name}"] = dist[:, 0]
-        out[f"e_{name}"] = np.linalg.norm((actions - mean_action) / action_scale, axis=1)
+        out[f"e_{name}"] = np.linalg.norm((actions - mean_action)[:, a_keep] / a_scale, axis=1)
     total = out["d_real"] + out["d_sim"]
     out["coverage"] = np.divide(out["d_real"], total, out=np.full_like(total, 0.5), where=total > 0)
     errors = out["e_real"] + out["e_sim"]
@@ -106,8 +141,18 @@ def attribute(
     return out
 
 
-def _scale(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x.std(axis=0), 1e-6)
+def _informative(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dimensions that vary over the pooled demos, and their standard deviations.
+
+    A dimension (nearly) constant in both demo sets (std below :data:`MIN_STD`, e.g. an action component neither
+    demonstrator uses) says nothing about which one a policy follows; scaled by its tiny std, a policy's small
+    deviation there would swamp every other dimension, so it is left out.
+    """
+    std = x.std(axis=0)
+    keep = std > MIN_STD
+    if not keep.any():
+        keep = np.ones_like(keep)
+    return keep, np.maximum(std[keep], MIN_STD)
 
 
 def summarize(attribution: Mapping[str, np.ndarray], bins: tuple[float, ...] = COVERAGE_BINS) -> dict[str, Any]:
@@ -188,9 +233,10 @@ def attribute_policy(
     policy = load_policy(policy_dir)
     real, sim = demo_states(real_data), demo_states(sim_data)
     states, actions, index = rollout_lab(policy, episodes, env_kwargs)
-    result = attribute(states, actions, real, sim, neighbors)
+    result = attribute(states, actions, real[:2], sim[:2], neighbors)
     np.savez_compressed(Path(out) / ARRAYS_FILE, episode=index, **result)
     summary = summarize(result)
+    summary["calibration"] = calibrate(real, sim, neighbors)
     meta = policy.metadata
     summary["policy"] = {k: meta.get(k) for k in ("method", "variant", "real_fraction", "training_seed")}
     summary["demo_states"] = {"real": int(len(real[0])), "sim": int(len(sim[0]))}

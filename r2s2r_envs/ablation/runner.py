@@ -241,7 +241,9 @@ def run_tasks(
         pending = still
         if not running:
             break
-        ready, _ = ray.wait(list(running), num_returns=1)
+        ready: list[Any] = []
+        while not ready:  # short waits, so Ctrl-C reaches Python between them
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=1.0)
         for ref in ready:
             task = running.pop(ref)
             try:
