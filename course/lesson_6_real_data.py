@@ -43,8 +43,8 @@ from r2s2r_envs.datasets import CoTrainingMixture, TrajectoryDataset, open_datas
 
 QUICK = os.environ.get("R2S2R_COURSE_QUICK", "0") == "1"
 OUT = output_dir("lesson_6")
-N_REAL, N_SIM = (2, 4) if QUICK else (20, 100)
-STEPS = 50 if QUICK else 3000
+N_REAL, N_SIM = (3, 16) if QUICK else (20, 200)  # M/N > 5: the mixing rule applies
+STEPS = 50 if QUICK else 5000
 
 # %% [markdown]
 # ## The mixing rule
@@ -101,7 +101,7 @@ print("real share of a 256-sample batch:", {f: round(s, 3) for f, s in zip(fract
 #
 # Compare where the hand went in the two sets (top view of the TCP). A co-trained policy acts like a mixture:
 # it imitates the real demonstrations in states they cover and falls back on the simulated behaviour
-# elsewhere (docs/concepts.md, "Findings"). With two or twenty real demos, most of the state space is
+# elsewhere (docs/concepts.md, "Findings"). With three or twenty real demos, most of the state space is
 # covered by simulation only.
 
 # %%
@@ -132,7 +132,8 @@ fraction = suggestion.high if suggestion.rule_applies else suggestion.low  # the
 print(suggestion.note)
 policy_dir = OUT / "bc"
 r2s2r("train", "--method", "bc", "--real", real_file, "--sim", sim_file, "--real-fraction", round(fraction, 3),
-      "--steps", STEPS, "--batch-size", 64, "--out", policy_dir, "--overwrite", "--no-progress", tail=5)  # fmt: skip
+      "--steps", STEPS, "--batch-size", 64 if QUICK else 256, "--out", policy_dir, "--overwrite",
+      "--no-progress", tail=5)  # fmt: skip
 r2s2r("evaluate", "--policy", policy_dir, "--env", "PickSort-Real-v0", "--lab", "course-cotrain",
       "--num-objects", 1, "--episodes", 2 if QUICK else 20, "--no-progress", tail=8)  # fmt: skip
 

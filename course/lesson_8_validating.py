@@ -87,6 +87,7 @@ fig, ax = plt.subplots(figsize=(4.5, 4))
 for env, marker in (("nominal sim", "o"), ("grounded sim", "s")):
     p, m = pearson(rates[env], rates["lab"]), mmrv(rates[env], rates["lab"])
     label = f"{env}: Pearson {'n/a' if p is None else f'{p:.2f}'}, MMRV {m:.2f}"
+    print(label)
     ax.scatter(rates[env], rates["lab"], marker=marker, label=label)
     for k, name in enumerate(POLICIES):
         ax.annotate(name, (rates[env][k], rates["lab"][k]), fontsize=6)
