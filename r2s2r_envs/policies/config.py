@@ -21,6 +21,7 @@ ActionNormalization = Literal["standard", "minmax"]
 Encoder = Literal["mlp", "cnn"]
 Composition = Literal["bernoulli", "stratified"]
 VerifyMode = Literal["full", "quick", "none"]
+Device = Literal["cpu", "cuda", "auto"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -63,6 +64,9 @@ class TrainConfig:
             ``"stratified"`` (least variance); both have expectation ``real_fraction``.
         threads: torch CPU threads. 1 by default: on a shared 2-core machine a second thread made steps up to 20x
             slower (docs/baselines.md, "Training speed"); try 2 on an idle machine.
+        device: where the networks train: ``"cpu"`` (the default; deterministic), ``"cuda"`` (a GPU, if torch
+            has one; faster for long runs, not bit-reproducible) or ``"auto"`` (cuda when available).  The
+            checkpoint is the same either way and runs on the CPU.
         verify: dataset hash check when loading (``"full"`` recomputes every hash).
         progress: progress bar on stderr.
         overwrite: replace an existing checkpoint in ``out``.
@@ -96,6 +100,7 @@ class TrainConfig:
     adda_warmup: float = 0.3
     composition: Composition = "bernoulli"
     threads: int = 1
+    device: Device = "cpu"
     verify: VerifyMode = "full"
     progress: bool = True
     overwrite: bool = False

@@ -245,12 +245,12 @@ class PolicyModel(nn.Module):
         features = self.encoder(inputs)
         if self.generative:
             x1 = target
-            x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype)
-            t = torch.rand((len(x1),), generator=generator, dtype=x1.dtype)
+            x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype, device=x1.device)
+            t = torch.rand((len(x1),), generator=generator, dtype=x1.dtype, device=x1.device)
             xt = (1 - t[:, None]) * x0 + t[:, None] * x1
             tokens = None
             if self.cfg:
-                drop = torch.rand((len(x1),), generator=generator) < cfg_dropout
+                drop = torch.rand((len(x1),), generator=generator, device=x1.device) < cfg_dropout
                 tokens = torch.where(drop, torch.full_like(domain, NO_LABEL), domain)
             err = (self.denoise(xt, t, features, tokens) - x1) ** 2
         else:
@@ -262,7 +262,7 @@ class PolicyModel(nn.Module):
             logits = self.discriminator(gradient_reversal(features, reversal_scale)).squeeze(-1)
             label = domain.to(logits.dtype)
             bce = F.binary_cross_entropy_with_logits(logits, label, reduction="none")
-            domain_loss = torch.zeros((), dtype=logits.dtype)
+            domain_loss = torch.zeros((), dtype=logits.dtype, device=logits.device)
             present = 0
             for value in (0.0, 1.0):  # balanced over the domains present (real is usually the minority)
                 mask = label == value
@@ -291,9 +291,9 @@ class PolicyModel(nn.Module):
         if not self.generative:
             return self.head(features)
         b = len(features)
-        x = torch.randn((b, self.chunk_dim), generator=generator, dtype=features.dtype)
+        x = torch.randn((b, self.chunk_dim), generator=generator, dtype=features.dtype, device=features.device)
         dt = 1.0 / flow_steps
         for k in range(flow_steps):
-            t = torch.full((b,), k * dt, dtype=features.dtype)
+            t = torch.full((b,), k * dt, dtype=features.dtype, device=features.device)
             x = x + dt * self.guided_velocity(x, t, features, cfg_scale)
         return x
