@@ -709,6 +709,10 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
     sim = [e for e in entries.values() if e.env_id != "PickSort-Real-v0"]
     assert {e.env_id for e in sim} >= {"PickSort-Ungrounded-v0"}
     assert all(e.episodes == 1000 for e in sim)
+    # Sim demos with noise injection (what lets a learned policy recover, docs/datasets.md#noise-injection); the
+    # real demos as the operator made them.
+    assert all(e.action_noise == 0.1 and "--action-noise 0.1 " in e.command for e in sim)
+    assert lab[0].action_noise == 0.0 and "--action-noise" not in lab[0].command
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
     # Pinned for the datasets whose envs exist (re-pinned by `r2s2r datasets make --all --update-spec` after a
     # physics or sensing change); the grounded variants' stay null until their pipelines land.
@@ -758,3 +762,28 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path) -> None:
     assert third[0].status == "hash-mismatch" and not third[0].ok
     with pytest.raises(KeyError, match="it lists"):
         make_datasets(path, names=["nope"], cache_dir=cache, progress=False)
+
+
+def test_action_noise_perturbs_arm_actions_reproducibly_and_is_recorded(tmp_path: Path) -> None:
+    # One PickSort demo with one object, without and with noise injection (docs/datasets.md#noise-injection).
+    kw = dict(progress=False, env_kwargs={"num_objects": 1})
+    plain = generate("PickSort-Ungrounded-v0", 1, tmp_path / "plain.hdf5", **kw)
+    noisy = generate("PickSort-Ungrounded-v0", 1, tmp_path / "noisy.hdf5", action_noise=0.1, **kw)
+    again = generate("PickSort-Ungrounded-v0", 1, tmp_path / "again.hdf5", action_noise=0.1, **kw)
+    assert noisy.content_hash == again.content_hash != plain.content_hash
+    with open_dataset(plain.path) as p, open_dataset(noisy.path) as n:
+        assert "action_noise" not in p.generation  # files made without noise keep their content and hash
+        assert n.generation["action_noise"] == 0.1
+        a, b = p.read(p.demo_ids[0], "actions"), n.read(n.demo_ids[0], "actions")
+        # The first action sees the same observation: only the noise differs, on the 6 arm dims, not the fingers.
+        assert np.array_equal(a[0, 6:], b[0, 6:])
+        assert 0.02 < np.abs(a[0, :6] - b[0, :6]).mean() < 0.3
+        assert np.all(np.abs(b) <= 1.0)
+    # The executed actions are recorded: the demo re-simulates from them.
+    assert replay_demo(noisy.path, 0, check=True).max_state_error == 0.0
+    with pytest.raises(GenerationError, match="action_noise: file has 0.1, now 0.2"):
+        generate("PickSort-Ungrounded-v0", 2, tmp_path / "noisy.hdf5", action_noise=0.2, **kw)
+    for bad in (-0.1, 1.5, float("nan"), "0.1"):
+        with pytest.raises(ValueError, match="action_noise must be a number in \\[0, 1\\]"):
+            generate("PickSort-Ungrounded-v0", 1, tmp_path / "bad.hdf5", action_noise=bad, **kw)
+    assert not (tmp_path / "bad.hdf5").exists()

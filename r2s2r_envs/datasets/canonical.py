@@ -49,6 +49,7 @@ class CanonicalDataset:
         obs_mode: observation mode stored.
         env_kwargs: env arguments (JSON object).
         demonstrator: a registered demonstrator name (``None``: the env's own).
+        action_noise: noise injected into the demonstrator's arm actions (``generate``'s ``action_noise``; 0: none).
         file: file name inside the cache directory.
         sha256: expected content hash (``None`` until pinned with ``--update-spec``).
         command: the equivalent ``r2s2r generate`` command (must agree with the fields).
@@ -63,6 +64,7 @@ class CanonicalDataset:
     obs_mode: str = "state"
     env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     demonstrator: str | None = None
+    action_noise: float = 0.0
     file: str = ""
     sha256: str | None = None
     command: str = ""
@@ -78,6 +80,8 @@ class CanonicalDataset:
             parts += ["--env-kwargs", json.dumps(self.env_kwargs, sort_keys=True)]
         if self.demonstrator:
             parts += ["--demonstrator", self.demonstrator]
+        if self.action_noise:
+            parts += ["--action-noise", repr(float(self.action_noise))]
         parts += ["--out", out or self.file]
         return shlex.join(parts)
 
@@ -275,6 +279,7 @@ def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bo
                 obs_mode=entry.obs_mode,
                 env_kwargs=entry.env_kwargs,
                 demonstrator=entry.demonstrator,
+                action_noise=entry.action_noise,
                 progress=progress,
             )
             status = "built"

@@ -72,6 +72,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help=f"registered demonstrator name (default: the env's own); registered: {', '.join(demonstrator_names())}",
     )
     gen.add_argument("--valid-fraction", type=float, default=0.1, help="share of demos in mask/valid (default 0.1)")
+    gen.add_argument(
+        "--action-noise",
+        type=float,
+        default=0.0,
+        metavar="SIGMA",
+        help="noise injection (DART): Gaussian noise of this standard deviation, in normalized action units, added to "
+        "the demonstrator's arm actions before they are executed; the executed action is recorded (default 0: none; "
+        "the canonical sim datasets use 0.1, docs/datasets.md#noise-injection)",
+    )
     gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")
     gen.set_defaults(func=cmd_generate)
@@ -142,6 +151,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             episode_steps=args.episode_steps,
             max_attempts=args.max_attempts,
             valid_fraction=args.valid_fraction,
+            action_noise=args.action_noise,
             overwrite=args.overwrite,
             progress=not args.no_progress,
         )

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import errno
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -50,6 +51,7 @@ from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
+from r2s2r_envs.world.constants import HAND_JOINTS
 
 #: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
 DEFAULT_DEMONSTRATOR: str | None = None
@@ -64,6 +66,8 @@ DemonstratorSpec = str | None | Callable[[gym.Env], Any]
 
 # An env without a time limit must still end; past this many steps the rollout is abandoned.
 _MAX_STEPS_WITHOUT_LIMIT = 100_000
+# Second entropy word of the action-noise generator (its seed is [demonstrator seed, this]).
+_NOISE_STREAM = 0xDA27
 # Attempts in flight per worker (bounds memory held by finished, not yet written episodes).
 _IN_FLIGHT_PER_WORKER = 2
 
@@ -85,6 +89,10 @@ class GenerationConfig:
         successes_only: keep only successful episodes.
         demonstrator: a registered demonstrator name, ``None`` for the env's own, or a factory ``f(env)``.
         valid_fraction: share of demos in the ``valid`` filter key.
+        action_noise: standard deviation of the Gaussian noise added to the arm part of every demonstrator
+            action before it is executed, in normalized action units (0: none).  Noise injection in the manner of
+            DART: the demonstrator corrects the disturbance it meets, so the data covers the states a learned
+            policy drifts into and shows how to recover from them.  The executed (noisy) action is recorded.
     """
 
     env_id: str
@@ -95,6 +103,7 @@ class GenerationConfig:
     successes_only: bool = False
     demonstrator: DemonstratorSpec = DEFAULT_DEMONSTRATOR
     valid_fraction: float = 0.1
+    action_noise: float = 0.0
 
     @property
     def env_name(self) -> str:
@@ -118,6 +127,8 @@ class GenerationConfig:
             "demonstrator": demonstrator_record(self.demonstrator),
             "valid_fraction": float(self.valid_fraction),
             "seeding": SEEDING_CONVENTION,
+            # Only when used, so files made without noise keep their content (and hash).
+            **({"action_noise": float(self.action_noise)} if self.action_noise else {}),
         }
 
 
@@ -271,7 +282,14 @@ def make_env(config: GenerationConfig, *, obs_mode: str | None = None, render_mo
 
 
 def rollout(
-    env: gym.Env, demonstrator: Any, *, env_seed: int, demonstrator_seed: int, obs_keys: Sequence[str], attempt: int = 0
+    env: gym.Env,
+    demonstrator: Any,
+    *,
+    env_seed: int,
+    demonstrator_seed: int,
+    obs_keys: Sequence[str],
+    attempt: int = 0,
+    action_noise: float = 0.0,
 ) -> Episode:
     """Runs one episode of ``demonstrator`` in ``env`` and records it.
 
@@ -285,6 +303,9 @@ def rollout(
         demonstrator_seed: seed for ``demonstrator.reset``.
         obs_keys: observation keys to record.
         attempt: attempt index, stored with the episode.
+        action_noise: standard deviation of the noise added to the arm part of each action before it is executed
+            (``GenerationConfig.action_noise``); drawn from a generator seeded by ``demonstrator_seed``, so an
+            attempt is reproducible.  The executed action is recorded.
 
     Returns:
         The recorded episode.
@@ -301,10 +322,13 @@ def rollout(
     unstable = False
     terminated = truncated = False
     steps = 0
+    perturb = _ActionNoise(env.action_space, action_noise, demonstrator_seed) if action_noise > 0 else None
     while not (terminated or truncated):
         if record_states:
             states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
+        if perturb is not None:
+            action = perturb(action)
         obs, reward, terminated, truncated, info = env.step(action)
         actions.append(action)
         rewards.append(float(reward))
@@ -332,6 +356,24 @@ def rollout(
         unstable=unstable,
         object_outcomes=[str(o) for o in info.get("object_outcomes", [])],
     )
+
+
+class _ActionNoise:
+    """Adds Gaussian noise to the arm part of an action (everything before the 16 finger targets) and clips the
+    result to the action space (``GenerationConfig.action_noise``)."""
+
+    def __init__(self, space: gym.spaces.Box, sigma: float, seed: int) -> None:
+        self.low = np.asarray(space.low, dtype=np.float32)
+        self.high = np.asarray(space.high, dtype=np.float32)
+        self.arm = int(np.prod(space.shape)) - len(HAND_JOINTS)
+        self.sigma = float(sigma)
+        # Its own stream, derived from the demonstrator's seed: the demonstrator's own draws are unchanged.
+        self.rng = np.random.default_rng([int(seed), _NOISE_STREAM])
+
+    def __call__(self, action: np.ndarray) -> np.ndarray:
+        noisy = action.copy()
+        noisy[: self.arm] += self.rng.normal(0.0, self.sigma, self.arm).astype(np.float32)
+        return np.clip(noisy, self.low, self.high)
 
 
 LAB_WITHHELD = "withheld: an inline lab config holds the lab's hidden parameters"
@@ -452,6 +494,7 @@ def generate(
     max_episode_steps: int | None = None,
     max_attempts: int | None = None,
     valid_fraction: float = 0.1,
+    action_noise: float = 0.0,
     overwrite: bool = False,
     progress: bool = True,
     handle_signals: bool = True,
@@ -504,6 +547,11 @@ def generate(
         raise ValueError(f"seed must be >= 0 (a SeedSequence entropy), got {seed}")
     if obs_mode not in OBS_MODES:
         raise ValueError(f"unknown obs_mode {obs_mode!r}; choose one of {OBS_MODES}")
+    if not (isinstance(action_noise, (int, float)) and math.isfinite(action_noise) and 0.0 <= action_noise <= 1.0):
+        raise ValueError(
+            f"action_noise must be a number in [0, 1] (standard deviation in normalized action units), got "
+            f"{action_noise!r}"
+        )
     check_env_id(env_id)
     check_demonstrator(demonstrator)
     kwargs = check_env_kwargs(env_kwargs or {})
@@ -519,6 +567,7 @@ def generate(
         successes_only=successes_only,
         demonstrator=demonstrator,
         valid_fraction=valid_fraction,
+        action_noise=float(action_noise),
     )
     max_attempts = 20 * episodes if max_attempts is None else int(max_attempts)
     out = Path(out)
@@ -852,7 +901,13 @@ def _run(
                 env_seed, demo_seed = episode_seeds(config.seed, attempt)
                 record(
                     rollout(
-                        env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys, attempt=attempt
+                        env,
+                        demo,
+                        env_seed=env_seed,
+                        demonstrator_seed=demo_seed,
+                        obs_keys=obs_keys,
+                        attempt=attempt,
+                        action_noise=config.action_noise,
                     )
                 )
         else:
@@ -963,7 +1018,13 @@ def _worker_main(
             try:
                 env_seed, demo_seed = episode_seeds(config.seed, attempt)
                 episode = rollout(
-                    env, demo, env_seed=env_seed, demonstrator_seed=demo_seed, obs_keys=obs_keys, attempt=attempt
+                    env,
+                    demo,
+                    env_seed=env_seed,
+                    demonstrator_seed=demo_seed,
+                    obs_keys=obs_keys,
+                    attempt=attempt,
+                    action_noise=config.action_noise,
                 )
                 results.put(("ok", attempt, episode))
             except Exception:  # noqa: BLE001 - reported to the parent with its traceback
