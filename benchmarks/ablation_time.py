@@ -17,7 +17,7 @@ Writes the figures as JSON with ``--json``.
 Example::
 
     nice -n 10 python benchmarks/ablation_time.py --out runs/ablation-quick --workers 2 --json runs/ablation_time.json
-    python benchmarks/ablation_time.py --measured benchmarks/results/ablation-quick/run --cores 2,16,64
+    python benchmarks/ablation_time.py --measured benchmarks/results/ablation-quick --cores 2,16,64
 """
 
 from __future__ import annotations
@@ -55,12 +55,18 @@ def _episodes_of(task: Task, design: AblationDesign) -> int:
     return int(task.config["episodes"])
 
 
-def project(quick: AblationDesign, full: AblationDesign, costs: dict[str, list[tuple[Task, float]]]) -> dict:
+def project(
+    quick: AblationDesign,
+    full: AblationDesign,
+    costs: dict[str, list[tuple[Task, float]]],
+    train_records: dict[str, dict],
+) -> dict:
     """CPU-seconds of the full design's tasks, from the quick run's per-unit costs.
 
     Units: data, per generated demo (canonical datasets that exist cost nothing; missing ones are generated); train,
-    per training step (load time included, so an upper bound for the larger data's load as well); eval, per episode
-    (lab and sim together); mixture, per lab episode. Costs are CPU-seconds where the records have them.
+    per training step plus, for loading, per demo trained on (each training's CPU time split in the proportion of
+    its recorded load and step times); eval, per episode (lab and sim together; the episode lengths of the quick
+    run's policies); mixture, per lab episode. Costs are CPU-seconds where the records have them.
     """
     per_unit: dict[str, float] = {}
     gen = [(t, s) for t, s in costs.get("data", []) if t.config["canonical"] is None]
@@ -68,7 +74,19 @@ def project(quick: AblationDesign, full: AblationDesign, costs: dict[str, list[t
         per_unit["data"] = sum(s for _, s in gen) / sum(t.config["episodes"] for t, _ in gen)
     train = costs.get("train", [])
     if train:
-        per_unit["train"] = sum(s for _, s in train) / sum(quick.train.get("steps", 5000) for _ in train)
+        # Split each training's CPU time into loading (grows with the demos) and steps, in the proportion of its own
+        # recorded load and step times.
+        load_s = step_s = demos = steps = 0.0
+        for task, cpu_s in train:
+            record = train_records[task.key]
+            share = record["load_time_s"] / max(record["load_time_s"] + record["train_time_s"], 1e-9)
+            load_s += share * cpu_s
+            step_s += (1 - share) * cpu_s
+            meta = record["metadata"]
+            demos += meta["n_real_demos"] + meta["n_sim_demos"]
+            steps += quick.train.get("steps", 5000)
+        per_unit["train"] = step_s / steps
+        per_unit["train_load_per_demo"] = load_s / demos
     for kind in ("eval", "mixture"):
         runs = costs.get(kind, [])
         if runs:
@@ -81,6 +99,9 @@ def project(quick: AblationDesign, full: AblationDesign, costs: dict[str, list[t
         if task.kind == "data":
             units = 0 if task.config["canonical"] is not None else task.config["episodes"]
         elif task.kind == "train":
+            rf = task.config["real_fraction"]
+            n_demos = (full.real.episodes if rf > 0 else 0) + (1000 if rf < 1 else 0)
+            totals["train_load"] += n_demos * per_unit.get("train_load_per_demo", 0.0)
             units = full.train.get("steps", 5000)
         else:
             units = task.config["episodes"]
@@ -122,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     costs = task_costs(tasks, store)
     cpu = {kind: sum(s for _, s in runs) for kind, runs in costs.items()}
     task_wall = {kind: sum(s for _, s in runs) for kind, runs in task_costs(tasks, store, "wall_time_s").items()}
-    projection = project(quick, full_design(), costs)
+    train_records = {t.key: store.done_record("train", t.key) for t, _ in costs.get("train", [])}
+    projection = project(quick, full_design(), costs, train_records)
     cores = [int(c) for c in args.cores.split(",")]
     print(f"quick ablation ({run_dir}): {run['total']} tasks, {run['skipped']} already finished, {run['ran']} run")
     print(f"  wall time: {wall:.0f} s (task graph {run['task_time_s']:.0f} s); goal {GOAL_QUICK_S} s on 2 cores")

@@ -32,6 +32,8 @@ from r2s2r_envs.ablation.design import LAB_ENV_ID, REAL_ONLY, VARIANTS, Ablation
 from r2s2r_envs.ablation.store import Store, write_json_atomic
 
 METRICS: tuple[str, ...] = ("success", "sort_accuracy")
+#: Coverage bins with fewer visited states are left out of the mixture plot (the report's table lists them all).
+MIN_BIN_STATES = 10
 METRIC_NAMES = {"success": "episode success", "sort_accuracy": "sort accuracy"}
 #: Effects of the 2 x 2 design, as weights over the cells (U, W, B, F).
 EFFECTS: dict[str, dict[str, float]] = {
@@ -580,8 +582,9 @@ def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for s in report["mixture"]:
         p = s["policy"]
-        xs = [(c["coverage"][0] + c["coverage"][1]) / 2 for c in s["curve"] if c["real_like_share"] is not None]
-        ys = [100 * c["real_like_share"] for c in s["curve"] if c["real_like_share"] is not None]
+        shown = [c for c in s["curve"] if c["states"] >= MIN_BIN_STATES]
+        xs = [(c["coverage"][0] + c["coverage"][1]) / 2 for c in shown]
+        ys = [100 * c["real_like_share"] for c in shown]
         style = "--" if p["real_fraction"] in (0.0, 1.0) else "-"
         ax.plot(xs, ys, style + "o", label=f"{p['method']} @ {p['real_fraction']:g}, seed {p['training_seed']}")
     ax.axhline(50, color="grey", lw=0.8)
@@ -589,7 +592,7 @@ def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
     ax.set_ylabel("states where the policy acts real-like, %")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7)
-    ax.set_title("Mixture analysis: real-like actions vs coverage (lab rollouts)")
+    ax.set_title(f"Mixture analysis: real-like actions vs coverage (bins of >= {MIN_BIN_STATES} lab states)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
