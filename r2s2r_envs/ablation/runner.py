@@ -75,39 +75,41 @@ def canonical_hashes(design: AblationDesign) -> dict[str, str]:
     """The content hash of every canonical dataset the design reads, from the cached files.
 
     Raises:
-        AblationError: a canonical dataset is missing (the message names the command that builds it) or unreadable.
+        AblationError: a canonical dataset is missing (the message names the command that builds it), stale (its
+            hash differs from the one the canonical spec pins), unreadable, or has fewer demos than the design uses.
     """
     from r2s2r_envs.datasets.reader import open_dataset
     from r2s2r_envs.datasets.schema import DatasetError
-    from r2s2r_envs.policies.data import DataSelectionError, resolve_path
+    from r2s2r_envs.policies.data import DataSelectionError, resolve_datasets
 
     hashes: dict[str, str] = {}
     specs = [design.real, *(design.sim_spec(v) for v in design._sim_variants_used())]
-    missing = []
+    missing, problems = [], []
     for spec in specs:
         if spec.canonical is None or spec.canonical in hashes:
             continue
         try:
-            _name, path = resolve_path(spec.canonical)
+            args = ([spec.canonical], []) if spec.domain == "real" else ([], [spec.canonical])
+            (ref,) = resolve_datasets(*args)
         except DataSelectionError as exc:
-            missing.append((spec.canonical, str(exc)))
+            (missing if "not built yet" in str(exc) else problems).append((spec.canonical, str(exc)))
             continue
+        hashes[spec.canonical] = ref.content_hash
         try:
-            with open_dataset(path, verify="none") as f:
-                hashes[spec.canonical] = f.content_hash
+            with open_dataset(ref.path, verify="none") as f:
                 if f.num_demos < spec.episodes:
-                    raise AblationError(
-                        f"{spec.canonical} ({path}) has {f.num_demos} demos; the design uses {spec.episodes}"
+                    problems.append(
+                        (spec.canonical, f"{ref.path} has {f.num_demos} demos; the design uses {spec.episodes}")
                     )
         except DatasetError as exc:
-            raise AblationError(f"dataset {spec.canonical}: {exc}") from None
+            problems.append((spec.canonical, str(exc)))
     if missing:
         names = " ".join(name for name, _ in missing)
-        details = "; ".join(msg for _, msg in missing)
         raise AblationError(
-            f"missing dataset(s) {[n for n, _ in missing]}: build them first with `r2s2r datasets make {names}` "
-            f"({details})"
+            f"missing dataset(s) {[n for n, _ in missing]}: build them first with `r2s2r datasets make {names}`"
         )
+    if problems:
+        raise AblationError("; ".join(f"dataset {name}: {msg}" for name, msg in problems))
     return hashes
 
 

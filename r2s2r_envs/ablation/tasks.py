@@ -94,6 +94,7 @@ def _run_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
         max_attempts=config["max_attempts"],
         progress=False,
         handle_signals=False,
+        **config.get("generate_kwargs", {}),
     )
     if not result.complete:
         raise TaskError(
