@@ -25,7 +25,7 @@ export MUJOCO_GL ?= egl
 .PHONY: help setup egl demo test test-fast lint format bench clean
 
 help:
-	@echo "make demo      set up, then run the scripted planner for 3 episodes (r2s2r demo)"
+	@echo "make demo      set up, then 3 demo episodes of every variant and the lab, side by side (r2s2r demo --env all)"
 	@echo "make test      set up, then run the whole test suite (python -m pytest -q, slow tests included)"
 	@echo "make test-fast tests without the slow marker"
 	@echo "make lint      ruff check and ruff format --check (CI runs it)"
@@ -60,7 +60,7 @@ $(STAMP): pyproject.toml | egl
 	touch $@
 
 demo: $(STAMP)
-	$(VENV)/bin/r2s2r demo --env PickSort-Ungrounded-v0 --episodes 3
+	$(VENV)/bin/r2s2r demo --env all --episodes 3
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -147,7 +147,76 @@ def _format_summary(result: EvaluationResult) -> str:
 
 
 # ---------------------------------------------------------------------- subcommands
+ALL_ENVS = "all"
+# --env all shows the grounding variants in the order of the study's table, then the lab.
+SHOWCASE_ORDER = (
+    "PickSort-Ungrounded-v0",
+    "PickSort-WorldGrounded-v0",
+    "PickSort-BehaviorGrounded-v0",
+    "PickSort-FullyGrounded-v0",
+    "PickSort-Real-v0",
+)
+
+
+def _format_side_by_side(results: list[EvaluationResult]) -> str:
+    """One row per env: the suite's variants and the lab side by side."""
+    header = (
+        f"{'env':30s} {'demonstrator':12s} {'success (95% CI)':>24s} {'sort acc.':>9s} {'time to sort':>12s}  failures"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        s = r.summary
+        low, high = s["success_rate_ci95"]
+        n = s["episodes"]
+        success = f"{round(s['success_rate'] * n)}/{n} ({low:.2f}-{high:.2f})"
+        tts = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.1f} s"
+        causes = ", ".join(f"{k} {v}" for k, v in s["failure_causes"].items() if v) or "none"
+        who = r.policy["name"] or r.policy["class"]
+        lines.append(f"{r.env_id:30s} {who:12s} {success:>24s} {s['sort_accuracy']:>9.2f} {tts:>12s}  {causes}")
+    return "\n".join(lines)
+
+
+def _cmd_demo_all(args: argparse.Namespace) -> int:
+    unsupported = [f"--{n.replace('_', '-')}" for n in ("lab", "grounding", "video") if getattr(args, n) is not None]
+    if unsupported:
+        print(
+            f"r2s2r demo: error: {', '.join(unsupported)} apply to one env; with --env all every id runs with its "
+            "registered defaults (give one --env ID to change them)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from r2s2r_envs.behavior import make_demonstrator
+
+    env_kwargs: dict[str, Any] = {}
+    if args.num_objects is not None:
+        env_kwargs["num_objects"] = args.num_objects
+    if args.episode_steps is not None:
+        env_kwargs["episode_steps"] = args.episode_steps
+    ids = registered_env_ids()
+    ordered = [i for i in SHOWCASE_ORDER if i in ids] + [i for i in ids if i not in SHOWCASE_ORDER]
+    results = []
+    for env_id in ordered:
+        results.append(
+            evaluate(
+                env_id,
+                make_demonstrator,
+                episodes=args.episodes,
+                base_seed=args.seed,
+                env_kwargs=env_kwargs,
+                progress=not args.no_progress,
+                workers=args.workers,
+            )
+        )
+    if args.json:
+        print("[" + ",".join(r.to_json() for r in results) + "]")
+    else:
+        print(_format_side_by_side(results))
+    return EXIT_OK
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.env == ALL_ENVS:
+        return _cmd_demo_all(args)
     env_kwargs: dict[str, Any] = {}
     if args.num_objects is not None:
         env_kwargs["num_objects"] = args.num_objects
@@ -216,7 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
         "and failure causes. Episode i of base seed S resets the env and the demonstrator with "
         "episode_seeds(S, i) (r2s2r_envs.envs.seeding).",
     )
-    demo.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {registered_env_ids()}")
+    demo.add_argument(
+        "--env",
+        required=True,
+        metavar="ID",
+        help=f"env id, one of {registered_env_ids()}, or 'all': every id side by side (each with its own demonstrator)",
+    )
     demo.add_argument("--episodes", type=positive_int, default=10, metavar="N", help="episodes (default 10)")
     demo.add_argument(
         "--seed",

@@ -258,3 +258,25 @@ def test_dataset_subcommands_present():
     help_text = cli.build_parser().format_help()
     for command in ("generate", "replay", "datasets"):
         assert command in help_text
+
+
+def test_demo_all_shows_every_variant_and_the_lab_side_by_side(capsys):
+    args = ["demo", "--env", "all", "--episodes", "1", "--num-objects", "1", "--episode-steps", "150"]
+    assert cli.main([*args, "--json", "--no-progress"]) == 0
+    results = [EvaluationResult.from_dict(d) for d in json.loads(capsys.readouterr().out)]
+    assert [r.env_id for r in results] == [i for i in cli.SHOWCASE_ORDER if i in ENV_IDS]
+    assert {r.env_id for r in results} == set(ENV_IDS)
+    demonstrators = {r.env_id: r.policy["name"] for r in results}
+    assert demonstrators["PickSort-Real-v0"] == "teleoperator"
+    assert demonstrators["PickSort-Ungrounded-v0"] == "scripted"
+    assert all(r.summary["episodes"] == 1 for r in results)
+    assert cli.main([*args, "--no-progress"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:2] == ["env", "demonstrator"]
+    assert [line.split()[0] for line in table[2:]] == [r.env_id for r in results]
+
+
+def test_demo_all_refuses_single_env_options(capsys):
+    assert cli.main(["demo", "--env", "all", "--lab", "default", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--lab" in err and "--env all" in err
