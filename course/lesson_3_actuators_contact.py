@@ -173,13 +173,13 @@ fig.savefig(OUT / "lift_torques.png", dpi=80, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
-# One lift per category is a rough weighing: each piece differs from the next, and the weighing compares the
-# lab with the *nominal* arm while the lab's arm differs (damping, friction, its mis-tuned controller), which
-# biases every category alike. The suite's full
-# identification (`r2s2r sysid`, lesson 5) first fits the arm from its own protocols and then weighs the
-# objects in that fitted world: 0.118 / 0.128 / 0.229 kg for cube / ball / bar, intervals about +-6%
-# (docs/grounding.md, "What it recovers"). Relative comparisons between categories of one lab are robust
-# either way: the arm's error is common to all of them.
+# This is a rough weighing: one lift per category in quick mode (four in full mode), each piece differs from
+# the next, and it compares the lab with the *nominal* arm while the lab's arm differs (damping, friction, its
+# mis-tuned controller). One full-mode run of this notebook gave 0.110 / 0.143 / 0.241 kg for cube / ball /
+# bar. The suite's full identification (`r2s2r sysid`, lesson 5) first fits the arm from its own protocols and
+# then weighs the objects in that fitted world: 0.118 / 0.128 / 0.229 kg, intervals about +-6%
+# (docs/grounding.md, "What it recovers"). Either way a category several times heavier than the others stands
+# out at once.
 #
 # What the logs cannot show as one number: every real piece differs a little (the lab varies each object's
 # mass and friction around its category's value). A simulator has one mass per category; the spread is left to
@@ -192,7 +192,7 @@ plt.show()
 #
 # * `weigh("course-heavy")` names the category. For the mass, calibrate the weighing against a reference
 #   (compare with `weigh("default")` and the figures above), or run the full identification on the lab:
-#   `r2s2r sysid --lab course-heavy --quick --out heavy.json` (a few minutes) and read `object_mass` from the
+#   `r2s2r sysid --lab course-heavy --quick --out heavy.json` (one to a few minutes) and read `object_mass` from the
 #   grounding file's `world`.
 # * Answer: `{"heavier_category": "cube" | "ball" | "bar", "mass": <kg>}` in `answer_3.json`; check with
 #   `r2s2r course check 3 answer_3.json`.

@@ -28,9 +28,10 @@
 # r2s2r demo --env PickSort-WorldGrounded-v0 --grounding my_grounding.json --episodes 20
 # ```
 #
-# The full run takes about 155 s on a 2-core machine (README, "Measured"); the quick one takes a few minutes
-# less of fitting. In quick mode this notebook uses the grounding that ships with the suite (the output of the
-# full command on the default lab); in full mode it runs `r2s2r sysid --quick` itself.
+# The full run takes about 155 s on a 2-core machine (README, "Measured"); the quick one took 124 s in one
+# full-mode run of this notebook on a loaded 2-core machine (its fit is rougher, below). In quick mode this
+# notebook uses the grounding that ships with the suite (the output of the full command on the default lab); in
+# full mode it runs `r2s2r sysid --quick` itself.
 
 # %%
 import os
