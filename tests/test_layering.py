@@ -20,9 +20,10 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "r2s2r_envs"
 FORBIDDEN = "r2s2r_envs.lab"
 # Packages that must not see the lab.  world/ and envs/ sit below it in the layering (docs/architecture.md).
-CHECKED_PACKAGES = ("grounding", "behavior", "datasets", "evaluation", "policies", "world", "envs")
+# course/ is the teacher's side (its checker grades answers against the exercise labs) and may read them.
+CHECKED_PACKAGES = ("grounding", "behavior", "datasets", "evaluation", "policies", "ablation", "world", "envs")
 # Packages (and top-level folders) that must not read an env's physics: the attribute check below.
-BLACK_BOX_USERS = ("grounding", "behavior", "datasets", "evaluation", "policies")
+BLACK_BOX_USERS = ("grounding", "behavior", "datasets", "evaluation", "policies", "ablation")
 BLACK_BOX_DIRS = ("baselines",)
 # Attributes through which code could read a lab env's hidden world.  `x.unwrapped.model` / `.data` are caught
 # as `.model` / `.data` reached through `.unwrapped`; the rest anywhere.
