@@ -440,3 +440,19 @@ def test_trained_on_picksort_acts_in_the_lab(tmp_path: Path) -> None:
     assert result.policy["name"] == "r2s2r-flow-cfg-adda"
     assert result.policy["settings"]["metadata"]["method"] == "flow-cfg-adda"
     assert TrajectoryDataset(real).env_id == "PickSort-Real-v0"
+
+
+def test_device_choice_is_checked_before_any_data_is_read(tmp_path: Path) -> None:
+    from r2s2r_envs.policies.train import resolve_device, train
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConfigError, match="device"):
+        check_config(TrainConfig(method="bc", sim=("x.hdf5",), real_fraction=0.0, out=str(tmp_path), device="tpu"))
+    if not torch.cuda.is_available():
+        # The dataset does not exist either: the device error comes first, before any file is looked at.
+        config = TrainConfig(method="bc", sim=(str(tmp_path / "missing.hdf5"),), real_fraction=0.0, out=str(tmp_path))
+        with pytest.raises(ConfigError, match="sees no GPU"):
+            train(dataclasses.replace(config, device="cuda"))
+        with pytest.raises(DataSelectionError):
+            train(config)

@@ -79,8 +79,8 @@ class TrainConfig:
     seed: int = 0
     out: str
     steps: int = 5000
-    batch_size: int = 256
-    lr: float = 1e-3
+    batch_size: int = 1024
+    lr: float = 2e-3
     weight_decay: float = 1e-6
     grad_clip: float = 1.0
     demos: Demos = "success"
@@ -160,7 +160,7 @@ def check_config(config: TrainConfig) -> None:
     """
     if config.method not in METHODS:
         raise ConfigError(f"unknown method {config.method!r}; choose one of {list(METHODS)}")
-    for name in ("demos", "action_normalization", "encoder", "composition", "verify"):
+    for name in ("demos", "action_normalization", "encoder", "composition", "verify", "device"):
         choices = field_choices(name)
         if getattr(config, name) not in choices:
             raise ConfigError(f"{name} must be one of {list(choices)}, got {getattr(config, name)!r}")
