@@ -82,6 +82,13 @@ def test_task_graph_of_the_presets():
     quick = quick_design()
     check_design(quick)
     assert quick.seeds == (0,) and quick.real.episodes == 20
+    # The quick design's sim data follows the canonical datasets' recipe, with fewer demos.
+    from r2s2r_envs.datasets.canonical import load_spec
+
+    spec = {e.name: e for e in load_spec()}["fullygrounded-1000"]
+    fg = quick.sim_spec("FullyGrounded")
+    assert (fg.env_id, fg.seed, fg.episodes, fg.recipe_of) == (spec.env_id, spec.seed, 50, "fullygrounded-1000")
+    assert fg.generate_kwargs.get("action_noise", 0.0) == getattr(spec, "action_noise", 0.0)
 
 
 def test_a_changed_dataset_changes_exactly_the_keys_downstream_of_it():

@@ -1,7 +1,7 @@
 """``r2s2r ablation``: the grounding ablation on Ray (a thin shell over :func:`r2s2r_envs.ablation.run_ablation`).
 
 Examples:
-    r2s2r ablation --quick --out runs/ablation-quick              # one seed, about 15 minutes on 2 cores
+    r2s2r ablation --quick --out runs/ablation-quick              # one seed, about 10 minutes on 2 cores
     r2s2r ablation --out runs/ablation                            # the full design (needs the canonical datasets)
     r2s2r ablation --address auto --out /shared/ablation          # on the Ray cluster this node belongs to
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
@@ -56,7 +56,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size = p.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="one seed, fewer demos, steps and episodes (~15 min, 2 cores)"
+        "--quick", action="store_true", help="one seed, fewer demos, steps and episodes (about 10 minutes on 2 cores)"
     )
     size.add_argument("--smoke", action="store_true", help="a tiny one-object design that only checks the pipeline")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (a re-run resumes it)")
