@@ -133,6 +133,21 @@ def test_a_missing_dataset_is_refused_with_the_command_that_builds_it(tmp_path, 
     assert not (tmp_path / "out").exists()
 
 
+def test_a_stale_canonical_dataset_is_refused_before_any_work(tmp_path, monkeypatch):
+    from r2s2r_envs.datasets.generate import generate
+
+    cache = tmp_path / "cache"
+    # A lab dataset under lab-50's file name whose content is not the pinned lab-50 (one one-object demo).
+    generate(
+        "PickSort-Real-v0", 1, cache / "lab-50.hdf5", successes_only=True, env_kwargs={"num_objects": 1}, progress=False
+    )
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    with pytest.raises(AblationError) as e:
+        preflight(quick_design(), tmp_path / "out")
+    assert "lab-50" in str(e.value) and "stale" in str(e.value)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_results_directory_of_another_schema_version_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
