@@ -172,7 +172,7 @@ def import_ray() -> Any:
 def init_ray(address: str | None, workers: int | None) -> bool:
     """Starts (or joins) Ray unless it is running; returns whether this call started it.
 
-    Locally: ``num_cpus=workers`` (default: every core), no dashboard, warnings only. With ``address``: joins the
+    Locally: ``num_cpus=workers`` (default: every core), no dashboard, errors only. With ``address``: joins the
     cluster there (``"auto"`` for the one this node belongs to).
     """
     ray = import_ray()
@@ -181,7 +181,7 @@ def init_ray(address: str | None, workers: int | None) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = {
         "include_dashboard": False,
-        "logging_level": logging.WARNING,
+        "logging_level": logging.ERROR,  # quiet: task failures reach the driver as exceptions anyway
         "log_to_driver": False,
         "configure_logging": True,
     }
