@@ -311,6 +311,8 @@ def run_ablation(
     store.root.mkdir(parents=True, exist_ok=True)
     store.write_manifest(design.to_dict(), __version__)
     log(f"ablation {design.name}: {len(tasks)} tasks -> {store.root}")
+    if address and workers:
+        log(f"--workers {workers} is ignored with --address: the cluster's CPUs decide how many tasks run at once")
     started = init_ray(address, workers)
     try:
         summary = run_tasks(tasks, store, max_retries=design.max_retries, log=log)
