@@ -43,6 +43,10 @@ assert where.startswith(prefix), f"r2s2r_envs imported from {where}, not from th
 scene = os.path.realpath(asset_path("pick_sort_scene.xml"))
 assert scene.startswith(prefix), f"MJCF read from {scene}, not from the installed wheel"
 assert load_lab().name == "default"
+from r2s2r_envs.lab import available_labs
+assert "course-latency" in available_labs() and load_lab("course-latency").name == "course-latency"  # sealed, shipped
+from r2s2r_envs.course import check_answer, exercises
+assert len(exercises()) == 9
 from r2s2r_envs.world import load_world
 assert load_world("nominal").belt_speed > 0  # world presets ship as package data
 for env_id in r2s2r_envs.ENV_IDS:

@@ -4,15 +4,25 @@ this package.
 Importing it registers the demonstrator ``"teleoperator"`` (``r2s2r_envs.behavior.make_demonstrator``).
 """
 
-from r2s2r_envs.lab.config import LabConfig, OperatorStyle, UnmodeledEffects, available_labs, load_lab
+from r2s2r_envs.lab.config import (
+    InterfaceFaults,
+    LabConfig,
+    OperatorStyle,
+    UnmodeledEffects,
+    available_labs,
+    load_lab,
+    seal_lab,
+)
 from r2s2r_envs.lab.teleop import Calibration, Teleoperator
 
 __all__ = [
     "Calibration",
+    "InterfaceFaults",
     "LabConfig",
     "OperatorStyle",
     "Teleoperator",
     "UnmodeledEffects",
     "available_labs",
     "load_lab",
+    "seal_lab",
 ]
