@@ -1,8 +1,15 @@
-"""Argument types shared by the ``r2s2r`` subcommands (argparse ``type=`` callables)."""
+"""What the ``r2s2r`` subcommands share: argument types (argparse ``type=`` callables) and exit codes."""
 
 from __future__ import annotations
 
 import argparse
+
+#: Exit codes of every ``r2s2r`` subcommand: done; the command ran but failed (or, for ``course check``, the answer
+#: is wrong); bad usage or input, reported before any work; interrupted by Ctrl-C (128 + SIGINT).
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def positive_int(text: str) -> int:

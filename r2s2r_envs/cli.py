@@ -31,7 +31,7 @@ from typing import Any
 import gymnasium as gym
 
 import r2s2r_envs  # registers the envs and demonstrators
-from r2s2r_envs.argtypes import non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation import protocol
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
@@ -45,8 +45,6 @@ from r2s2r_envs.evaluation.protocol import (
 ENV_PREFIX = protocol.ENV_PREFIX
 #: The env whose physics come from a lab (``--lab``).
 LAB_ENV_ID = "PickSort-Real-v0"
-EXIT_OK = 0
-EXIT_USAGE = 2
 
 
 def registered_env_ids() -> list[str]:

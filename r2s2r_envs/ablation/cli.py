@@ -20,11 +20,7 @@ import sys
 from pathlib import Path
 
 from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign
-from r2s2r_envs.argtypes import positive_int
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
 
 
 def _comma_list(text: str) -> tuple[str, ...]:

@@ -16,9 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

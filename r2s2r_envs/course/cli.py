@@ -21,9 +21,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_WRONG = 1
-EXIT_USAGE = 2
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+EXIT_WRONG = EXIT_ERROR  # the answer is wrong
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

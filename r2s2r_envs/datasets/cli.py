@@ -18,11 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from r2s2r_envs.datasets.schema import DatasetError
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_INTERRUPTED = 130
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

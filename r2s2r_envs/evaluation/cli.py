@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
@@ -33,9 +33,6 @@ from r2s2r_envs.evaluation.protocol import (
     picksort_env_ids,
 )
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 #: The env whose physics come from a lab (``--lab``).
 LAB_ENV_ID = "PickSort-Real-v0"
 

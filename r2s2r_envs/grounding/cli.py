@@ -14,11 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from r2s2r_envs.grounding import fit_cli
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

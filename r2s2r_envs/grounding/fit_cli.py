@@ -26,14 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.grounding.result import Grounding, GroundingFileError, write_grounding
 from r2s2r_envs.grounding.validation import Validation
 from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 LAB_ID = "PickSort-Real-v0"
 
 

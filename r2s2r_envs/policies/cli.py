@@ -21,12 +21,9 @@ import sys
 import typing
 from typing import Any
 
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config, field_choices
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 _METAVARS = {"real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
 
 
