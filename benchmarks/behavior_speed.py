@@ -32,12 +32,12 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import gymnasium as gym  # noqa: E402
+from demo_timing import measure  # noqa: E402  (benchmarks/demo_timing.py)
 
 import r2s2r_envs  # noqa: E402,F401  (registers the envs and demonstrators)
 from r2s2r_envs.behavior import demonstrator_names, make_demonstrator  # noqa: E402
 from r2s2r_envs.behavior.fit import fit_behavior  # noqa: E402
 from r2s2r_envs.behavior.metrics import compare  # noqa: E402
-from r2s2r_envs.envs.seeding import episode_seeds  # noqa: E402
 
 DEMONSTRATORS = {
     "scripted": "PickSort-Ungrounded-v0",
@@ -50,30 +50,14 @@ def demonstrator_cost(name: str, env_id: str, episodes: int, seed: int) -> dict[
     """Mean ``act`` and ``env.step`` time per control step over ``episodes`` episodes, and their ratio."""
     env = gym.make(env_id)
     demo = make_demonstrator(env, name)
-    t_act = t_step = 0.0
-    steps = 0
-    for i in range(episodes):
-        env_seed, demo_seed = episode_seeds(seed, i)
-        obs, _ = env.reset(seed=int(env_seed))
-        demo.reset(seed=int(demo_seed))
-        done = False
-        while not done:
-            t0 = time.perf_counter()
-            action = demo.act(obs)
-            t1 = time.perf_counter()
-            obs, _, terminated, truncated, _ = env.step(action)
-            t2 = time.perf_counter()
-            t_act += t1 - t0
-            t_step += t2 - t1
-            steps += 1
-            done = terminated or truncated
+    timing = measure(env, demo, episodes, seed)
     env.close()
     return {
         "env": env_id,
-        "steps": steps,
-        "act_ms": 1e3 * t_act / steps,
-        "env_step_ms": 1e3 * t_step / steps,
-        "act_over_step": t_act / t_step,
+        "steps": timing["steps"],
+        "act_ms": 1e3 * timing["act_s"],
+        "env_step_ms": 1e3 * timing["step_s"],
+        "act_over_step": timing["act_s"] / timing["step_s"],
     }
 
 

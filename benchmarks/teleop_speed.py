@@ -27,32 +27,10 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
 import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
+from demo_timing import measure  # noqa: E402  (benchmarks/demo_timing.py)
 
 import r2s2r_envs  # noqa: E402,F401  (registers the envs and demonstrators)
 from r2s2r_envs.behavior import make_demonstrator  # noqa: E402
-from r2s2r_envs.envs.seeding import episode_seeds  # noqa: E402
-
-
-def measure(env: gym.Env, demonstrator, episodes: int, seed: int) -> dict[str, float]:
-    """Mean seconds per env step and per ``act`` call over ``episodes`` episodes."""
-    step_time = act_time = 0.0
-    steps = 0
-    for i in range(episodes):
-        env_seed, policy_seed = episode_seeds(seed, i)
-        obs, _ = env.reset(seed=env_seed)
-        demonstrator.reset(seed=policy_seed)
-        done = False
-        while not done:
-            t0 = time.perf_counter()
-            action = demonstrator.act(obs)
-            t1 = time.perf_counter()
-            obs, _, terminated, truncated, _ = env.step(action)
-            t2 = time.perf_counter()
-            act_time += t1 - t0
-            step_time += t2 - t1
-            steps += 1
-            done = terminated or truncated
-    return {"steps": steps, "step_s": step_time / steps, "act_s": act_time / steps, "episode_s": step_time / episodes}
 
 
 def main(argv: list[str] | None = None) -> int:
