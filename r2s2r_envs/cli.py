@@ -174,6 +174,16 @@ def _format_side_by_side(results: list[EvaluationResult]) -> str:
     return "\n".join(lines)
 
 
+def _task_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Env arguments of ``demo``'s task options (``--num-objects``, ``--episode-steps``) that were given."""
+    env_kwargs: dict[str, Any] = {}
+    if args.num_objects is not None:
+        env_kwargs["num_objects"] = args.num_objects
+    if args.episode_steps is not None:
+        env_kwargs["episode_steps"] = args.episode_steps
+    return env_kwargs
+
+
 def _cmd_demo_all(args: argparse.Namespace) -> int:
     unsupported = [f"--{n.replace('_', '-')}" for n in ("lab", "grounding", "video") if getattr(args, n) is not None]
     if unsupported:
@@ -185,11 +195,7 @@ def _cmd_demo_all(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from r2s2r_envs.behavior import make_demonstrator
 
-    env_kwargs: dict[str, Any] = {}
-    if args.num_objects is not None:
-        env_kwargs["num_objects"] = args.num_objects
-    if args.episode_steps is not None:
-        env_kwargs["episode_steps"] = args.episode_steps
+    env_kwargs = _task_kwargs(args)
     ids = registered_env_ids()
     ordered = [i for i in SHOWCASE_ORDER if i in ids] + [i for i in ids if i not in SHOWCASE_ORDER]
     results = []
@@ -215,11 +221,7 @@ def _cmd_demo_all(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.env == ALL_ENVS:
         return _cmd_demo_all(args)
-    env_kwargs: dict[str, Any] = {}
-    if args.num_objects is not None:
-        env_kwargs["num_objects"] = args.num_objects
-    if args.episode_steps is not None:
-        env_kwargs["episode_steps"] = args.episode_steps
+    env_kwargs = _task_kwargs(args)
     try:
         check_env_id(args.env)
         if args.lab is not None:
