@@ -358,6 +358,23 @@ def rollout(
     )
 
 
+def run_attempt(
+    env: gym.Env, demonstrator: Any, config: GenerationConfig, obs_keys: Sequence[str], attempt: int
+) -> Episode:
+    """Attempt ``attempt`` of a generation run: :func:`rollout` with the attempt's seeds
+    (``episode_seeds(config.seed, attempt)``) and the run's ``action_noise``."""
+    env_seed, demo_seed = episode_seeds(config.seed, attempt)
+    return rollout(
+        env,
+        demonstrator,
+        env_seed=env_seed,
+        demonstrator_seed=demo_seed,
+        obs_keys=obs_keys,
+        attempt=attempt,
+        action_noise=config.action_noise,
+    )
+
+
 class _ActionNoise:
     """Adds Gaussian noise to the arm part of an action (everything before the 16 finger targets) and clips the
     result to the action space (``GenerationConfig.action_noise``)."""
@@ -897,19 +914,7 @@ def _run(
     try:
         if workers == 1:
             while not done() and not flag.stop:
-                attempt = writer.attempts
-                env_seed, demo_seed = episode_seeds(config.seed, attempt)
-                record(
-                    rollout(
-                        env,
-                        demo,
-                        env_seed=env_seed,
-                        demonstrator_seed=demo_seed,
-                        obs_keys=obs_keys,
-                        attempt=attempt,
-                        action_noise=config.action_noise,
-                    )
-                )
+                record(run_attempt(env, demo, config, obs_keys, writer.attempts))
         else:
             _run_parallel(writer, config, episodes, obs_keys, workers, max_attempts, record, done, flag)
     finally:
@@ -1016,16 +1021,7 @@ def _worker_main(
             if attempt is None:
                 return
             try:
-                env_seed, demo_seed = episode_seeds(config.seed, attempt)
-                episode = rollout(
-                    env,
-                    demo,
-                    env_seed=env_seed,
-                    demonstrator_seed=demo_seed,
-                    obs_keys=obs_keys,
-                    attempt=attempt,
-                    action_noise=config.action_noise,
-                )
+                episode = run_attempt(env, demo, config, obs_keys, attempt)
                 results.put(("ok", attempt, episode))
             except Exception:  # noqa: BLE001 - reported to the parent with its traceback
                 results.put(("error", attempt, traceback.format_exc()))
