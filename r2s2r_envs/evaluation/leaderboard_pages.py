@@ -107,12 +107,7 @@ def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
                     name=f"{method_rf[0]} (real_fraction {method_rf[1]})",
                     x=[r.variant or NO_VARIANT for r in mine],
                     y=[c.mean for c in cells],
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [c.ci95[1] - c.mean for c in cells],
-                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
-                    },
+                    error_y=_interval_bars(cells),
                 )
             )
         fig.update_layout(
@@ -137,12 +132,7 @@ def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
                     mode="lines+markers",
                     x=[r.real_fraction for r in mine],
                     y=[c.mean for c in cells],
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": [c.ci95[1] - c.mean for c in cells],
-                        "arrayminus": [c.mean - c.ci95[0] for c in cells],
-                    },
+                    error_y=_interval_bars(cells),
                 )
             )
         fig.update_layout(
@@ -202,3 +192,13 @@ def to_html(board: Leaderboard, title: str) -> str:
 
 
 __all__ = ["NOTES", "to_html", "to_markdown"]
+
+
+def _interval_bars(cells: list[Any]) -> dict[str, Any]:
+    """Plotly asymmetric error bars from each cell's mean to the ends of its 95% interval."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [c.ci95[1] - c.mean for c in cells],
+        "arrayminus": [c.mean - c.ci95[0] for c in cells],
+    }
