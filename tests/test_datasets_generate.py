@@ -787,3 +787,37 @@ def test_action_noise_perturbs_arm_actions_reproducibly_and_is_recorded(tmp_path
         with pytest.raises(ValueError, match="action_noise must be a number in \\[0, 1\\]"):
             generate("PickSort-Ungrounded-v0", 1, tmp_path / "bad.hdf5", action_noise=bad, **kw)
     assert not (tmp_path / "bad.hdf5").exists()
+
+
+def test_noise_injection_tells_the_demonstrator_what_was_executed() -> None:
+    # A demonstrator with an ``executed`` hook (the humanlike generator) hears the executed action after every act
+    # under noise injection; without noise the hook is not called (the executed action is its own).
+    from r2s2r_envs.behavior import make_demonstrator
+    from r2s2r_envs.datasets.generate import rollout
+
+    class Listening:
+        def __init__(self, inner):
+            self.inner, self.heard, self.sent = inner, [], []
+
+        def reset(self, seed=None):
+            self.inner.reset(seed)
+
+        def act(self, obs):
+            self.sent.append(np.array(self.inner.act(obs), copy=True))
+            return self.sent[-1]
+
+        def executed(self, action):
+            self.heard.append(np.array(action, copy=True))
+
+    env = gym.make("PickSort-Ungrounded-v0", num_objects=1, episode_steps=40)
+    keys = ["eef_pos"]
+    for noise in (0.1, 0.0):
+        demo = Listening(make_demonstrator(env))
+        episode = rollout(env, demo, env_seed=0, demonstrator_seed=0, obs_keys=keys, action_noise=noise)
+        if noise:
+            assert len(demo.heard) == len(episode.actions) == 40
+            assert np.array_equal(np.stack(demo.heard), episode.actions)
+            assert not np.array_equal(np.stack(demo.sent), episode.actions)
+        else:
+            assert demo.heard == []
+

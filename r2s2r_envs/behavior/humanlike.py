@@ -130,7 +130,19 @@ class HumanlikeGenerator:
         self._hold: np.ndarray | None = None
         self._prev_goal: np.ndarray | None = None
         self._target_est: np.ndarray | None = None
+        self._target_prev: np.ndarray | None = None
+        self._tcp_prev: np.ndarray | None = None
         self._retry = False
+
+    def executed(self, action: np.ndarray) -> None:
+        """The action the env executed after ``act`` (it differs under noise injection): the controller's target
+        is re-integrated from it, so the generator's estimate of where the controller is aiming stays right."""
+        if self._target_prev is None or self._tcp_prev is None:
+            return
+        step = np.clip(np.asarray(action, dtype=float)[:3], -1.0, 1.0) * self.control.max_linear_step
+        if not np.all(np.isfinite(step)):
+            return
+        self._target_est = self._integrate(self._target_prev, step, self._tcp_prev)
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -326,12 +338,13 @@ class HumanlikeGenerator:
             if norm > ctl.max_linear_step:
                 step *= ctl.max_linear_step / norm
             action[:3] = step / ctl.max_linear_step
-            new = np.clip(self._target_est + step, self._ws_low, self._ws_high)
-            offset = new - tcp
-            dist = float(np.linalg.norm(offset))
-            if dist > ctl.max_target_lead:
-                new = tcp + offset * (ctl.max_target_lead / dist)
-            self._target_est = new
+            self._target_prev, self._tcp_prev = self._target_est, tcp.copy()
+            self._target_est = self._integrate(self._target_est, step, tcp)
+        elif self._target_est is not None and tcp is not None and np.all(np.isfinite(tcp)):
+            # Holding still: a zero command, which noise injection may still move.
+            self._target_prev, self._tcp_prev = self._target_est, tcp.copy()
+        else:
+            self._target_prev = self._tcp_prev = None
         cur = np.asarray(obs["eef_quat"], dtype=float)
         if yaw is not None and math.isfinite(yaw) and np.all(np.isfinite(cur)) and np.linalg.norm(cur) > 0.5:
             cur = cur / np.linalg.norm(cur)
@@ -345,6 +358,16 @@ class HumanlikeGenerator:
         action[6:] = self._fingers
         action = np.nan_to_num(action, nan=0.0, posinf=1.0, neginf=-1.0)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
+
+
+    def _integrate(self, target: np.ndarray, step: np.ndarray, tcp: np.ndarray) -> np.ndarray:
+        """The controller's next TCP target after a command displacement ``step`` (envs.controller's rule)."""
+        new = np.clip(target + step, self._ws_low, self._ws_high)
+        offset = new - tcp
+        dist = float(np.linalg.norm(offset))
+        if dist > self.control.max_target_lead:
+            new = tcp + offset * (self.control.max_target_lead / dist)
+        return new
 
 
 class _Source:

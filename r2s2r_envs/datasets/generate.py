@@ -329,6 +329,11 @@ def rollout(
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
         if perturb is not None:
             action = perturb(action)
+            # A demonstrator that integrates its own commands (the humanlike generator mirrors the controller's
+            # target) is told what was executed instead.
+            executed = getattr(demonstrator, "executed", None)
+            if callable(executed):
+                executed(action)
         obs, reward, terminated, truncated, info = env.step(action)
         actions.append(action)
         rewards.append(float(reward))
