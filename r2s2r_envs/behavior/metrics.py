@@ -9,7 +9,7 @@ episode the mean of its grasps' traits (docs/behavior.md#metrics):
 | ``peak_time`` | time of the reach's speed peak, normalized by its duration | 1 |
 | ``submovements`` | speed peaks of the reach (prominence >= 10% of the highest) | count |
 | ``peak_speed`` | highest TCP speed of the reach | m/s |
-| ``log_jerk`` | log dimensionless squared jerk of the reach, on the TCP path low-passed at 3 Hz (higher: less smooth) | 1 |
+| ``log_jerk`` | log dimensionless squared jerk of the reach, TCP path low-passed at 3 Hz (higher: rougher) | 1 |
 | ``path_ratio`` | reach path length / straight-line distance, in the object's frame | 1 |
 | ``approach_z``, ``approach_y`` | last 0.4 s of the approach in the object's frame (unit vector's z, y) | 1 |
 | ``follow_speed`` | TCP velocity along the belt (-y) over the last 1 s before closing | m/s |
