@@ -820,4 +820,3 @@ def test_noise_injection_tells_the_demonstrator_what_was_executed() -> None:
             assert not np.array_equal(np.stack(demo.sent), episode.actions)
         else:
             assert demo.heard == []
-

@@ -359,7 +359,6 @@ class HumanlikeGenerator:
         action = np.nan_to_num(action, nan=0.0, posinf=1.0, neginf=-1.0)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-
     def _integrate(self, target: np.ndarray, step: np.ndarray, tcp: np.ndarray) -> np.ndarray:
         """The controller's next TCP target after a command displacement ``step`` (envs.controller's rule)."""
         new = np.clip(target + step, self._ws_low, self._ws_high)
