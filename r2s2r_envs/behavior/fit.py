@@ -37,12 +37,14 @@ from r2s2r_envs.behavior.segments import (
     Grasp,
     hand_yaw,
     load_demos,
+    lowpass,
     object_yaw,
 )
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
-MODEL_SCHEMA_VERSION = 1
+#: Version 2: paths are the measured TCP, low-passed (version 1 held the commanded targets).
+MODEL_SCHEMA_VERSION = 2
 #: Name of the shipped model fitted to the default lab's canonical demonstrations (``lab-50``).
 DEFAULT_MODEL = "default"
 #: Steps of motion kept after a release for when no object is left (2 s).
@@ -139,9 +141,10 @@ def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
     seg_start = 0 if index == 0 else (trace.grasps[index - 1].release or 0)
     seg_start = min(seg_start, g.rest_start)
     obj = trace.objects[:, g.obj]
-    # The commanded target, not the measured TCP: replayed through another world's controller it makes the hand
-    # move as the operator asked, whatever that world's servo lag (docs/behavior.md#generator).
-    world = trace.target
+    # Where the hand was (the measured TCP, low-passed against the sensor's noise), not the commands: those were
+    # shaped by the lab's own arm, and replayed through another world's controller they would move the hand faster
+    # or slower than the operator's moved (docs/behavior.md#generator).
+    world = lowpass(trace.eef)
     yaw = np.unwrap(hand_yaw(trace.eef_quat))
     rest = g.rest_start - seg_start
     reach = g.reach_start - seg_start

@@ -30,11 +30,16 @@ operator's strategy: a "follow" operator's tracking along the belt and an "above
 out of the same code. What it cannot produce is a motion unlike any in the data; for the task's object arrivals
 the object-frame transform and the retiming cover the variation.
 
-Waypoints are the operator's *commanded* TCP targets (rebuilt from the recorded commands), not the measured
-TCP: put on the task-space controller's target, they make this world's servos move the hand as the operator asked
-the lab's to. Finger commands are the source's own, step by step, and the hand settles at the source's grasp height
-before the fingers close. The generator sees only the state observation, like a policy. It never emits NaN or actions
-outside [-1, 1].
+Waypoints are where the operator's hand *was* (the measured TCP, low-passed at 3 Hz), not the commands: the
+commands that moved it there were shaped by the lab's own arm (its lag, its gains: the operator pushed a slow arm
+harder), and replayed through another world's controller they would move the hand faster or slower than the
+operator's. Put on the task-space controller's target, the measured path makes this world's servos move the hand
+the way the operator's moved (in the default lab's 50 demos, commanded targets replayed in nominal sim gave peak
+hand speeds of 0.340 m/s against the operator's 0.294). Where the hand starts away from the source's path, the
+mismatch fades no faster than half the source hand's own peak speed; the source is drawn from the few, among
+those whose object was where this one is, whose path starts nearest the hand. Finger commands are the source's
+own, step by step, and the hand settles at the source's grasp height before the fingers close. The generator
+sees only the state observation, like a policy. It never emits NaN or actions outside [-1, 1].
 """
 
 from __future__ import annotations
@@ -59,7 +64,9 @@ _YAW_PERIOD = {"cube": math.pi / 2, "ball": 0.0, "bar": math.pi}
 # Distance before the end of the operator's reach along the belt by which a grasp should be done, m.
 _REACH_MARGIN = 0.05
 # Sources drawn from, nearest first by where their object was when their approach began.
-_CANDIDATES = 5
+_CANDIDATES = 10
+# Of those, the ones whose path starts nearest the hand, drawn from at random.
+_NEAREST_START = 3
 # Source hand-to-object distances between which a waypoint moves from the world frame to the object's, m.
 _FAR, _NEAR = 0.20, 0.06
 # Steps over which the start mismatch with a source fades out (at least).
@@ -185,15 +192,23 @@ class HumanlikeGenerator:
         # MimicGen-style choice: among the sources whose object was where this one is when their approach began
         # (the nearest few along the belt), one at random, so the source's timing suits this object's arrival.
         near = sorted(pool, key=lambda s: abs(s.object_y_segment - float(obj[1])))[:_CANDIDATES]
+        # Of those, one of the few whose path starts nearest the hand: a far start would have to be made up by a
+        # move of the generator's own.
+        start = (lambda s: s.reach) if self._retry else (lambda s: 0)
+        near = sorted(near, key=lambda s: float(np.linalg.norm(tcp - s.waypoint(start(s), obj))))[:_NEAREST_START]
         src = near[int(self._rng.integers(len(near)))]
         self._src, self._target, self._phase = src, target, "approach"
         self._yaw_offset = None
         self._k, self._rest_steps, self._waited, self._released = 0, 0, 0, False
-        self._blend = max(_BLEND_STEPS, src.rest)
+        self._steps, self._blend = 0, max(_BLEND_STEPS, src.rest)
         if self._retry:
             # A re-grasp goes straight for the object: no retreat, no pause.
-            self._k, self._released, self._blend, self._retry = src.reach, True, src.reach + _BLEND_STEPS, False
+            self._k, self._released, self._blend, self._retry = src.reach, True, _BLEND_STEPS, False
         self._delta = tcp - src.waypoint(self._k, obj)
+        # The start mismatch is removed no faster than half the source hand's own peak speed (a minimum-jerk move
+        # of distance d over T peaks at 1.875 d / T), so the correction never outruns the operator's motion.
+        mismatch_steps = 1.875 * float(np.linalg.norm(self._delta)) / (0.5 * src.peak_speed * DT)
+        self._blend = max(self._blend, int(math.ceil(mismatch_steps)))
         self._prev_goal = None
 
     def _approach(self, tcp, obj, vel, quat, obs) -> np.ndarray:
@@ -214,7 +229,9 @@ class HumanlikeGenerator:
                 self._released = True
             else:
                 hold = k >= src.reach - 1
-        goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(k / self._blend))
+        # The start mismatch fades by the steps taken, not by the replay's index, which jumps when a pause is cut.
+        goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(self._steps / self._blend))
+        self._steps += 1
         self._yaw_offset = self._object_yaw_offset(quat, obs)
         fingers = src.approach_fingers[k]
         action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs)
@@ -327,9 +344,9 @@ class HumanlikeGenerator:
         ctl = self.control
         action = np.zeros(6 + _N_FINGER)
         if tcp is not None and goal is not None and np.all(np.isfinite(goal)):
-            # Waypoints are the operator's commanded targets: put the controller's own TCP target on them
-            # (mirroring how the controller integrates commands, envs.controller), so this world's servos move
-            # the hand there as the lab's did.
+            # Waypoints are where the operator's hand was: put the controller's own TCP target on them (mirroring
+            # how the controller integrates commands, envs.controller), so this world's servos move the hand along
+            # the operator's path.
             if self._target_est is None:
                 self._target_est = tcp.copy()
             self._prev_goal = goal.copy()
@@ -405,6 +422,8 @@ class _Source:
             self.tail_fingers = self.transport_fingers[-1:]
             self.tail_yaw = self.transport_yaw[-1:]
         self.n_approach, self.n_close = len(self.approach_world), len(self.close_rel)
+        steps = np.linalg.norm(np.diff(self.approach_world, axis=0), axis=1) / DT
+        self.peak_speed = max(float(steps.max()) if len(steps) else 0.0, 0.05)
         self.n_transport, self.n_tail = len(self.transport_world), len(self.tail_world)
         dist = np.linalg.norm(np.asarray(a["relative"], dtype=float), axis=1)
         # Weight of the object's frame per approach waypoint: by the source hand's distance to its object, never

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import butter, filtfilt, find_peaks
+from scipy.signal import find_peaks
 
-from r2s2r_envs.behavior.segments import DIGITS, DT, DemoSet, DemoTrace, Grasp, load_demos
+from r2s2r_envs.behavior.segments import DIGITS, DT, LOWPASS_HZ, DemoSet, DemoTrace, Grasp, load_demos, lowpass
 
 #: Per-episode traits, in feature order (see the module docstring).
 TRAITS: tuple[str, ...] = (
@@ -75,11 +75,11 @@ TRAIT_UNITS: dict[str, str] = {
 #: Traits of the operator's strategy and timing: those a world's sensor noise and actuator response shape as much
 #: as the demonstrator (``peak_speed``, ``log_jerk``, ``release_height``) left out (docs/behavior.md#metrics).
 STRATEGY_TRAITS: tuple[str, ...] = tuple(t for t in TRAITS if t not in ("peak_speed", "log_jerk", "release_height"))
-#: Cut-off of the zero-phase low-pass (2nd-order Butterworth) through which the TCP path goes before its jerk is
+#: Cut-off of the zero-phase low-pass (``segments.lowpass``) through which the TCP path goes before its jerk is
 #: measured, Hz. Differentiating three times amplifies the TCP sensor's noise: with the 7-step Savitzky-Golay
 #: smoothing alone, 1 mm of white noise (the default lab's) raised a noise-free set's ``log_jerk`` by 1.5 (the
-#: trait measured the sensor, not the hand); through this filter by 0.25. A reach's own motion lies below it.
-JERK_CUTOFF_HZ = 3.0
+#: trait measured the sensor, not the hand); through this filter by 0.25.
+JERK_CUTOFF_HZ = LOWPASS_HZ
 #: Length of the final approach whose direction is measured, steps (0.4 s).
 _APPROACH_STEPS = 8
 #: Length of the window before closing in which tracking along the belt is measured, steps (1 s).
@@ -101,7 +101,7 @@ def grasp_traits(trace: DemoTrace, g: Grasp) -> dict[str, float]:
         peaks, _ = find_peaks(np.concatenate([[0.0], speed, [0.0]]), prominence=0.1 * max(peak, 1e-9))
         out["submovements"] = float(len(peaks))
         out["peak_speed"] = peak
-        out["log_jerk"] = log_dimensionless_jerk(_lowpass(trace.eef)[s : e + 1])
+        out["log_jerk"] = log_dimensionless_jerk(lowpass(trace.eef, JERK_CUTOFF_HZ)[s : e + 1])
         path = rel[s : e + 1]
         length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
         out["path_ratio"] = length / max(float(np.linalg.norm(path[-1] - path[0])), 1e-3)
@@ -139,14 +139,6 @@ def log_dimensionless_jerk(path: np.ndarray) -> float:
         return math.nan
     cost = float((jerk**2).sum() * DT) * duration**5 / length**2
     return math.log(max(cost, 1e-12))
-
-
-def _lowpass(path: np.ndarray) -> np.ndarray:
-    """``path`` (T, 3) through the zero-phase low-pass of ``JERK_CUTOFF_HZ`` (unchanged if too short to filter)."""
-    b, a = butter(2, JERK_CUTOFF_HZ / (0.5 / DT))
-    if len(path) <= 3 * max(len(a), len(b)):
-        return path
-    return filtfilt(b, a, path, axis=0)
 
 
 def episode_features(demos: DemoSet) -> np.ndarray:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import savgol_filter
+from scipy.signal import butter, filtfilt, savgol_filter
 
 from r2s2r_envs.datasets import open_dataset
 from r2s2r_envs.envs.config import ControlConfig
@@ -369,3 +369,16 @@ def hand_yaw(quat: np.ndarray) -> np.ndarray:
 def object_yaw(quat: np.ndarray) -> np.ndarray:
     """Yaw of an object about the vertical, rad, for (..., 4) quaternions (w, x, y, z)."""
     return hand_yaw(quat)
+
+
+#: Cut-off of ``lowpass``, Hz: a reach's own motion lies below it, most of a TCP sensor's white noise above.
+LOWPASS_HZ = 3.0
+
+
+def lowpass(path: np.ndarray, cutoff_hz: float = LOWPASS_HZ) -> np.ndarray:
+    """``path`` (T, D) sampled at ``DT`` through a zero-phase 2nd-order Butterworth low-pass (unchanged when too
+    short to filter)."""
+    b, a = butter(2, cutoff_hz / (0.5 / DT))
+    if len(path) <= 3 * max(len(a), len(b)):
+        return np.asarray(path, dtype=float)
+    return filtfilt(b, a, path, axis=0)
