@@ -714,12 +714,10 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
     assert all(e.action_noise == 0.1 and "--action-noise 0.1 " in e.command for e in sim)
     assert lab[0].action_noise == 0.0 and "--action-noise" not in lab[0].command
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
-    # Pinned (re-pinned by `r2s2r datasets make --all --update-spec` after a physics or sensing change); the
-    # behavior-grounded variants' stay null until they are built on the reference machine.
+    # Every canonical dataset is pinned (re-pinned by `r2s2r datasets make --all --update-spec` after a physics,
+    # sensing or demonstrator change).
     for e in entries.values():
-        pinned = e.env_id in ("PickSort-Ungrounded-v0", "PickSort-WorldGrounded-v0", "PickSort-Real-v0")
-        assert (e.sha256 is not None) == pinned, e.name
-        assert e.sha256 is None or (len(e.sha256) == 64 and int(e.sha256, 16) >= 0)
+        assert e.sha256 is not None and len(e.sha256) == 64 and int(e.sha256, 16) >= 0, e.name
     assert all(e.demonstrator is None for e in entries.values())
     assert _cli(["datasets", "list"]) == 0
     assert "lab-50" in capsys.readouterr().out
