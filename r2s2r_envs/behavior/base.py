@@ -5,6 +5,11 @@ how it was configured (``settings``, JSON-serializable) so datasets can say who 
 the demonstrator that comes with them (``env.unwrapped.demonstrator``); ``make_demonstrator(env)`` builds it.
 Other modules add their own with ``register_demonstrator`` (the lab registers its teleoperator), so this
 module never imports them.
+
+Optional hook: a demonstrator with a method ``executed(action)`` is told, after each ``act``, the action the env
+actually executed when it differs from the one returned (under noise injection, ``generate --action-noise``). A
+demonstrator that integrates its own commands (the humanlike generator mirrors the controller's TCP target)
+needs it to keep its estimate right.
 """
 
 from __future__ import annotations
