@@ -173,6 +173,62 @@ def test_cli_reports_bad_input_with_exit_code_2(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- statistics
+def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_path, monkeypatch):
+    # With one CPU and two trainings ready, a finished training's evaluation runs before the next training, so
+    # results arrive while the sweep goes on; never more tasks in flight than the cluster has CPUs.
+    import types
+
+    from r2s2r_envs.ablation.design import Task
+    from r2s2r_envs.ablation.runner import run_tasks
+
+    submitted: list[str] = []
+    in_flight: list[str] = []
+    most = [0]
+
+    class Ref:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+    class Remote:
+        def options(self, **_):
+            return self
+
+        def remote(self, task: dict, root: str) -> Ref:
+            submitted.append(task["key"])
+            in_flight.append(task["key"])
+            most[0] = max(most[0], len(in_flight))
+            return Ref(task["key"])
+
+    def wait(refs, num_returns, timeout):
+        first = min(refs, key=lambda r: submitted.index(r.key))
+        in_flight.remove(first.key)
+        return [first], []
+
+    fake = types.SimpleNamespace(
+        remote=lambda fn: Remote(),
+        wait=wait,
+        get=lambda ref: {"wall_time_s": 0.0},
+        cluster_resources=lambda: {"CPU": 1.0},
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake)
+
+    def task(kind: str, key: str, *deps: str) -> Task:
+        return Task(kind=kind, key=key, config={}, deps=tuple(deps), num_cpus=1, label=key)
+
+    tasks = [
+        task("data", "d"),
+        task("train", "t1", "d"),
+        task("train", "t2", "d"),
+        task("eval", "e1", "t1"),
+        task("eval", "e2", "t2"),
+        task("mixture", "m", "t1", "t2"),
+    ]
+    summary = run_tasks(tasks, Store(tmp_path), max_retries=0, log=lambda _: None)
+    assert summary.ran == 6 and not summary.failed
+    assert submitted == ["d", "t1", "e1", "t2", "m", "e2"]
+    assert most[0] == 1
+
+
 def test_bootstrap_interval_matches_the_exact_bootstrap_distribution():
     # One seed, four episodes with values 0, 0, 0, 1: the bootstrap mean is k/4 with k ~ Binomial(4, 1/4):
     # P(k=0) = 0.316 > 2.5%, P(k<=2) = 0.949 < 97.5% <= P(k<=3) = 0.996, so the 95% interval is [0, 0.75].

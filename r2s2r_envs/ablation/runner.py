@@ -192,6 +192,15 @@ def init_ray(address: str | None, workers: int | None) -> bool:
     return True
 
 
+#: Which ready task goes first (lower first): the nearer a task is to a reported result, the sooner it runs.
+_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 3}
+
+
+def _cluster_cpus(ray: Any) -> float:
+    """CPUs of the Ray cluster now (at least 1; a cluster may grow while the sweep runs)."""
+    return max(float(ray.cluster_resources().get("CPU", 1.0)), 1.0)
+
+
 def run_tasks(
     tasks: list[Task],
     store: Store,
@@ -199,7 +208,9 @@ def run_tasks(
     max_retries: int,
     log: Callable[[str], None] = print,
 ) -> RunSummary:
-    """Runs the task graph on an initialized Ray: dependencies first, finished tasks skipped.
+    """Runs the task graph on an initialized Ray: dependencies first, finished tasks skipped, at most as many tasks
+    in flight as the cluster has CPUs, and among the ready ones those nearest a result first (mixture, then
+    evaluation, then training, then data).
 
     Args:
         tasks: the graph (:meth:`AblationDesign.tasks`), dependencies before dependents.
@@ -222,11 +233,12 @@ def run_tasks(
             summary.skipped += 1
     if summary.skipped:
         log(f"{summary.skipped} of {len(tasks)} tasks already finished (skipped)")
+    order = {t.key: i for i, t in enumerate(tasks)}
     pending = [t for t in tasks if t.key not in state]
     running: dict[Any, Task] = {}
     root = str(store.root.resolve())
     while pending or running:
-        still = []
+        still, ready_tasks = [], []
         for task in pending:
             deps = [state.get(d) for d in task.deps]
             if any(s in ("failed", "blocked") for s in deps):
@@ -234,12 +246,23 @@ def run_tasks(
                 summary.blocked.append(task.key)
                 log(f"blocked  {task.label} (a task it needs failed)")
             elif all(s == "done" for s in deps):
-                ref = remote.options(
-                    num_cpus=task.num_cpus, max_retries=max_retries, retry_exceptions=True, name=task.kind
-                ).remote(task.to_dict(), root)
-                running[ref] = task
+                ready_tasks.append(task)
             else:
                 still.append(task)
+        # Only as many tasks in flight as the cluster has CPUs, the ones nearest a result first (an evaluation
+        # before another training): results arrive while the sweep runs, and a run stopped part-way leaves
+        # finished rows behind, not a pile of trained policies nobody evaluated.
+        ready_tasks.sort(key=lambda t: (_PRIORITY[t.kind], order[t.key]))
+        free = _cluster_cpus(ray) - sum(t.num_cpus for t in running.values())
+        for task in ready_tasks:
+            if running and task.num_cpus > free:
+                still.append(task)
+                continue
+            ref = remote.options(
+                num_cpus=task.num_cpus, max_retries=max_retries, retry_exceptions=True, name=task.kind
+            ).remote(task.to_dict(), root)
+            running[ref] = task
+            free -= task.num_cpus
         pending = still
         if not running:
             break
