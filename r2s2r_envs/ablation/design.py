@@ -276,7 +276,8 @@ class AblationDesign:
         return tuple(sorted(values))
 
     def policies(self) -> list[PolicySpec]:
-        """Every policy of the design (duplicates removed; real-only policies are shared by all methods)."""
+        """Every policy of the design (duplicates removed; real-only policies are shared by all methods): the
+        four-variant table's for every seed first, then the sweep's, so the headline table is finished first."""
         out: list[PolicySpec] = []
         for seed in self.seeds:
             for method in self.methods:
@@ -284,6 +285,7 @@ class AblationDesign:
                 for variant in self.variants:
                     rf = self.rule_fraction(variant)
                     out.append(PolicySpec(method=method, variant=variant, real_fraction=rf, seed=seed))
+        for seed in self.seeds:
             for method in self.sweep_methods:
                 for rf in self.sweep_values():
                     spec = self.sweep_policy(method, rf, seed)
