@@ -37,7 +37,6 @@ from r2s2r_envs.behavior.segments import (
     Grasp,
     hand_yaw,
     load_demos,
-    lowpass,
     object_yaw,
 )
 from r2s2r_envs.world import constants as C
@@ -144,7 +143,7 @@ def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
     # Where the hand was (the measured TCP, low-passed against the sensor's noise), not the commands: those were
     # shaped by the lab's own arm, and replayed through another world's controller they would move the hand faster
     # or slower than the operator's moved (docs/behavior.md#generator).
-    world = lowpass(trace.eef)
+    world = trace.eef_lowpass
     yaw = np.unwrap(hand_yaw(trace.eef_quat))
     rest = g.rest_start - seg_start
     reach = g.reach_start - seg_start

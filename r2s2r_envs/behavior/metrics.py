@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy.signal import find_peaks
 
-from r2s2r_envs.behavior.segments import DIGITS, DT, LOWPASS_HZ, DemoSet, DemoTrace, Grasp, load_demos, lowpass
+from r2s2r_envs.behavior.segments import DIGITS, DT, DemoSet, DemoTrace, Grasp, load_demos
 
 #: Per-episode traits, in feature order (see the module docstring).
 TRAITS: tuple[str, ...] = (
@@ -75,11 +75,6 @@ TRAIT_UNITS: dict[str, str] = {
 #: Traits of the operator's strategy and timing: those a world's sensor noise and actuator response shape as much
 #: as the demonstrator (``peak_speed``, ``log_jerk``, ``release_height``) left out (docs/behavior.md#metrics).
 STRATEGY_TRAITS: tuple[str, ...] = tuple(t for t in TRAITS if t not in ("peak_speed", "log_jerk", "release_height"))
-#: Cut-off of the zero-phase low-pass (``segments.lowpass``) through which the TCP path goes before its jerk is
-#: measured, Hz. Differentiating three times amplifies the TCP sensor's noise: with the 7-step Savitzky-Golay
-#: smoothing alone, 1 mm of white noise (the default lab's) raised a noise-free set's ``log_jerk`` by 1.5 (the
-#: trait measured the sensor, not the hand); through this filter by 0.25.
-JERK_CUTOFF_HZ = LOWPASS_HZ
 #: Length of the final approach whose direction is measured, steps (0.4 s).
 _APPROACH_STEPS = 8
 #: Length of the window before closing in which tracking along the belt is measured, steps (1 s).
@@ -101,7 +96,10 @@ def grasp_traits(trace: DemoTrace, g: Grasp) -> dict[str, float]:
         peaks, _ = find_peaks(np.concatenate([[0.0], speed, [0.0]]), prominence=0.1 * max(peak, 1e-9))
         out["submovements"] = float(len(peaks))
         out["peak_speed"] = peak
-        out["log_jerk"] = log_dimensionless_jerk(lowpass(trace.eef, JERK_CUTOFF_HZ)[s : e + 1])
+        # On the 3 Hz low-passed path: differentiating three times amplifies the TCP sensor's noise. With the 7-step
+        # Savitzky-Golay smoothing alone, 1 mm of white noise (the default lab's) raised a noise-free set's
+        # log_jerk by 1.5 (the trait measured the sensor, not the hand); through the low-pass by 0.25.
+        out["log_jerk"] = log_dimensionless_jerk(trace.eef_lowpass[s : e + 1])
         path = rel[s : e + 1]
         length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
         out["path_ratio"] = length / max(float(np.linalg.norm(path[-1] - path[0])), 1e-3)

@@ -101,8 +101,8 @@ class DemoTrace:
         success: the episode's outcome.
         eef: (T, 3) TCP position, m; ``eef_quat`` (T, 4).
         eef_smooth: (T, 3) TCP position smoothed (Savitzky-Golay, 7 steps), m; ``eef_vel`` its derivative, m/s.
-        target: (T, 3) the task-space controller's TCP target after each command, m, rebuilt from the commands
-            (``commanded_targets``): where the operator was asking the hand to be.
+        eef_lowpass: (T, 3) TCP position through ``lowpass`` (3 Hz), m: where the hand was, the sensor's noise
+            removed (the generator's waypoints and the jerk trait read it).
         objects: (T, N, 3) perceived object centres smoothed (Savitzky-Golay, 9 steps), m; ``object_quat``
             (T, N, 4).
         categories: category name per object slot.
@@ -117,7 +117,7 @@ class DemoTrace:
     eef_quat: np.ndarray
     eef_smooth: np.ndarray
     eef_vel: np.ndarray
-    target: np.ndarray
+    eef_lowpass: np.ndarray
     objects: np.ndarray
     object_quat: np.ndarray
     categories: tuple[str, ...]
@@ -227,12 +227,12 @@ def trace_from_arrays(
         eef_vel = np.gradient(eef, DT, axis=0) if n_steps > 1 else np.zeros_like(eef)
     outcomes = list(attrs.get("object_outcomes") or [])
     trace = DemoTrace(
-        target=commanded_targets(eef, np.asarray(actions, dtype=float)[:, :3]),
         demo_id=int(demo_id),
         success=bool(attrs.get("success", False)),
         eef=eef,
         eef_quat=np.asarray(obs["eef_quat"], dtype=float)[:n_steps],
         eef_smooth=eef_smooth,
+        eef_lowpass=lowpass(eef),
         eef_vel=eef_vel,
         objects=objects,
         object_quat=np.asarray(obs["object_quat"], dtype=float)[:n_steps].reshape(n_steps, n_obj, 4),
@@ -321,25 +321,6 @@ def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
     for k in range(len(grasps) - 1):
         grasps[k] = dataclasses.replace(grasps[k], retreat_end=max(grasps[k + 1].rest_start, grasps[k].release or 0))
     return grasps
-
-
-def commanded_targets(eef: np.ndarray, commands: np.ndarray) -> np.ndarray:
-    """The task-space controller's TCP target after each command, m, rebuilt from the commands the way the
-    controller integrates them (``envs.controller.TaskSpaceController``, public ``ControlConfig``): the target
-    starts at the TCP, moves by each command times ``max_linear_step``, stays in the workspace box and at most
-    ``max_target_lead`` from the measured TCP."""
-    cfg = ControlConfig()
-    low, high = np.asarray(cfg.workspace_low), np.asarray(cfg.workspace_high)
-    out = np.empty_like(eef)
-    target = eef[0].copy()
-    for t in range(len(commands)):
-        target = np.clip(target + np.clip(commands[t], -1.0, 1.0) * cfg.max_linear_step, low, high)
-        offset = target - eef[t]
-        dist = float(np.linalg.norm(offset))
-        if dist > cfg.max_target_lead:
-            target = eef[t] + offset * (cfg.max_target_lead / dist)
-        out[t] = target
-    return out
 
 
 def digit_onsets(closure: np.ndarray, start: int, lift: int) -> dict[str, int]:
