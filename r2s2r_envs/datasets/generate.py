@@ -323,16 +323,18 @@ def rollout(
     terminated = truncated = False
     steps = 0
     perturb = _ActionNoise(env.action_space, action_noise, demonstrator_seed) if action_noise > 0 else None
+    # A demonstrator that integrates its own commands (the humanlike generator mirrors the controller's target) is
+    # told what was executed when it differs from what it returned.
+    executed = getattr(demonstrator, "executed", None) if perturb is not None else None
+    if not callable(executed):
+        executed = None
     while not (terminated or truncated):
         if record_states:
             states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
         if perturb is not None:
             action = perturb(action)
-            # A demonstrator that integrates its own commands (the humanlike generator mirrors the controller's
-            # target) is told what was executed instead.
-            executed = getattr(demonstrator, "executed", None)
-            if callable(executed):
+            if executed is not None:
                 executed(action)
         obs, reward, terminated, truncated, info = env.step(action)
         actions.append(action)
