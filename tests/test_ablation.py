@@ -172,6 +172,29 @@ def test_cli_reports_bad_input_with_exit_code_2(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
+    import argparse
+
+    from r2s2r_envs.ablation.cli import add_subcommands, design_from_args
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers())
+    base = design_from_args(parser.parse_args(["ablation", "--methods", "flow", "--out", "o"]))
+    longer = design_from_args(
+        parser.parse_args(["ablation", "--methods", "flow", "--steps", "12000", "--no-sweep", "--out", "o"])
+    )
+    assert base.train == {"steps": 5000} and longer.train == {"steps": 12000}
+    assert longer.sweep_variant is None and longer.sweep_values() == ()
+    kinds = [t.kind for t in longer.tasks(canonical_hashes={})]
+    # real-only + four variants, three seeds; each evaluated in the lab (and co-trained ones in their variant)
+    assert kinds.count("train") == 15 and kinds.count("eval") == 27
+    base_trains = {t.key for t in base.tasks(canonical_hashes={}) if t.kind == "train"}
+    longer_trains = {t.key for t in longer.tasks(canonical_hashes={}) if t.kind == "train"}
+    assert base_trains.isdisjoint(longer_trains)  # a new budget is a new set of tasks, never a reused result
+    with pytest.raises(SystemExit):
+        parser.parse_args(["ablation", "--steps", "0", "--out", "o"])
+
+
 # ---------------------------------------------------------------------- statistics
 def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_path, monkeypatch):
     # With one CPU and two trainings ready, a finished training's evaluation runs before the next training, so
@@ -303,10 +326,13 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     store = Store(tmp_path)
     written = 0
     for task in tasks:
-        if task.kind != "eval" or task.config["env_id"] != "PickSort-Real-v0":
+        if task.kind != "eval":
             continue
         p = task.config["policy"]
-        counts = HAND.get(p["variant"], [[1, 0, 0, 0], [0, 0, 0, 0]])[p["seed"]]
+        if task.config["env_id"] == "PickSort-Real-v0":
+            counts = HAND.get(p["variant"], [[1, 0, 0, 0], [0, 0, 0, 0]])[p["seed"]]
+        else:
+            counts = [1, 1, 1, 1]  # in its own variant every co-trained policy sorts the first object only
         method = {
             "method": p["method"],
             "policy_class": "tests.HandMade",
@@ -321,7 +347,7 @@ def test_analysis_of_hand_made_result_files(tmp_path):
         (out / "result.json").write_text(_hand_made_result(task.config["env_id"], counts, method))
         store.finish("eval", task.key, {"kind": "eval"})
         written += 1
-    assert written == 2 * 5  # 2 seeds x (real-only + 4 variants)
+    assert written == 2 * 5 + 2 * 4  # 2 seeds x (real-only + 4 variants) in the lab, the 4 variants in sim
     report = analysis.analyze(design, tasks, store)
     table = {row["variant"]: row for row in report["tables"]["flow"]}
     assert table["FullyGrounded"]["lab_sort_accuracy"]["mean"] == pytest.approx(5 / 6)
@@ -340,9 +366,21 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     assert report["effects"]["success"]["behavior"]["flow"]["estimate"] == pytest.approx(0.25)
     versus = report["versus_real_only"]["sort_accuracy"]["flow"]["FullyGrounded"]
     assert versus["estimate"] == pytest.approx(5 / 6 - 1 / 24)
+    failures = {row["variant"]: row for row in report["failures"]}
+    # FullyGrounded sorts 3, 3, 2, 2 and 3, 2, 2, 3 objects, always the first ones: the 3rd in 4 of 8 episodes.
+    assert failures["FullyGrounded"]["lab_sorted_by_order"] == pytest.approx([1.0, 1.0, 0.5])
+    assert failures["FullyGrounded"]["lab_second_after_first"] == {"share": 1.0, "of": 8}
+    assert failures["WorldGrounded"]["lab_sorted_by_order"] == pytest.approx([0.75, 0.0, 0.0])
+    assert failures["WorldGrounded"]["lab_second_after_first"] == {"share": 0.0, "of": 6}
+    assert failures["FullyGrounded"]["sim_sorted_by_order"] == pytest.approx([1.0, 0.0, 0.0])
+    gap = failures["FullyGrounded"]["transfer_gap"]  # lab 5/6 against sim 1/3
+    assert gap["estimate"] == pytest.approx(5 / 6 - 1 / 3) and gap["ci95"][0] <= 0.5 <= gap["ci95"][1]
+    assert failures["Ungrounded"]["transfer_gap"]["estimate"] == pytest.approx(-1 / 3)
+    assert failures[REAL_ONLY]["transfer_gap"] is None and failures[REAL_ONLY]["sim_sorted_by_order"] is None
     path = analysis.write_report(design, tasks, store, tmp_path / "report")
     text = path.read_text()
     assert "+50.0 [" in text and "| FullyGrounded | 0.5 |" in text
+    assert "| flow | FullyGrounded | 100 / 100 / 50 | 100% of 8 | 100 / 0 / 0 | +50.0 [" in text
     assert {p.name for p in (tmp_path / "report").iterdir()} >= {
         "report.md",
         "report.json",

@@ -10,6 +10,10 @@ Statistics (docs/ablation.md, "Analysis"):
   and the **interaction** ``(F - B) - (W - U)`` (= ``(F - W) - (B - U)``: how much more one axis adds when the other
   is grounded; negative when behavior grounding matters most with the nominal world). "All methods" averages each
   effect over the methods.
+- **Where policies fail**: per object in the order the belt brings them, the share sorted (in the lab and in the
+  policy's own variant), the share of second objects sorted after the first was, and the **transfer gap**, a
+  policy's lab sort accuracy minus its sort accuracy in its own simulated variant on the same protocol episodes:
+  near zero, the sim-to-lab difference is not what limits the policy, and no grounding of the sim can show much.
 - **95% intervals** are percentile bootstrap intervals over seeds and episodes: each replicate resamples, with
   replacement, the training seeds of every cell independently (independent training runs) and the episode indices
   once for all cells (every policy faces the same protocol episodes, so the comparison is paired).
@@ -28,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.ablation.design import LAB_ENV_ID, REAL_ONLY, VARIANTS, AblationDesign, Task
+from r2s2r_envs.ablation.design import (
+    LAB_ENV_ID,
+    REAL_ONLY,
+    SINGLE_DOMAIN_METHOD,
+    VARIANTS,
+    AblationDesign,
+    Task,
+)
 from r2s2r_envs.ablation.store import Store, write_json_atomic
 
 METRICS: tuple[str, ...] = ("success", "sort_accuracy")
@@ -60,6 +71,8 @@ class EvalRun:
         success: ``(episodes,)`` 1 when every object was sorted at the end.
         sort_accuracy: ``(episodes,)`` share of objects sorted.
         failure_causes: episodes per first failure cause.
+        object_sorted: ``(episodes, objects)`` 1 where the episode's i-th object (in the order the belt brings
+            them) was sorted.
     """
 
     method: str
@@ -70,6 +83,7 @@ class EvalRun:
     success: np.ndarray
     sort_accuracy: np.ndarray
     failure_causes: Mapping[str, int]
+    object_sorted: np.ndarray
 
 
 def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
@@ -92,6 +106,7 @@ def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
                 success=np.array([float(r.is_success) for r in result.records]),
                 sort_accuracy=np.array([float(r.sort_accuracy) for r in result.records]),
                 failure_causes=dict(result.summary["failure_causes"]),
+                object_sorted=np.array([[o == "sorted" for o in r.object_outcomes] for r in result.records], float),
             )
         )
     return runs
@@ -265,6 +280,52 @@ def sweep_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int
     return rows
 
 
+def failure_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int) -> list[dict[str, Any]]:
+    """Where the table's policies fail: per object in arrival order, the share sorted in the lab and in the policy's
+    own variant, the second object after a sorted first one, and the transfer gap (lab minus sim sort accuracy)."""
+    rows = []
+    for method in design.methods:
+        for variant in [None, *design.variants]:
+            if variant is None:
+                if method != design.methods[0]:
+                    continue  # one real-only row: it is the same policy for every method
+                match = [r for r in runs if r.variant is None and r.real_fraction == 1.0]
+            else:
+                rf = design.rule_fraction(variant)
+                match = [r for r in runs if r.method == method and r.variant == variant and r.real_fraction == rf]
+            row: dict[str, Any] = {
+                "method": method if variant else SINGLE_DOMAIN_METHOD,
+                "variant": variant or REAL_ONLY,
+            }
+            for env in ("lab", "sim"):
+                cell = sorted((r for r in match if r.env == env), key=lambda r: r.seed)
+                if not cell or len({r.object_sorted.shape for r in cell}) != 1:
+                    row[f"{env}_sorted_by_order"] = None
+                    row[f"{env}_second_after_first"] = None
+                    continue
+                sorted_ = np.concatenate([r.object_sorted for r in cell])  # (seeds * episodes, objects)
+                row[f"{env}_sorted_by_order"] = [float(x) for x in sorted_.mean(axis=0)]
+                first = sorted_[:, 0] > 0
+                row[f"{env}_second_after_first"] = (
+                    {"share": float(sorted_[first, 1].mean()), "of": int(first.sum())}
+                    if sorted_.shape[1] > 1 and first.any()
+                    else None
+                )
+            lab = [r for r in match if r.env == "lab"]
+            sim = [r for r in match if r.env == "sim"]
+            row["transfer_gap"] = (
+                bootstrap_contrast(
+                    {"lab": cell_matrix(lab, "sort_accuracy"), "sim": cell_matrix(sim, "sort_accuracy")},
+                    {"lab": 1.0, "sim": -1.0},
+                    replicates=replicates,
+                )
+                if lab and sim
+                else None
+            )
+            rows.append(row)
+    return rows
+
+
 def mixture_summaries(tasks: Sequence[Task], store: Store) -> list[dict[str, Any]]:
     """The summary of every finished mixture task."""
     out = []
@@ -290,6 +351,7 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
         report["effects"][metric] = effects(grounded, replicates=n)
         report["versus_real_only"][metric] = versus_real_only(cells, n)
     report["sweep"] = sweep_table(runs, design, n)
+    report["failures"] = failure_table(runs, design, n)
     report["mixture"] = mixture_summaries(tasks, store)
     done = {t.key for t in tasks if store.is_done(t.kind, t.key)}
     report["tasks"] = {
@@ -353,6 +415,33 @@ def effects_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _shares(x: Sequence[float] | None) -> str:
+    return "n/a" if x is None else " / ".join(f"{100 * v:.0f}" for v in x)
+
+
+def failures_markdown(report: Mapping[str, Any]) -> str:
+    """The "where policies fail" table: per object in arrival order, and the transfer gap."""
+    lines = [
+        "Objects in the order the belt brings them: % of episodes in which the 1st / 2nd / 3rd ... object was "
+        "sorted; the 2nd after a sorted 1st; the transfer gap is lab minus own-variant sim sort accuracy on the same "
+        "protocol episodes (points, 95% bootstrap): near zero, the sim-to-lab difference is not what limits the "
+        "policy.",
+        "",
+        "| method | sim data | lab: sorted by order, % | lab: 2nd after a sorted 1st | sim: sorted by order, % | "
+        "transfer gap, points |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in report["failures"]:
+        after = row["lab_second_after_first"]
+        after_text = "n/a" if after is None else f"{100 * after['share']:.0f}% of {after['of']}"
+        gap = "n/a (lab only)" if row["transfer_gap"] is None else _pts(row["transfer_gap"])
+        lines.append(
+            f"| {row['method']} | {row['variant']} | {_shares(row['lab_sorted_by_order'])} | {after_text} | "
+            f"{_shares(row['sim_sorted_by_order'])} | {gap} |"
+        )
+    return "\n".join(lines)
+
+
 def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
     """The whole report as Markdown."""
     from r2s2r_envs.datasets.mixture import suggest_real_fraction
@@ -397,6 +486,8 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         for method, per_variant in per_method.items():
             cells = ", ".join(f"{v} {_pts(x)}" for v, x in per_variant.items())
             out.append(f"- {METRIC_NAMES[metric]}, {method}: {cells or 'n/a'}")
+    if report.get("failures"):
+        out += ["", "## Where policies fail", "", failures_markdown(report), ""]
     if report["sweep"]:
         out += ["", f"## real_fraction sweep ({design.sweep_variant})", ""]
         out.append(

@@ -6,6 +6,7 @@ Examples:
     r2s2r ablation --address auto --out /shared/ablation          # on the Ray cluster this node belongs to
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
+    r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
 
 A re-run with the same ``--out`` skips every finished task (results are keyed by their config hash). Exit codes:
 0 every task finished, 1 some tasks failed (the others' results and the report are written), 2 bad input (nothing
@@ -74,6 +75,19 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     p.add_argument("--seeds", type=_seeds, default=None, metavar="S,S", help="training seeds (default: the design's)")
     p.add_argument(
+        "--steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="training steps of every policy (default: the design's; 5,000 full, 1,000 --quick); a new budget "
+        "is a new set of tasks, so use a new --out to keep its report apart",
+    )
+    p.add_argument(
+        "--no-sweep",
+        action="store_true",
+        help="leave out the real_fraction sweep (the four-variant table and its mixture analysis only)",
+    )
+    p.add_argument(
         "--report-only",
         action="store_true",
         help="rebuild results, leaderboard and report from finished tasks; run nothing",
@@ -98,6 +112,10 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+    if args.steps is not None:
+        changes["train"] = {**design.train, "steps": args.steps}
+    if args.no_sweep:
+        changes["sweep_variant"] = None
     return dataclasses.replace(design, **changes) if changes else design
 
 
