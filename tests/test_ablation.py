@@ -195,6 +195,44 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
         parser.parse_args(["ablation", "--steps", "0", "--out", "o"])
 
 
+def test_training_on_a_gpu_declares_a_gpu_share_per_training_and_keys_apart_from_cpu_training():
+    import argparse
+
+    from r2s2r_envs.ablation.cli import add_subcommands, design_from_args
+    from r2s2r_envs.ablation.design import DesignError
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers())
+
+    def design(*extra: str) -> AblationDesign:
+        return design_from_args(
+            parser.parse_args(["ablation", "--methods", "flow", "--no-sweep", *extra, "--out", "o"])
+        )
+
+    cpu, gpu = design(), design("--train-device", "cuda")
+    assert gpu.train["device"] == "cuda" and gpu.train_gpus == 0.25 and cpu.train_gpus == 0
+    check_design(gpu)
+    tasks = gpu.tasks(canonical_hashes={})
+    assert {t.num_gpus for t in tasks if t.kind == "train"} == {0.25}
+    assert {t.num_gpus for t in tasks if t.kind != "train"} == {0.0}
+    assert all(t.to_dict()["num_gpus"] == t.num_gpus for t in tasks)
+
+    # GPU training is not bit-reproducible: its policies are other results than the CPU ones, under other keys;
+    # the evaluations downstream of them too, and the data tasks stay shared.
+    def keys(d: AblationDesign, kind: str) -> set[str]:
+        return {t.key for t in d.tasks(canonical_hashes={}) if t.kind == kind}
+
+    assert keys(cpu, "data") == keys(gpu, "data")
+    assert keys(cpu, "train").isdisjoint(keys(gpu, "train")) and keys(cpu, "eval").isdisjoint(keys(gpu, "eval"))
+    assert design("--train-device", "cuda", "--gpus-per-training", "0.5").train_gpus == 0.5
+    with pytest.raises(DesignError, match="declares GPUs for trainings on 'cpu'"):
+        check_design(design("--gpus-per-training", "0.5"))
+    with pytest.raises(DesignError, match="needs a GPU share per training"):
+        check_design(dataclasses.replace(gpu, train_gpus=0.0))
+    with pytest.raises(DesignError, match=r"train_gpus must be a share of one GPU in \[0, 1\]"):
+        check_design(dataclasses.replace(gpu, train_gpus=2.0))
+
+
 # ---------------------------------------------------------------------- statistics
 def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_path, monkeypatch):
     # With one CPU and two trainings ready, a finished training's evaluation runs before the next training, so
@@ -212,11 +250,15 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
         def __init__(self, key: str) -> None:
             self.key = key
 
+    options: dict[str, dict] = {}
+
     class Remote:
-        def options(self, **_):
+        def options(self, **kwargs):
+            self.kwargs = kwargs
             return self
 
         def remote(self, task: dict, root: str) -> Ref:
+            options[task["key"]] = self.kwargs
             submitted.append(task["key"])
             in_flight.append(task["key"])
             most[0] = max(most[0], len(in_flight))
@@ -236,7 +278,8 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
     monkeypatch.setitem(sys.modules, "ray", fake)
 
     def task(kind: str, key: str, *deps: str) -> Task:
-        return Task(kind=kind, key=key, config={}, deps=tuple(deps), num_cpus=1, label=key)
+        gpus = 0.5 if kind == "train" else 0.0  # trainings on a GPU declare their share of it
+        return Task(kind=kind, key=key, config={}, deps=tuple(deps), num_cpus=1, num_gpus=gpus, label=key)
 
     tasks = [
         task("data", "d"),
@@ -250,6 +293,8 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
     assert summary.ran == 6 and not summary.failed
     assert submitted == ["d", "t1", "e1", "t2", "m", "e2"]
     assert most[0] == 1
+    assert options["t1"]["num_gpus"] == 0.5 and options["e1"]["num_gpus"] == 0.0
+    assert all(o["num_cpus"] == 1 and o["max_retries"] == 0 for o in options.values())
 
 
 def test_bootstrap_interval_matches_the_exact_bootstrap_distribution():

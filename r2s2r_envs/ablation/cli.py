@@ -7,6 +7,7 @@ Examples:
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
     r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
+    r2s2r ablation --steps 30000 --train-device cuda --out runs/ablation-30k  # trainings on the GPU, four per GPU
 
 A re-run with the same ``--out`` skips every finished task (results are keyed by their config hash). Exit codes:
 0 every task finished, 1 some tasks failed (the others' results and the report are written), 2 bad input (nothing
@@ -83,6 +84,19 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "is a new set of tasks, so use a new --out to keep its report apart",
     )
     p.add_argument(
+        "--train-device",
+        choices=("cpu", "cuda"),
+        default=None,
+        help="where policies train (default cpu; cuda needs torch with a GPU on every node that trains)",
+    )
+    p.add_argument(
+        "--gpus-per-training",
+        type=float,
+        default=None,
+        metavar="F",
+        help="share of a GPU each training declares to Ray with --train-device cuda (default 0.25: four per GPU)",
+    )
+    p.add_argument(
         "--no-sweep",
         action="store_true",
         help="leave out the real_fraction sweep (the four-variant table and its mixture analysis only)",
@@ -116,6 +130,12 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
         changes["train"] = {**design.train, "steps": args.steps}
     if args.no_sweep:
         changes["sweep_variant"] = None
+    if args.train_device is not None:
+        changes["train"] = {**changes.get("train", design.train), "device": args.train_device}
+        if args.train_device == "cuda":
+            changes["train_gpus"] = 0.25 if args.gpus_per_training is None else args.gpus_per_training
+    if args.gpus_per_training is not None and args.train_device != "cuda":
+        changes["train_gpus"] = args.gpus_per_training  # check_design refuses GPUs for CPU trainings
     return dataclasses.replace(design, **changes) if changes else design
 
 

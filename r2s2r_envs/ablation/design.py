@@ -165,6 +165,7 @@ class Task:
         deps: keys of the tasks whose results it reads.
         num_cpus: CPU cores it uses (declared to Ray).
         label: human-readable name for logs and reports.
+        num_gpus: share of a GPU it uses (declared to Ray; trainings on a GPU only).
     """
 
     kind: Kind
@@ -173,6 +174,7 @@ class Task:
     deps: tuple[str, ...]
     num_cpus: float
     label: str
+    num_gpus: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (what a Ray task receives)."""
@@ -182,6 +184,7 @@ class Task:
             "config": json.loads(json.dumps(self.config)),
             "deps": list(self.deps),
             "num_cpus": self.num_cpus,
+            "num_gpus": self.num_gpus,
             "label": self.label,
         }
 
@@ -214,7 +217,9 @@ class AblationDesign:
         methods: training methods.
         seeds: training seeds (>= 3 for the study).
         rule_end: which end of the mixing rule's range the co-trained policies use (``"high"``: sqrt(N/M)).
-        train: ``TrainConfig`` fields that override its defaults (steps, widths, ...) for every policy.
+        train: ``TrainConfig`` fields that override its defaults (steps, widths, ``device``, ...) for every policy.
+        train_gpus: share of a GPU each training declares to Ray when ``train["device"]`` is ``"cuda"`` (0.25: four
+            trainings share a GPU); 0 for trainings on the CPU. Not part of any config hash (the device is).
         lab_episodes: protocol episodes per policy in the lab.
         sim_episodes: protocol episodes per policy in its own simulated variant.
         eval_env_kwargs: env arguments of every evaluation (task settings: ``num_objects``, ``episode_steps``).
@@ -237,6 +242,7 @@ class AblationDesign:
     seeds: tuple[int, ...] = (0, 1, 2)
     rule_end: RuleEnd = "high"
     train: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    train_gpus: float = 0.0
     lab_episodes: int = 100
     sim_episodes: int = 100
     eval_env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -348,7 +354,17 @@ class AblationDesign:
             deps = tuple(data_keys[d] for d in (["real"] if policy.real_fraction > 0 else []) + self._sim_deps(policy))
             key = config_hash("train", config, deps)
             label = f"train {policy_label(policy)}"
-            tasks.append(Task(kind="train", key=key, config=config, deps=deps, num_cpus=1, label=label))
+            tasks.append(
+                Task(
+                    kind="train",
+                    key=key,
+                    config=config,
+                    deps=deps,
+                    num_cpus=1,
+                    num_gpus=self.train_gpus,
+                    label=label,
+                )
+            )
             policy_keys[policy] = key
         for policy, pkey in policy_keys.items():
             for env_id, episodes in self._eval_envs(policy):
@@ -557,6 +573,17 @@ def check_design(design: AblationDesign) -> None:
         bad = [m for m in getattr(design, name) if m not in METHODS]
         if bad:
             raise DesignError(f"unknown method(s) {bad} in {name}; choose from {list(METHODS)}")
+    device = design.train.get("device", "cpu")
+    gpus = design.train_gpus
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not 0 <= gpus <= 1:
+        raise DesignError(f"train_gpus must be a share of one GPU in [0, 1], got {gpus!r}")
+    if device == "cuda" and gpus == 0:
+        raise DesignError(
+            'train device "cuda" needs a GPU share per training declared to Ray: train_gpus in (0, 1] '
+            "(--gpus-per-training; 0.25 lets four trainings share a GPU)"
+        )
+    if gpus > 0 and device != "cuda":
+        raise DesignError(f'train_gpus={gpus} declares GPUs for trainings on {device!r}: set train device "cuda"')
     if not design.methods:
         raise DesignError(f"no method selected; choose from {list(METHODS)}")
     if not design.seeds or len(set(design.seeds)) != len(design.seeds) or any(s < 0 for s in design.seeds):

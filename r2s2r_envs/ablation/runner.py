@@ -259,7 +259,11 @@ def run_tasks(
                 still.append(task)
                 continue
             ref = remote.options(
-                num_cpus=task.num_cpus, max_retries=max_retries, retry_exceptions=True, name=task.kind
+                num_cpus=task.num_cpus,
+                num_gpus=task.num_gpus,
+                max_retries=max_retries,
+                retry_exceptions=True,
+                name=task.kind,
             ).remote(task.to_dict(), root)
             running[ref] = task
             free -= task.num_cpus
