@@ -82,9 +82,12 @@ def test_task_graph_of_the_presets():
     quick = quick_design()
     check_design(quick)
     assert quick.seeds == (0,) and quick.real.episodes == 20
-    # The quick design's sim data follows the canonical datasets' recipe, with fewer demos.
+    # The quick design's data (lab and sim) follows the canonical datasets' recipes, with fewer demos.
     from r2s2r_envs.datasets.canonical import load_spec
 
+    lab = {e.name: e for e in load_spec()}["lab-50"]
+    assert quick.real.canonical is None and quick.real.domain == "real"
+    assert (quick.real.env_id, quick.real.seed, quick.real.recipe_of) == (lab.env_id, lab.seed, "lab-50")
     spec = {e.name: e for e in load_spec()}["fullygrounded-1000"]
     fg = quick.sim_spec("FullyGrounded")
     assert (fg.env_id, fg.seed, fg.episodes, fg.recipe_of) == (spec.env_id, spec.seed, 50, "fullygrounded-1000")
@@ -131,6 +134,10 @@ def test_a_missing_dataset_is_refused_with_the_command_that_builds_it(tmp_path, 
         preflight(full_design(), tmp_path / "out")
     assert "r2s2r datasets make lab-50" in str(e.value)
     assert not (tmp_path / "out").exists()
+    # The quick design generates all its data: it needs no canonical dataset (README's second command).
+    tasks = preflight(quick_design(), tmp_path / "quick")
+    data = [t for t in tasks if t.kind == "data"]
+    assert len(data) == 5 and all(t.config["canonical"] is None for t in data)
 
 
 def test_a_stale_canonical_dataset_is_refused_before_any_work(tmp_path, monkeypatch):
@@ -142,8 +149,10 @@ def test_a_stale_canonical_dataset_is_refused_before_any_work(tmp_path, monkeypa
         "PickSort-Real-v0", 1, cache / "lab-50.hdf5", successes_only=True, env_kwargs={"num_objects": 1}, progress=False
     )
     monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    real = DataSpec(label="lab-50", domain="real", canonical="lab-50", env_id="PickSort-Real-v0", episodes=1)
+    reads_lab_50 = dataclasses.replace(tiny_design(), real=real)
     with pytest.raises(AblationError) as e:
-        preflight(quick_design(), tmp_path / "out")
+        preflight(reads_lab_50, tmp_path / "out")
     assert "lab-50" in str(e.value) and "stale" in str(e.value)
     assert not (tmp_path / "out").exists()
 

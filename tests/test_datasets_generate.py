@@ -736,7 +736,7 @@ def test_spec_command_must_match_fields(tmp_path: Path) -> None:
         load_spec(path)
 
 
-def test_datasets_make_builds_verifies_and_skips(tmp_path: Path) -> None:
+def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = {
         "spec_version": 1,
         "datasets": [
@@ -758,6 +758,23 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw))
     third = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
     assert third[0].status == "hash-mismatch" and not third[0].ok
+    # The file follows the recipe (made by this version with the spec's settings): what a build on another kind of
+    # machine gives. Training uses it with a warning and records its own hash.
+    assert "follows the recipe" in third[0].message
+    import r2s2r_envs.policies.data as selection
+
+    monkeypatch.setattr(selection, "load_spec", lambda: load_spec(path))
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    with pytest.warns(selection.UnpinnedDatasetWarning, match="follows the canonical recipe"):
+        (ref,) = selection.resolve_datasets([], ["toy"])
+    assert ref.content_hash == first["toy"].sha256
+    # A recipe the file does not follow (another seed): stale, refused by make's report and by training.
+    raw["datasets"][0]["seed"] = 5
+    path.write_text(json.dumps(raw))
+    fourth = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
+    assert fourth[0].status == "hash-mismatch" and "stale or foreign (seed 0 (the recipe: 5))" in fourth[0].message
+    with pytest.raises(selection.DataSelectionError, match=r"stale or foreign \(seed 0.*r2s2r datasets make toy"):
+        selection.resolve_datasets([], ["toy"])
     with pytest.raises(KeyError, match="it lists"):
         make_datasets(path, names=["nope"], cache_dir=cache, progress=False)
 

@@ -305,7 +305,7 @@ def test_bad_datasets_fail_before_training(
     cache.mkdir()
     (cache / "lab-50.hdf5").write_bytes(data["real"].read_bytes())  # not the pinned lab-50
     monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
-    fails("the canonical spec pins.*stale cache.*r2s2r datasets make lab-50", real=("lab-50",))
+    fails("stale or foreign.*seed.*r2s2r datasets make lab-50", real=("lab-50",))
     fails("holds sim data.*give it as --sim", real=(str(data["sim"]),))
     fails("disagree on observations.*object_pos", sim=(str(data["sim2"]),))
     other = tmp_path / "other-task.hdf5"

@@ -296,13 +296,64 @@ def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bo
         note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
         return report(status, digest, note)
     if entry.sha256 != digest:
-        return report(
-            "hash-mismatch",
-            digest,
-            f"content hash {digest[:16]}... differs from the spec's {entry.sha256[:16]}... (another package/MuJoCo "
-            "version or machine, or a changed env); delete the file to rebuild",
-        )
+        return report("hash-mismatch", digest, mismatch_message(entry, path, digest))
     return report(status, digest, "hash verified")
+
+
+def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) -> list[str]:
+    """How a cached file departs from the recipe of canonical dataset ``entry`` (empty: it follows the recipe).
+
+    A file whose content hash differs from the pinned one but which follows the recipe (same env, env arguments,
+    seed, observation mode, demonstrator, action noise and success filter, complete with at least the spec's demos,
+    of the current dataset schema, made by the installed version of this package) was built on another kind of
+    machine: floating-point differences change the rollouts (docs/datasets.md, "Canonical datasets"). Anything
+    listed here marks a stale or foreign file instead.
+    """
+    from r2s2r_envs._version import __version__
+
+    try:
+        with open_dataset(path, verify="none") as f:
+            generation, provenance = dict(f.generation), dict(f.provenance)
+            complete, num_demos, version = f.complete, f.num_demos, f.schema_version
+    except DatasetError as exc:
+        return [str(exc)]
+    expected = {
+        "env_id": entry.env_id,
+        "env_kwargs": dict(entry.env_kwargs),
+        "seed": entry.seed,
+        "obs_mode": entry.obs_mode,
+        "demonstrator": entry.demonstrator,
+        "action_noise": float(entry.action_noise),
+        "successes_only": entry.successes_only,
+    }
+    found = {key: generation.get(key) for key in expected}
+    found["action_noise"] = float(generation.get("action_noise", 0.0))
+    differences = [
+        f"{key} {found[key]!r} (the recipe: {value!r})" for key, value in expected.items() if found[key] != value
+    ]
+    if version != SCHEMA_VERSION:
+        differences.append(f"dataset schema version {version} (this package writes {SCHEMA_VERSION})")
+    if not complete:
+        differences.append("an interrupted generation")
+    if num_demos < entry.episodes:
+        differences.append(f"{num_demos} demos (the recipe: {entry.episodes})")
+    made_by = (provenance.get("versions") or {}).get("r2s2r_envs")
+    if made_by != __version__:
+        differences.append(f"made by r2s2r_envs {made_by} (installed: {__version__})")
+    return differences
+
+
+def mismatch_message(entry: CanonicalDataset, path: str | os.PathLike[str], digest: str) -> str:
+    """What a cached file whose content hash is not the pinned one is, and what to do about it."""
+    head = f"content hash {digest[:16]}... differs from the spec's {entry.sha256 and entry.sha256[:16]}..."
+    differences = recipe_differences(entry, path)
+    if differences:
+        return f"{head}: stale or foreign ({'; '.join(differences)}); delete the file to rebuild"
+    return (
+        f"{head}, but the file follows the recipe and was made by this version: built on another kind of machine "
+        "than the reference (floating-point differences change the rollouts) or by earlier code of this version. "
+        "Training and the ablation use it with a warning and record its hash; delete it to rebuild"
+    )
 
 
 def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Path) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec
+from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec, recipe_differences
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 
@@ -26,6 +27,10 @@ REAL_VARIANT = "Real"
 
 class DataSelectionError(ValueError):
     """A dataset argument that cannot be used: missing, of the wrong domain or of another task."""
+
+
+class UnpinnedDatasetWarning(UserWarning):
+    """A canonical dataset used although its content hash is not the pinned one (it follows the recipe)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -98,6 +103,25 @@ def _resolve(arg: str) -> tuple[str | None, Path, str | None]:
     )
 
 
+def _check_unpinned(role: str, arg: str, path: Path, digest: str) -> None:
+    """A canonical dataset whose content hash is not the pinned one: usable with a warning when it follows the
+    canonical recipe (built on another kind of machine), refused when stale or foreign."""
+    entry = {e.name: e for e in load_spec()}[arg]
+    differences = recipe_differences(entry, path)
+    if differences:
+        raise DataSelectionError(
+            f"--{role} {arg}: the cached {path} is stale or foreign ({'; '.join(differences)}): delete the file and "
+            f"run `r2s2r datasets make {arg}`"
+        )
+    warnings.warn(
+        f"--{role} {arg}: {path} has content hash {digest[:16]}..., not the pinned {entry.sha256[:16]}...; it follows "
+        "the canonical recipe and was made by this version (another kind of machine than the reference, "
+        "docs/datasets.md#canonical-datasets); using it: results record its hash",
+        UnpinnedDatasetWarning,
+        stacklevel=3,
+    )
+
+
 def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef]:
     """Finds and checks the training datasets (headers only; the data is loaded later).
 
@@ -130,11 +154,7 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
             except DatasetError as exc:
                 raise DataSelectionError(f"--{role} {arg}: {exc}") from None
             if expected is not None and ref.content_hash != expected:
-                raise DataSelectionError(
-                    f"--{role} {arg}: the cached {path} has content hash {ref.content_hash[:16]}..., but the canonical "
-                    f"spec pins {expected[:16]}... (a stale cache from an older version): delete the file and run "
-                    f"`r2s2r datasets make {arg}`"
-                )
+                _check_unpinned(role, arg, path, ref.content_hash)
             if ref.domain != role:
                 raise DataSelectionError(
                     f"--{role} {arg}: {path} holds {ref.domain} data (env {ref.env_id}); give it as --{ref.domain}"
