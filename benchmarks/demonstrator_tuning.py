@@ -9,7 +9,8 @@ script measures what that buys, honestly for the lab boundary: the tuning sees o
 is used once, to evaluate the chosen settings against the default ones on the fixed protocol's episodes.
 
 1. **Tune**: every combination of the grid (``--grid``, planner settings of ``PlannerConfig``) runs
-   ``--tune-episodes`` episodes in the tuning env; the best by episode success (ties: sort accuracy) is chosen.
+   ``--tune-episodes`` episodes in the tuning env; the best by episode success is chosen (ties: sort accuracy,
+   then the settings nearest the default, so that only a measured gain moves a setting).
 2. **Evaluate**: the default and the chosen settings run the protocol's first ``--episodes`` episodes in each of
    ``--eval-envs`` (default: the nominal sim, the tuning env, the lab); paired differences (same episodes) with
    95% bootstrap intervals over episodes.
@@ -24,9 +25,7 @@ It prints both tables and writes them, with the configuration, to ``--out`` (JSO
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
-import itertools
 import json
 import os
 import sys
@@ -39,32 +38,18 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 import numpy as np  # noqa: E402
 
 import r2s2r_envs  # noqa: E402, F401  (registers the envs)
-from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner  # noqa: E402
+from r2s2r_envs.behavior.scripted import ScriptedPlanner  # noqa: E402
 from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, evaluate  # noqa: E402
+from r2s2r_envs.grounding.tuning import DEFAULT_GRID, TUNING_BASE_SEED, TuningError, parse_grid, tune_planner  # noqa: E402
 
-DEFAULT_GRID = "lead_time=0.05,0.09,0.13;position_gain=0.45,0.6;squeeze=0.2,0.3"
 DEFAULT_EVAL_ENVS = "PickSort-Ungrounded-v0,PickSort-WorldGrounded-v0,PickSort-Real-v0"
-TUNE_SEED = 314159  # tuning episodes: not the protocol's (EVALUATION_BASE_SEED)
 
 
-def parse_grid(text: str) -> dict[str, list[float]]:
-    """``"a=1,2;b=3"`` -> ``{"a": [1.0, 2.0], "b": [3.0]}``; names must be ``PlannerConfig`` fields."""
-    fields = {f.name for f in dataclasses.fields(PlannerConfig)}
-    grid: dict[str, list[float]] = {}
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        name, _, values = part.partition("=")
-        name = name.strip()
-        if name not in fields:
-            raise argparse.ArgumentTypeError(f"unknown planner setting {name!r}; PlannerConfig has {sorted(fields)}")
-        try:
-            grid[name] = [float(v) for v in values.split(",") if v.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r}: values must be numbers, e.g. lead_time=0.05,0.1") from None
-        if not grid[name]:
-            raise argparse.ArgumentTypeError(f"{part!r}: give at least one value")
-    if not grid:
-        raise argparse.ArgumentTypeError(f"empty grid {text!r}; e.g. {DEFAULT_GRID!r}")
-    return grid
+def _grid(text: str) -> dict[str, tuple[float, ...]]:
+    try:
+        return parse_grid(text)
+    except TuningError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def summary(result: Any) -> dict[str, Any]:
@@ -92,16 +77,14 @@ def paired_interval(a: np.ndarray, b: np.ndarray, seed: int = 0, replicates: int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tune-env", default="PickSort-WorldGrounded-v0", help="where the settings are tuned")
-    parser.add_argument("--grid", type=parse_grid, default=parse_grid(DEFAULT_GRID), help=f"default {DEFAULT_GRID!r}")
+    parser.add_argument("--grid", type=_grid, default=DEFAULT_GRID, help=f"NAME=V1,V2;... (default {DEFAULT_GRID})")
     parser.add_argument("--tune-episodes", type=int, default=40, help="episodes per grid point (default 40)")
-    parser.add_argument("--tune-seed", type=int, default=TUNE_SEED, help=f"tuning base seed (default {TUNE_SEED})")
+    parser.add_argument("--tune-seed", type=int, default=TUNING_BASE_SEED, help="tuning base seed (default 314159)")
     parser.add_argument("--episodes", type=int, default=100, help="protocol episodes per evaluation (default 100)")
     parser.add_argument("--eval-envs", default=DEFAULT_EVAL_ENVS, help=f"comma-separated (default {DEFAULT_EVAL_ENVS})")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--out", type=Path, default=Path("runs/demonstrator_tuning.json"), help="JSON output")
     args = parser.parse_args(argv)
-    if args.tune_env == "PickSort-Real-v0":
-        parser.error("--tune-env must be a simulated env: tuning in the lab would spend lab time on it")
     if min(args.tune_episodes, args.episodes, args.workers) < 1:
         parser.error("--tune-episodes, --episodes and --workers must be >= 1")
     eval_envs = [e.strip() for e in args.eval_envs.split(",") if e.strip()]
@@ -117,22 +100,21 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     start = time.perf_counter()
-    names = list(args.grid)
-    tuning = []
-    for values in itertools.product(*(args.grid[n] for n in names)):
-        settings = dict(zip(names, values, strict=True))
-        s = summary(run(args.tune_env, settings, args.tune_episodes, args.tune_seed))
-        tuning.append({"settings": settings, **s})
-        print(f"tune {settings}: success {s['success']:.3f}, sort accuracy {s['sort']:.3f}", file=sys.stderr)
-    best = max(tuning, key=lambda t: (t["success"], t["sort"]))
-    chosen = best["settings"]
+    try:
+        tuning = tune_planner(
+            args.tune_env,
+            grid=args.grid,
+            episodes=args.tune_episodes,
+            base_seed=args.tune_seed,
+            workers=args.workers,
+            log=lambda line: print(f"tune {line}", file=sys.stderr),
+        )
+    except TuningError as exc:
+        parser.error(str(exc))
+    chosen, default = tuning.chosen, tuning.default
     print(f"\nTuned in {args.tune_env} ({args.tune_episodes} episodes per point, base seed {args.tune_seed}):")
-    print(f"{'settings':<60} {'success':>8} {'sort acc':>8}")
-    for t in sorted(tuning, key=lambda t: (-t["success"], -t["sort"])):
-        mark = "  <- chosen" if t is best else ""
-        print(f"{json.dumps(t['settings']):<60} {t['success']:>8.3f} {t['sort']:>8.3f}{mark}")
+    print(tuning.table())
 
-    default = {n: getattr(PlannerConfig(), n) for n in names}
     evaluation = []
     print(f"\nProtocol episodes ({args.episodes}, base seed {EVALUATION_BASE_SEED}): default {default} vs {chosen}")
     print(f"{'env':<28} {'default: success / sort':>24} {'tuned: success / sort':>22}  tuned - default (95% CI)")
@@ -162,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"({wall:.0f} s wall, {args.workers} workers)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     config = {**vars(args), "out": str(args.out), "eval_envs": eval_envs, "default": default}
-    record = {"config": config, "tuning": tuning, "chosen": chosen, "evaluation": evaluation, "wall_time_s": wall}
+    record = {"config": config, "tuning": tuning.to_dict(), "evaluation": evaluation, "wall_time_s": wall}
     args.out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0

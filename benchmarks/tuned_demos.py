@@ -1,0 +1,205 @@
+"""Do demos from a planner tuned in the grounded world make co-trained policies sort more in the lab?
+
+The training-data side of benchmarks/demonstrator_tuning.py. Three sim datasets of 1,000 demos, each made with the
+canonical ``worldgrounded-1000`` recipe's seed, success filter and noise injection (docs/datasets.md):
+
+* ``ungrounded``: the canonical ``ungrounded-1000`` (nominal world, planner with its default settings);
+* ``worldgrounded``: the canonical ``worldgrounded-1000`` (grounded world, planner with its default settings);
+* ``worldgrounded-tuned``: the grounded world, the planner with ``--planner`` settings, as chosen by tuning in the
+  grounded world only (``demonstrator_tuning.py``; the lab is never used for the choice).
+
+For each, ``flow`` policies co-trained with ``lab-50`` at ``real_fraction`` 0.224 (the ablation's setting and
+training defaults, ``--steps``) for ``--seeds``, evaluated in the lab on the protocol's episodes. Prints each
+arm's lab sort accuracy and success and the contrasts between arms with the ablation's bootstrap (training seeds
+and episodes, paired by episode); writes ``results.jsonl`` (every episode's object outcomes) in ``--out``.
+
+Example (the run in docs/ablation.md, 2 cores)::
+
+    python benchmarks/tuned_demos.py --planner position_gain=0.3 --out runs/tuned_demos
+    python benchmarks/tuned_demos.py --arms worldgrounded-tuned --episodes-data 4 --steps 20 --seeds 0 \\
+        --episodes 2 --out runs/tuned_smoke     # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
+
+import numpy as np  # noqa: E402
+
+LAB = "PickSort-Real-v0"
+ARMS = ("ungrounded", "worldgrounded", "worldgrounded-tuned")
+CO_TRAINED_FRACTION = 0.224
+
+_TRAIN = """
+import json, sys
+from r2s2r_envs.policies.config import TrainConfig
+from r2s2r_envs.policies.train import train
+fields = json.loads(sys.argv[1])
+fields["real"], fields["sim"] = tuple(fields["real"]), tuple(fields["sim"])
+r = train(TrainConfig(method="flow", verify="none", progress=False, overwrite=True, **fields))
+print(json.dumps({"train_time_s": r.train_time_s, "samples_per_s": r.samples_per_s, "final_loss": r.final_loss}))
+"""
+
+
+def _settings(text: str) -> dict[str, float]:
+    from r2s2r_envs.behavior.scripted import PlannerConfig
+
+    fields = set(PlannerConfig.__dataclass_fields__)
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if name not in fields:
+            raise argparse.ArgumentTypeError(f"unknown planner setting {name!r}; PlannerConfig has {sorted(fields)}")
+        out[name] = float(value)
+    return out
+
+
+def _planner(env: Any, **settings: float) -> Any:
+    from r2s2r_envs.behavior.scripted import ScriptedPlanner
+
+    return ScriptedPlanner(env, **settings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--planner", type=_settings, default={"position_gain": 0.3}, help="tuned planner settings")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated subset of {','.join(ARMS)}")
+    parser.add_argument("--episodes-data", type=int, default=1000, help="demos of the tuned dataset (default 1000)")
+    parser.add_argument("--steps", type=int, default=5000, help="training steps of every policy (default 5000)")
+    parser.add_argument("--seeds", default="0,1,2", help="training seeds")
+    parser.add_argument("--parallel", type=int, default=2, help="trainings at a time")
+    parser.add_argument("--workers", type=int, default=2, help="dataset-building worker processes")
+    parser.add_argument("--episodes", type=int, default=100, help="protocol episodes per policy in the lab")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    arms = [a for a in args.arms.split(",") if a]
+    if unknown := [a for a in arms if a not in ARMS]:
+        parser.error(f"unknown arm(s) {unknown}; choose from {list(ARMS)}")
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+
+    from r2s2r_envs.datasets.canonical import load_spec, make_datasets
+    from r2s2r_envs.datasets.generate import generate
+    from r2s2r_envs.evaluation import evaluate
+    from r2s2r_envs.policies import load_policy
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"[{time.perf_counter() - t0:6.0f} s] {text}", flush=True)
+
+    names = ["lab-50", *(f"{a}-1000" for a in arms if a != "worldgrounded-tuned")]
+    paths: dict[str, str] = {}
+    for report in make_datasets(names=names, workers=args.workers, progress=False):
+        log(f"dataset {report.name}: {report.status} {report.message}")
+        if report.status in ("failed", "skipped"):
+            sys.exit(f"dataset {report.name} could not be made: {report.message}")
+        paths[report.name.removesuffix("-1000")] = str(report.path)
+    if "worldgrounded-tuned" in arms:
+        recipe = {e.name: e for e in load_spec()}["worldgrounded-1000"]
+        out = args.out / "worldgrounded-tuned.hdf5"
+        result = generate(
+            recipe.env_id,
+            args.episodes_data,
+            out,
+            workers=args.workers,
+            seed=recipe.seed,
+            successes_only=recipe.successes_only,
+            obs_mode=recipe.obs_mode,
+            env_kwargs=recipe.env_kwargs,
+            demonstrator=functools.partial(_planner, **args.planner),
+            action_noise=recipe.action_noise,
+            progress=False,
+        )
+        log(f"dataset worldgrounded-tuned {args.planner}: {result.new_demos} new demos, {result.attempts} attempts")
+        paths["worldgrounded-tuned"] = str(out)
+
+    def run(job: tuple[str, int]) -> None:
+        arm, seed = job
+        out = args.out / f"{arm}-seed{seed}"
+        fields = {
+            "real": [paths["lab-50"]],
+            "sim": [paths[arm]],
+            "real_fraction": CO_TRAINED_FRACTION,
+            "seed": seed,
+            "out": str(out),
+            "steps": args.steps,
+        }
+        p = subprocess.run([sys.executable, "-c", _TRAIN, json.dumps(fields)], capture_output=True, text=True)
+        if p.returncode:
+            log(f"{out.name}: training failed\n{p.stderr[-2000:]}")
+            return
+        info = json.loads(p.stdout.strip().splitlines()[-1])
+        result = evaluate(LAB, load_policy(out), episodes=args.episodes, progress=False)
+        s = result.summary
+        row = {
+            "arm": arm,
+            "seed": seed,
+            "steps": args.steps,
+            "planner": args.planner if arm == "worldgrounded-tuned" else None,
+            **info,
+            "env_id": LAB,
+            "success_rate": s["success_rate"],
+            "sort_accuracy": s["sort_accuracy"],
+            "failure_causes": {k: v for k, v in s["failure_causes"].items() if v},
+            "object_outcomes": [list(r.object_outcomes) for r in result.records],
+        }
+        causes = row["failure_causes"]
+        log(f"{out.name:28s} lab success {s['success_rate']:.2f}  sort {s['sort_accuracy']:.3f}  {causes}")
+        with open(args.out / "results.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    with ThreadPoolExecutor(max(1, args.parallel)) as pool:
+        list(pool.map(run, [(a, s) for a in arms for s in seeds]))
+    summarize(args.out / "results.jsonl")
+    log("done")
+
+
+def summarize(path: Path) -> None:
+    """Per arm: lab sort accuracy and success; contrasts between arms (bootstrap over seeds and episodes)."""
+    from r2s2r_envs.ablation.analysis import bootstrap_contrast
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    sorted_: dict[str, dict[int, np.ndarray]] = {}
+    for r in rows:
+        sorted_.setdefault(r["arm"], {})[r["seed"]] = np.array(
+            [[o == "sorted" for o in ep] for ep in r["object_outcomes"]], float
+        )
+    cells = {
+        metric: {arm: np.stack([fn(x[s]) for s in sorted(x)]) for arm, x in sorted_.items()}
+        for metric, fn in (("sort", lambda e: e.mean(axis=1)), ("success", lambda e: e.min(axis=1)))
+    }
+    print("\narm: lab sort accuracy %, success % [95% bootstrap over seeds and episodes]; objects sorted by arrival")
+    for arm in sorted_:
+        parts = []
+        for metric in ("sort", "success"):
+            b = bootstrap_contrast({arm: cells[metric][arm]}, {arm: 1.0})
+            low, high = b["ci95"]
+            parts.append(f"{100 * b['estimate']:.1f} [{100 * low:.1f}, {100 * high:.1f}]")
+        order = np.concatenate([sorted_[arm][s] for s in sorted(sorted_[arm])]).mean(axis=0)
+        order_text = " / ".join(f"{100 * v:.0f}" for v in order)
+        print(f"{arm} ({len(sorted_[arm])} seeds): sort {parts[0]}, success {parts[1]}; {order_text}")
+    arms = list(sorted_)
+    for i, a in enumerate(arms):
+        for b_arm in arms[i + 1 :]:
+            parts = []
+            for metric in ("sort", "success"):
+                b = bootstrap_contrast(cells[metric], {b_arm: 1.0, a: -1.0})
+                low, high = b["ci95"]
+                parts.append(f"{metric} {100 * b['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
+            print(f"{b_arm} - {a}: {'; '.join(parts)}")
+
+
+if __name__ == "__main__":
+    main()
