@@ -25,7 +25,6 @@ It prints both tables and writes them, with the configuration, to ``--out`` (JSO
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
@@ -38,9 +37,15 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 import numpy as np  # noqa: E402
 
 import r2s2r_envs  # noqa: E402, F401  (registers the envs)
-from r2s2r_envs.behavior.scripted import ScriptedPlanner  # noqa: E402
 from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, evaluate  # noqa: E402
-from r2s2r_envs.grounding.tuning import DEFAULT_GRID, TUNING_BASE_SEED, TuningError, parse_grid, tune_planner  # noqa: E402
+from r2s2r_envs.grounding.tuning import (  # noqa: E402
+    DEFAULT_GRID,
+    TUNING_BASE_SEED,
+    TuningError,
+    parse_grid,
+    planner_factory,
+    tune_planner,
+)
 
 DEFAULT_EVAL_ENVS = "PickSort-Ungrounded-v0,PickSort-WorldGrounded-v0,PickSort-Real-v0"
 
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(env_id: str, settings: dict[str, float], episodes: int, base_seed: int) -> Any:
         return evaluate(
             env_id,
-            functools.partial(ScriptedPlanner, **settings),
+            planner_factory(**settings),
             episodes=episodes,
             base_seed=base_seed,
             workers=args.workers,

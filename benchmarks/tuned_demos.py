@@ -23,7 +23,6 @@ Example (the run in docs/ablation.md, 2 cores)::
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import subprocess
@@ -31,25 +30,16 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
 import numpy as np  # noqa: E402
 
-LAB = "PickSort-Real-v0"
-ARMS = ("ungrounded", "worldgrounded", "worldgrounded-tuned")
-CO_TRAINED_FRACTION = 0.224
+# The same training call and co-training share as the transfer-gap benchmark (run from benchmarks/, as a script).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from transfer_gap import _TRAIN, CO_TRAINED_FRACTION, LAB  # noqa: E402
 
-_TRAIN = """
-import json, sys
-from r2s2r_envs.policies.config import TrainConfig
-from r2s2r_envs.policies.train import train
-fields = json.loads(sys.argv[1])
-fields["real"], fields["sim"] = tuple(fields["real"]), tuple(fields["sim"])
-r = train(TrainConfig(method="flow", verify="none", progress=False, overwrite=True, **fields))
-print(json.dumps({"train_time_s": r.train_time_s, "samples_per_s": r.samples_per_s, "final_loss": r.final_loss}))
-"""
+ARMS = ("ungrounded", "worldgrounded", "worldgrounded-tuned")
 
 
 def _settings(text: str) -> dict[str, float]:
@@ -63,12 +53,6 @@ def _settings(text: str) -> dict[str, float]:
             raise argparse.ArgumentTypeError(f"unknown planner setting {name!r}; PlannerConfig has {sorted(fields)}")
         out[name] = float(value)
     return out
-
-
-def _planner(env: Any, **settings: float) -> Any:
-    from r2s2r_envs.behavior.scripted import ScriptedPlanner
-
-    return ScriptedPlanner(env, **settings)
 
 
 def main() -> None:
@@ -91,6 +75,7 @@ def main() -> None:
     from r2s2r_envs.datasets.canonical import load_spec, make_datasets
     from r2s2r_envs.datasets.generate import generate
     from r2s2r_envs.evaluation import evaluate
+    from r2s2r_envs.grounding.tuning import planner_factory
     from r2s2r_envs.policies import load_policy
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +103,7 @@ def main() -> None:
             successes_only=recipe.successes_only,
             obs_mode=recipe.obs_mode,
             env_kwargs=recipe.env_kwargs,
-            demonstrator=functools.partial(_planner, **args.planner),
+            demonstrator=planner_factory(**args.planner),
             action_noise=recipe.action_noise,
             progress=False,
         )

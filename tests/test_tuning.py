@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 import pytest
@@ -14,10 +13,10 @@ from r2s2r_envs.grounding.tuning import (
     FORMAT,
     GridPoint,
     TuningError,
-    _planner,
     check_grid,
     choose,
     parse_grid,
+    planner_factory,
     tune_planner,
 )
 
@@ -84,7 +83,7 @@ def test_tuning_runs_every_grid_point_on_the_same_episodes():
     for p in tuning.points:
         direct = evaluate(
             "PickSort-Ungrounded-v0",
-            functools.partial(_planner, **p.settings),
+            planner_factory(**p.settings),
             episodes=2,
             base_seed=tuning.base_seed,
             env_kwargs=ONE_OBJECT,

@@ -159,6 +159,12 @@ def _planner(env: Any, **settings: float) -> ScriptedPlanner:
     return ScriptedPlanner(env, **settings)
 
 
+def planner_factory(**settings: float) -> Callable[[Any], ScriptedPlanner]:
+    """A picklable factory ``f(env)`` of the scripted planner with ``settings`` (for ``evaluation.evaluate`` or
+    ``datasets.generate`` with worker processes, where a lambda cannot be sent)."""
+    return functools.partial(_planner, **settings)
+
+
 def tune_planner(
     env_id: str,
     *,
@@ -220,7 +226,7 @@ def tune_planner(
         settings = dict(zip(names, values, strict=True))
         result = evaluate(
             env_id,
-            functools.partial(_planner, **settings),
+            planner_factory(**settings),
             episodes=episodes,
             base_seed=base_seed,
             env_kwargs=kwargs,
