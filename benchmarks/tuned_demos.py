@@ -43,16 +43,16 @@ ARMS = ("ungrounded", "worldgrounded", "worldgrounded-tuned")
 
 
 def _settings(text: str) -> dict[str, float]:
-    from r2s2r_envs.behavior.scripted import PlannerConfig
+    """``"position_gain=0.3;lead_time=0.05"``: one value per ``PlannerConfig`` field (the tuning grid's syntax)."""
+    from r2s2r_envs.grounding.tuning import TuningError, parse_grid
 
-    fields = set(PlannerConfig.__dataclass_fields__)
-    out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, value = part.partition("=")
-        if name not in fields:
-            raise argparse.ArgumentTypeError(f"unknown planner setting {name!r}; PlannerConfig has {sorted(fields)}")
-        out[name] = float(value)
-    return out
+    try:
+        grid = parse_grid(text)
+    except TuningError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if several := [name for name, values in grid.items() if len(values) != 1]:
+        raise argparse.ArgumentTypeError(f"give one value per setting, got several for {several}")
+    return {name: values[0] for name, values in grid.items()}
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec, recipe_differences
+from r2s2r_envs.datasets.canonical import CanonicalDataset, default_cache_dir, load_spec, recipe_differences
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 
@@ -75,12 +75,12 @@ def resolve_path(arg: str) -> tuple[str | None, Path]:
     Raises:
         DataSelectionError: neither an existing file nor a canonical name, or a canonical dataset not built yet.
     """
-    name, path, _expected = _resolve(arg)
+    name, path, _entry = _resolve(arg)
     return name, path
 
 
-def _resolve(arg: str) -> tuple[str | None, Path, str | None]:
-    """``(canonical name or None, file, the spec's pinned content hash or None)``."""
+def _resolve(arg: str) -> tuple[str | None, Path, CanonicalDataset | None]:
+    """``(canonical name or None, file, the canonical spec entry or None)``."""
     path = Path(arg).expanduser()
     if path.is_file():
         return None, path, None
@@ -94,7 +94,7 @@ def _resolve(arg: str) -> tuple[str | None, Path, str | None]:
             raise DataSelectionError(
                 f"canonical dataset {arg!r} is not built yet (expected at {cached}): run `r2s2r datasets make {arg}`"
             )
-        return arg, cached, entries[arg].sha256
+        return arg, cached, entries[arg]
     if path.exists():
         raise DataSelectionError(f"dataset {arg!r} is a directory; give an HDF5 file or a canonical name")
     raise DataSelectionError(
@@ -103,10 +103,9 @@ def _resolve(arg: str) -> tuple[str | None, Path, str | None]:
     )
 
 
-def _check_unpinned(role: str, arg: str, path: Path, digest: str) -> None:
+def _check_unpinned(role: str, arg: str, path: Path, digest: str, entry: CanonicalDataset) -> None:
     """A canonical dataset whose content hash is not the pinned one: usable with a warning when it follows the
     canonical recipe (built on another kind of machine), refused when stale or foreign."""
-    entry = {e.name: e for e in load_spec()}[arg]
     differences = recipe_differences(entry, path)
     if differences:
         raise DataSelectionError(
@@ -139,7 +138,7 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
     refs: list[DatasetRef] = []
     for role, args in (("real", real), ("sim", sim)):
         for arg in args:
-            name, path, expected = _resolve(arg)
+            name, path, entry = _resolve(arg)
             try:
                 with open_dataset(path, verify="none") as f:
                     ref = DatasetRef(
@@ -153,8 +152,8 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
                     )
             except DatasetError as exc:
                 raise DataSelectionError(f"--{role} {arg}: {exc}") from None
-            if expected is not None and ref.content_hash != expected:
-                _check_unpinned(role, arg, path, ref.content_hash)
+            if entry is not None and entry.sha256 is not None and ref.content_hash != entry.sha256:
+                _check_unpinned(role, arg, path, ref.content_hash, entry)
             if ref.domain != role:
                 raise DataSelectionError(
                     f"--{role} {arg}: {path} holds {ref.domain} data (env {ref.env_id}); give it as --{ref.domain}"
