@@ -4,9 +4,17 @@ The training-data side of benchmarks/demonstrator_tuning.py. Three sim datasets 
 canonical ``worldgrounded-1000`` recipe's seed, success filter and noise injection (docs/datasets.md):
 
 * ``ungrounded``: the canonical ``ungrounded-1000`` (nominal world, planner with its default settings);
-* ``worldgrounded``: the canonical ``worldgrounded-1000`` (grounded world, planner with its default settings);
-* ``worldgrounded-tuned``: the grounded world, the planner with ``--planner`` settings, as chosen by tuning in the
-  grounded world only (``demonstrator_tuning.py``; the lab is never used for the choice).
+* ``worldgrounded``: the canonical ``worldgrounded-1000`` (grounded world, the planner as tuned there: the grounding
+  file's ``demonstrator`` section, chosen in the grounded world only; the lab never enters the choice);
+* ``worldgrounded-untuned``: the grounded world, the planner with its default settings (``--planner`` to give
+  others), made here with the canonical recipe otherwise;
+* ``behaviorgrounded``, ``fullygrounded``: the canonical ``behaviorgrounded-1000`` and ``fullygrounded-1000`` (the
+  human-like generator fitted to the lab's demos, in the nominal and the grounded world), so that the four variants'
+  data can be compared at a training budget of choice.
+
+The records of 2026-11-30/12-01 (``benchmarks/results/tuned-demos*/``) were made before the tuned planner became
+the grounded env's own demonstrator: there ``worldgrounded`` is the untuned arm and ``worldgrounded-tuned`` the tuned
+one (made with ``--planner position_gain=0.3``).
 
 For each, ``flow`` policies co-trained with ``lab-50`` at ``real_fraction`` 0.224 (the ablation's setting and
 training defaults, ``--steps``) for ``--seeds``, evaluated in the lab on the protocol's episodes. Prints each
@@ -15,8 +23,8 @@ and episodes, paired by episode); writes ``results.jsonl`` (every episode's obje
 
 Example (the run in docs/ablation.md, 2 cores)::
 
-    python benchmarks/tuned_demos.py --planner position_gain=0.3 --out runs/tuned_demos
-    python benchmarks/tuned_demos.py --arms worldgrounded-tuned --episodes-data 4 --steps 20 --seeds 0 \\
+    python benchmarks/tuned_demos.py --out runs/tuned_demos
+    python benchmarks/tuned_demos.py --arms worldgrounded-untuned --episodes-data 4 --steps 20 --seeds 0 \\
         --episodes 2 --out runs/tuned_smoke     # a smoke run
 """
 
@@ -39,7 +47,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from transfer_gap import _TRAIN, CO_TRAINED_FRACTION, LAB  # noqa: E402
 
-ARMS = ("ungrounded", "worldgrounded", "worldgrounded-tuned")
+ARMS = ("ungrounded", "worldgrounded", "worldgrounded-untuned", "behaviorgrounded", "fullygrounded")
+DEFAULT_ARMS = ("ungrounded", "worldgrounded", "worldgrounded-untuned")
+#: The arm made here rather than taken from the canonical datasets.
+MADE_HERE = "worldgrounded-untuned"
 
 
 def _settings(text: str) -> dict[str, float]:
@@ -57,9 +68,13 @@ def _settings(text: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--planner", type=_settings, default={"position_gain": 0.3}, help="tuned planner settings")
-    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated subset of {','.join(ARMS)}")
-    parser.add_argument("--episodes-data", type=int, default=1000, help="demos of the tuned dataset (default 1000)")
+    parser.add_argument(
+        "--planner", type=_settings, default={}, help=f"planner settings of {MADE_HERE} (default: its defaults)"
+    )
+    parser.add_argument(
+        "--arms", default=",".join(DEFAULT_ARMS), help=f"comma-separated subset of {ARMS} (default: first 3)"
+    )
+    parser.add_argument("--episodes-data", type=int, default=1000, help=f"demos of {MADE_HERE} (default 1000)")
     parser.add_argument("--steps", type=int, default=5000, help="training steps of every policy (default 5000)")
     parser.add_argument("--seeds", default="0,1,2", help="training seeds")
     parser.add_argument("--parallel", type=int, default=2, help="trainings at a time")
@@ -84,16 +99,16 @@ def main() -> None:
     def log(text: str) -> None:
         print(f"[{time.perf_counter() - t0:6.0f} s] {text}", flush=True)
 
-    names = ["lab-50", *(f"{a}-1000" for a in arms if a != "worldgrounded-tuned")]
+    names = ["lab-50", *(f"{a}-1000" for a in arms if a != MADE_HERE)]
     paths: dict[str, str] = {}
     for report in make_datasets(names=names, workers=args.workers, progress=False):
         log(f"dataset {report.name}: {report.status} {report.message}")
         if report.status in ("failed", "skipped"):
             sys.exit(f"dataset {report.name} could not be made: {report.message}")
         paths[report.name.removesuffix("-1000")] = str(report.path)
-    if "worldgrounded-tuned" in arms:
+    if MADE_HERE in arms:
         recipe = {e.name: e for e in load_spec()}["worldgrounded-1000"]
-        out = args.out / "worldgrounded-tuned.hdf5"
+        out = args.out / f"{MADE_HERE}.hdf5"
         result = generate(
             recipe.env_id,
             args.episodes_data,
@@ -107,8 +122,8 @@ def main() -> None:
             action_noise=recipe.action_noise,
             progress=False,
         )
-        log(f"dataset worldgrounded-tuned {args.planner}: {result.new_demos} new demos, {result.attempts} attempts")
-        paths["worldgrounded-tuned"] = str(out)
+        log(f"dataset {MADE_HERE} {args.planner}: {result.new_demos} new demos, {result.attempts} attempts")
+        paths[MADE_HERE] = str(out)
 
     def run(job: tuple[str, int]) -> None:
         arm, seed = job
@@ -132,7 +147,7 @@ def main() -> None:
             "arm": arm,
             "seed": seed,
             "steps": args.steps,
-            "planner": args.planner if arm == "worldgrounded-tuned" else None,
+            "planner": args.planner if arm == MADE_HERE else None,
             **info,
             "env_id": LAB,
             "success_rate": s["success_rate"],

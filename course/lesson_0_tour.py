@@ -56,7 +56,7 @@ print("r2s2r_envs", r2s2r_envs.__version__, "| quick mode" if QUICK else "| full
 # | id | physics | demonstrator |
 # |---|---|---|
 # | `PickSort-Ungrounded-v0` | the nominal model (the spec sheet) | scripted planner |
-# | `PickSort-WorldGrounded-v0` | identified from lab logs (lesson 5) | scripted planner |
+# | `PickSort-WorldGrounded-v0` | identified from lab logs (lesson 5) | scripted planner, tuned in that world |
 # | `PickSort-BehaviorGrounded-v0` | nominal | human-like generator fitted to lab demos (lesson 7) |
 # | `PickSort-FullyGrounded-v0` | identified | human-like generator |
 # | `PickSort-Real-v0` | the lab | the lab's teleoperator (a model of a human operator) |

@@ -714,10 +714,11 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
     assert all(e.action_noise == 0.1 and "--action-noise 0.1 " in e.command for e in sim)
     assert lab[0].action_noise == 0.0 and "--action-noise" not in lab[0].command
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
-    # Every canonical dataset is pinned (re-pinned by `r2s2r datasets make --all --update-spec` after a physics,
-    # sensing or demonstrator change).
+    # Every canonical dataset has a measured hash: pinned on the reference machine (re-pinned by `r2s2r datasets make
+    # --all --update-spec` after a physics, sensing or demonstrator change) or a known build on another machine.
     for e in entries.values():
-        assert e.sha256 is not None and len(e.sha256) == 64 and int(e.sha256, 16) >= 0, e.name
+        known = [h for h in (e.sha256, *e.other_builds) if h is not None]
+        assert known and all(len(h) == 64 and int(h, 16) >= 0 for h in known), e.name
     assert all(e.demonstrator is None for e in entries.values())
     assert _cli(["datasets", "list"]) == 0
     assert "lab-50" in capsys.readouterr().out
@@ -756,6 +757,13 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: py
     raw = json.loads(path.read_text())
     raw["datasets"][0]["sha256"] = "0" * 64
     path.write_text(json.dumps(raw))
+    # A build the spec knows from another kind of machine is verified like the pinned one.
+    raw["datasets"][0]["other_builds"] = {first["toy"].sha256: "the test machine"}
+    path.write_text(json.dumps(raw))
+    known = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
+    assert known[0].ok and known[0].message == "hash verified (a known build: the test machine)"
+    del raw["datasets"][0]["other_builds"]
+    path.write_text(json.dumps(raw))
     third = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
     assert third[0].status == "hash-mismatch" and not third[0].ok
     # The file follows the recipe (made by this version with the spec's settings): what a build on another kind of
@@ -775,8 +783,51 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: py
     assert fourth[0].status == "hash-mismatch" and "stale or foreign (seed 0 (the recipe: 5))" in fourth[0].message
     with pytest.raises(selection.DataSelectionError, match=r"stale or foreign \(seed 0.*r2s2r datasets make toy"):
         selection.resolve_datasets([], ["toy"])
+    # With no hash pinned at all the recipe is the only check, in make and in training alike.
+    raw["datasets"][0]["sha256"] = None
+    path.write_text(json.dumps(raw))
+    fifth = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
+    assert fifth[0].status == "hash-mismatch" and "no hash pinned, and the file is stale" in fifth[0].message
+    with pytest.raises(selection.DataSelectionError, match=r"stale or foreign \(seed 0"):
+        selection.resolve_datasets([], ["toy"])
+    raw["datasets"][0]["seed"] = 0
+    path.write_text(json.dumps(raw))
+    sixth = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
+    assert sixth[0].ok and "no expected hash" in sixth[0].message
+    with pytest.warns(selection.UnpinnedDatasetWarning, match="none pinned yet"):
+        selection.resolve_datasets([], ["toy"])
     with pytest.raises(KeyError, match="it lists"):
         make_datasets(path, names=["nope"], cache_dir=cache, progress=False)
+    raw["datasets"][0]["other_builds"] = {"abc": "a machine"}
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="other_builds must map 64-hex-digit content hashes"):
+        load_spec(path)
+
+
+def test_a_file_from_an_older_grounding_or_planner_does_not_follow_the_recipe(tmp_path: Path) -> None:
+    """The recipe includes what the env records now: a grounding file retuned (or refitted) after the dataset was
+    made leaves the file stale, though env id, arguments and seeds are the same."""
+    import dataclasses
+
+    from test_grounding_result import write_example
+
+    from r2s2r_envs.datasets.canonical import CanonicalDataset, recipe_differences
+    from r2s2r_envs.grounding.result import load_grounding, write_grounding
+
+    grounding = write_example(tmp_path)
+    kwargs = {"grounding": str(grounding), "num_objects": 1, "episode_steps": 40}
+    out = tmp_path / "w.hdf5"
+    generate("PickSort-WorldGrounded-v0", 1, out, seed=3, env_kwargs=kwargs, progress=False)
+    entry = CanonicalDataset(
+        name="w", env_id="PickSort-WorldGrounded-v0", episodes=1, seed=3, successes_only=False, env_kwargs=kwargs
+    )
+    assert recipe_differences(entry, out) == []
+    section = {"name": "scripted", "settings": {"position_gain": 0.3}, "tuning": None}
+    write_grounding(dataclasses.replace(load_grounding(grounding), demonstrator=section), grounding)
+    differences = recipe_differences(entry, out)
+    assert len(differences) == 2, differences
+    assert "differs from this installation's PickSort-WorldGrounded-v0 in ['grounding']" in differences[0]
+    assert "(position_gain 0.6 -> 0.3)" in differences[1]
 
 
 def test_action_noise_perturbs_arm_actions_reproducibly_and_is_recorded(tmp_path: Path) -> None:

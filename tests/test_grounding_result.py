@@ -55,6 +55,11 @@ def example_grounding(**changes) -> Grounding:
     return Grounding(**fields)
 
 
+def _tuned(**changes):
+    """A ``demonstrator`` section: the planner's position gain set by hand."""
+    return {"name": "scripted", "settings": {"position_gain": 0.3}, "tuning": None, **changes}
+
+
 def write_example(tmp_path, name="grounding.json", **changes):
     path = tmp_path / name
     write_grounding(example_grounding(**changes), path)
@@ -89,8 +94,24 @@ def test_file_lists_every_world_field_and_the_schema_keys():
     assert set(data["world"]) == set(WorldParams.field_names())
     schema = grounding_schema()
     assert set(data) == set(schema["properties"]) == set(schema["required"])
-    assert data["schema_version"] == GROUNDING_SCHEMA_VERSION == 1
+    assert data["schema_version"] == GROUNDING_SCHEMA_VERSION == 2
     validate_grounding(data)  # the schema and the checks accept what to_dict writes
+
+
+def test_the_demonstrator_section_round_trips_and_version_1_files_still_read(tmp_path):
+    g = example_grounding(demonstrator=_tuned())
+    path = write_example(tmp_path, demonstrator=_tuned())
+    loaded = load_grounding(path)
+    assert loaded == g and loaded.demonstrator_settings() == {"position_gain": 0.3}
+    assert example_grounding().demonstrator_settings() == {}  # null: the planner's defaults
+    # A file written before the section existed (schema version 1) reads as "not tuned".
+    old = example_grounding().to_dict()
+    old["schema_version"] = 1
+    del old["demonstrator"]
+    (tmp_path / "v1.json").write_text(json.dumps(old))
+    v1 = load_grounding(tmp_path / "v1.json")
+    assert v1.demonstrator is None and v1.world == g.world
+    assert v1.to_dict()["schema_version"] == 2 and v1.to_dict()["demonstrator"] is None  # rewritten as version 2
 
 
 def test_infinite_interval_ends_are_written_as_null(tmp_path):
@@ -102,11 +123,17 @@ def test_infinite_interval_ends_are_written_as_null(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=2), "schema_version 2; this r2s2r_envs reads grounding schema version 1"),
+        (lambda d: d.update(schema_version=3), "schema_version 3; this r2s2r_envs reads grounding schema versions 1"),
+        (lambda d: d.update(schema_version=True), "schema_version True"),
         (lambda d: d.pop("schema_version"), "has no schema_version"),
         (lambda d: d.update(format="something"), "expected 'r2s2r_envs.grounding'"),
         (lambda d: d.update(extra=1), "unknown field(s) ['extra']"),
         (lambda d: d.pop("validation"), "missing field(s) ['validation']"),
+        (lambda d: d.pop("demonstrator"), "missing field(s) ['demonstrator']"),
+        (lambda d: d.update(schema_version=1, demonstrator=None), "unknown field(s) ['demonstrator']"),
+        (lambda d: d.update(demonstrator=_tuned(name="humanlike")), "at demonstrator"),
+        (lambda d: d.update(demonstrator=_tuned(settings={"warp": 1.0})), "unknown planner setting(s) ['warp']"),
+        (lambda d: d.update(demonstrator=_tuned(settings={"position_gain": "high"})), "at demonstrator"),
         (lambda d: d["world"].pop("belt_speed"), "world lacks field(s) ['belt_speed']"),
         (lambda d: d["world"].update(warp_drive=1.0), "world has unknown field(s) ['warp_drive']"),
         (lambda d: d["world"].update(belt_speed=-1.0), "WorldParams.belt_speed must be"),

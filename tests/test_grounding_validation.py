@@ -221,7 +221,7 @@ def test_sysid_command_writes_a_loadable_grounding(quick_logs, tmp_path, monkeyp
     _stand_in_identify(monkeypatch, world)
     out = tmp_path / "g.json"
     argv = ["sysid", "--logs", str(quick_logs), "--out", str(out), "--report", str(tmp_path / "rep"), "--quiet"]
-    assert cli.main(argv) == 0
+    assert cli.main([*argv, "--tune-episodes", "0"]) == 0
     printed = capsys.readouterr().out
     for text in ("belt_speed", "arm_armature", "stand-in", "arm joints", "held objects", "wrote"):
         assert text in printed
@@ -233,7 +233,28 @@ def test_sysid_command_writes_a_loadable_grounding(quick_logs, tmp_path, monkeyp
     assert g.provenance["identification"]["methods"] == {"belt": "stand-in"}
     assert set(g.validation["nrmse"]) == set(SIGNAL_GROUPS) and g.validation["planner"] is None
     assert g.validation["heldout_runs"] == [r.name for r in logs.heldout]
+    assert g.demonstrator is None and g.provenance["wall_time_s"]["tuning"] == 0.0  # --tune-episodes 0
     assert (tmp_path / "rep" / "index.html").stat().st_size > 1_000_000
+
+
+def test_sysid_tunes_the_demonstrator_in_the_grounded_world(quick_logs, tmp_path, monkeypatch):
+    from r2s2r_envs.grounding.fit_cli import run_sysid
+    from r2s2r_envs.grounding.result import load_grounding
+
+    world = dataclasses.replace(nominal(), belt_speed=0.09, control_latency=0.04)
+    _stand_in_identify(monkeypatch, world)
+    out = tmp_path / "g.json"
+    with pytest.raises(ValueError, match="unknown planner setting 'speed'"):
+        run_sysid(out, logs=quick_logs, tune_episodes=1, tune_grid={"speed": [1.0]})
+    assert not out.exists()  # refused before any work
+    result = run_sysid(out, logs=quick_logs, tune_episodes=1, tune_grid={"position_gain": (0.3, 0.6)})
+    g = load_grounding(out)
+    assert g.world == world and result.tuning is not None
+    assert g.demonstrator["settings"] == result.tuning.chosen and g.demonstrator["tuning"]["episodes"] == 1
+    points = g.demonstrator["tuning"]["points"]
+    assert [p["settings"] for p in points] == [{"position_gain": 0.3}, {"position_gain": 0.6}]
+    assert g.provenance["wall_time_s"]["tuning"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]  # the untuned copy it tuned in is gone
 
 
 def test_sysid_usage_errors(quick_logs, tmp_path, capsys, monkeypatch):

@@ -36,11 +36,36 @@ def test_env_runs_the_grounded_world_and_names_its_file(grounding_file):
     assert prov["grounding"] == {
         "source": str(grounding_file),
         "sha256": g.file_sha256,
-        "schema_version": 1,
+        "schema_version": 2,
         "lab": {"name": "test-lab", "config_sha256": "ab" * 32},
     }
     assert prov["world_sha256"] == g.world.sha256()
     json.dumps(prov)  # goes into datasets and results
+
+
+def test_the_planner_tuned_in_the_grounded_world_is_the_envs_demonstrator(tmp_path, grounding_file):
+    from r2s2r_envs.behavior import make_demonstrator
+
+    section = {"name": "scripted", "settings": {"position_gain": 0.3, "lead_time": 0.1}, "tuning": None}
+    tuned = write_example(tmp_path, name="tuned.json", demonstrator=section)
+    env = gym.make(ENV_ID, grounding=str(tuned))
+    assert env.unwrapped.demonstrator_settings == {"position_gain": 0.3, "lead_time": 0.1}
+    planner = make_demonstrator(env)
+    assert planner.settings["position_gain"] == 0.3 and planner.settings["lead_time"] == 0.1
+    assert make_demonstrator(env, "scripted").settings["position_gain"] == 0.6  # named: the same planner everywhere
+    assert make_demonstrator(env, position_gain=0.45).settings["position_gain"] == 0.45  # given settings win
+    # A file without the section, and the plain sim, keep the planner's defaults.
+    untuned = gym.make(ENV_ID, grounding=str(grounding_file))
+    assert untuned.unwrapped.demonstrator_settings == {}
+    assert make_demonstrator(untuned).settings["position_gain"] == 0.6
+    assert make_demonstrator(gym.make("PickSort-Ungrounded-v0")).settings["position_gain"] == 0.6
+    # FullyGrounded shares the physics but its demonstrator is the human-like generator: no planner settings.
+    fully = gym.make("PickSort-FullyGrounded-v0", grounding=str(tuned))
+    assert fully.unwrapped.demonstrator_settings == {} and make_demonstrator(fully).name == "humanlike"
+    # The shipped grounding carries the planner tuned in its world.
+    shipped = gym.make(ENV_ID).unwrapped
+    assert shipped.grounding.demonstrator["tuning"]["episodes"] >= 1
+    assert shipped.demonstrator_settings == shipped.grounding.demonstrator["settings"]
 
 
 def test_same_world_same_rollout_as_the_plain_sim(grounding_file):
@@ -86,10 +111,10 @@ def test_make_fails_at_once_on_a_missing_or_malformed_file(request, tmp_path, gr
     bad.write_text('{"schema_version": 1, "format": "r2s2r_envs.grounding"')
     with pytest.raises(GroundingFileError, match="not valid JSON"):
         gym.make(env_id, grounding=str(bad))
-    other = tmp_path / "v2.json"
+    other = tmp_path / "v3.json"
     data = json.loads(grounding_file.read_text())
-    other.write_text(json.dumps({**data, "schema_version": 2}))
-    with pytest.raises(GroundingFileError, match="reads grounding schema version 1"):
+    other.write_text(json.dumps({**data, "schema_version": 3}))
+    with pytest.raises(GroundingFileError, match="reads grounding schema versions 1 and 2"):
         gym.make(env_id, grounding=str(other))
 
 

@@ -17,6 +17,7 @@ from r2s2r_envs.grounding.tuning import (
     choose,
     parse_grid,
     planner_factory,
+    tune_grounding,
     tune_planner,
 )
 
@@ -107,3 +108,59 @@ def test_cli_writes_the_tuning_and_refuses_bad_input(tmp_path, capsys):
     assert not (tmp_path / "lab.json").exists()
     assert main(["tune-planner", "--grid", "speed=1"]) == 2
     assert "unknown planner setting 'speed'" in capsys.readouterr().err
+
+
+def test_the_choice_is_stored_in_the_grounding_file_and_the_env_demonstrates_with_it(tmp_path):
+    import gymnasium as gym
+    from test_grounding_result import write_example
+
+    from r2s2r_envs.behavior import make_demonstrator
+    from r2s2r_envs.grounding.result import load_grounding
+
+    path = write_example(tmp_path)
+    before = load_grounding(path)
+    grid = {"position_gain": (0.3, 0.6)}
+    grounding, tuning = tune_grounding(path, grid=grid, episodes=1)
+    assert grounding == load_grounding(path)
+    assert grounding.demonstrator["settings"] == tuning.chosen == choose(tuning.points, tuning.default)
+    record = grounding.demonstrator["tuning"]
+    assert record["episodes"] == 1 and record["grid"] == {"position_gain": [0.3, 0.6]} and len(record["points"]) == 2
+    assert "env_kwargs" not in record  # the world is the file's own
+    # Every other section is unchanged.
+    for key in ("world", "intervals", "identified", "not_identifiable", "validation", "provenance"):
+        assert getattr(grounding, key) == getattr(before, key)
+    env = gym.make("PickSort-WorldGrounded-v0", grounding=str(path))
+    assert make_demonstrator(env).settings["position_gain"] == tuning.chosen["position_gain"]
+    # Retuning starts from the planner's defaults, not from the stored settings.
+    _, again = tune_grounding(path, grid={"lead_time": (0.05,)}, episodes=1)
+    assert again.points[0].settings == {"lead_time": 0.05} and again.default == {"lead_time": 0.05}
+    assert load_grounding(path).demonstrator_settings() == {"lead_time": 0.05}
+
+
+def test_update_grounding_refuses_shipped_names_and_missing_files(tmp_path, capsys):
+    with pytest.raises(TuningError, match="not a file.*copy it first"):
+        tune_grounding("default", episodes=1)
+    with pytest.raises(TuningError, match="not a file"):
+        tune_grounding(tmp_path / "none.json", episodes=1)
+    assert main(["tune-planner", "--update-grounding"]) == 2
+    assert "--update-grounding needs --grounding FILE" in capsys.readouterr().err
+    argv = ["tune-planner", "--env", "PickSort-Ungrounded-v0", "--grounding", "g.json", "--update-grounding"]
+    assert main(argv) == 2
+    assert "--env PickSort-WorldGrounded-v0" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["tune-planner", "--grounding", str(bad), "--update-grounding", "--episodes", "1"]) == 2
+    assert "has no schema_version" in capsys.readouterr().err
+    assert bad.read_text() == "{}"  # nothing written
+
+
+def test_cli_update_grounding(tmp_path, capsys):
+    from test_grounding_result import write_example
+
+    from r2s2r_envs.grounding.result import load_grounding
+
+    path = write_example(tmp_path)
+    argv = ["tune-planner", "--grounding", str(path), "--grid", "position_gain=0.45", "--episodes", "1"]
+    assert main([*argv, "--update-grounding"]) == 0
+    assert "stored {'position_gain': 0.45}" in capsys.readouterr().out
+    assert load_grounding(path).demonstrator_settings() == {"position_gain": 0.45}

@@ -2,7 +2,8 @@
 
 A demonstrator turns observations into actions, like a policy, but also records what it is (``name``) and
 how it was configured (``settings``, JSON-serializable) so datasets can say who made them.  Environments name
-the demonstrator that comes with them (``env.unwrapped.demonstrator``); ``make_demonstrator(env)`` builds it.
+the demonstrator that comes with them (``env.unwrapped.demonstrator``, with its settings for that env in
+``env.unwrapped.demonstrator_settings``); ``make_demonstrator(env)`` builds it.
 Other modules add their own with ``register_demonstrator`` (the lab registers its teleoperator), so this
 module never imports them.
 
@@ -58,10 +59,18 @@ def demonstrator_names() -> list[str]:
 def make_demonstrator(env: gym.Env, name: str | None = None, **settings: Any) -> Demonstrator:
     """Build the demonstrator ``name`` (default: the one that comes with ``env``) for ``env``.
 
+    With ``name`` None the env's own demonstrator also gets the env's settings for it
+    (``env.unwrapped.demonstrator_settings``: in ``PickSort-WorldGrounded-v0`` the scripted planner as tuned in the
+    grounded world), under any ``settings`` given here. A demonstrator named explicitly gets ``settings`` only, so
+    ``make_demonstrator(env, "scripted")`` is the same planner in every env (e.g. to compare worlds).
+
     Raises:
         KeyError: unknown name; the message lists the registered ones.
     """
-    name = name or getattr(env.unwrapped, "demonstrator", None)
+    base = env.unwrapped
+    if name is None:
+        name = getattr(base, "demonstrator", None)
+        settings = {**dict(getattr(base, "demonstrator_settings", None) or {}), **settings}
     if name not in _REGISTRY:
         raise KeyError(f"unknown demonstrator {name!r}; registered: {demonstrator_names()}")
     return _REGISTRY[name](env, **settings)

@@ -18,7 +18,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,7 +51,10 @@ class CanonicalDataset:
         demonstrator: a registered demonstrator name (``None``: the env's own).
         action_noise: noise injected into the demonstrator's arm actions (``generate``'s ``action_noise``; 0: none).
         file: file name inside the cache directory.
-        sha256: expected content hash (``None`` until pinned with ``--update-spec``).
+        sha256: expected content hash, built on the reference machine (``None`` until pinned with ``--update-spec``).
+        other_builds: content hashes of the same recipe built on other kinds of machine, each with a description of
+            the machine (floating-point differences between CPUs change the rollouts); a file with one of them is
+            verified like the pinned one.
         command: the equivalent ``r2s2r generate`` command (must agree with the fields).
         description: what the dataset is for.
     """
@@ -67,8 +70,16 @@ class CanonicalDataset:
     action_noise: float = 0.0
     file: str = ""
     sha256: str | None = None
+    other_builds: dict[str, str] = dataclasses.field(default_factory=dict)
     command: str = ""
     description: str = ""
+
+    def known_build(self, digest: str) -> str | None:
+        """Where a file of content hash ``digest`` was built (``"the reference machine"`` or another machine's
+        description), or None if the spec knows no build of that hash."""
+        if self.sha256 is not None and digest == self.sha256:
+            return "the reference machine"
+        return self.other_builds.get(digest)
 
     def generate_command(self, out: str | None = None) -> str:
         """The ``r2s2r generate`` command that makes this dataset."""
@@ -184,6 +195,16 @@ def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDatas
             )
         if not isinstance(item.get("env_kwargs", {}), dict):
             raise ValueError(f"{where}: datasets[{i}] env_kwargs must be a JSON object")
+        builds = item.get("other_builds", {})
+        if not (
+            isinstance(builds, dict)
+            and all(isinstance(k, str) and re.fullmatch("[0-9a-f]{64}", k) for k in builds)
+            and all(isinstance(v, str) and v for v in builds.values())
+        ):
+            raise ValueError(
+                f"{where}: datasets[{i}] other_builds must map 64-hex-digit content hashes to machine descriptions, "
+                f"got {builds!r}"
+            )
         try:
             entry = CanonicalDataset(**item)
         except TypeError as exc:
@@ -292,12 +313,20 @@ def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bo
         return report("failed", digest, f"built with schema version {version}; delete it to rebuild")
     if not complete:
         return report("failed", digest, "generation was interrupted; run the command again to resume")
-    if entry.sha256 is None:
+    if digest == entry.sha256:
+        return report(status, digest, "hash verified")
+    if (where := entry.known_build(digest)) is not None:
+        return report(status, digest, f"hash verified (a known build: {where})")
+    if entry.sha256 is None and not entry.other_builds:  # nothing pinned: the recipe is the check
+        if status != "built" and (differences := recipe_differences(entry, path)):
+            return report(
+                "hash-mismatch",
+                digest,
+                f"no hash pinned, and the file is stale or foreign ({'; '.join(differences)}); delete it to rebuild",
+            )
         note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
         return report(status, digest, note)
-    if entry.sha256 != digest:
-        return report("hash-mismatch", digest, mismatch_message(entry, path, digest))
-    return report(status, digest, "hash verified")
+    return report("hash-mismatch", digest, mismatch_message(entry, path, digest))
 
 
 def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) -> list[str]:
@@ -305,9 +334,11 @@ def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) ->
 
     A file whose content hash differs from the pinned one but which follows the recipe (same env, env arguments,
     seed, observation mode, demonstrator, action noise and success filter, complete with at least the spec's demos,
-    of the current dataset schema, made by the installed version of this package) was built on another kind of
-    machine: floating-point differences change the rollouts (docs/datasets.md, "Canonical datasets"). Anything
-    listed here marks a stale or foreign file instead.
+    of the current dataset schema, made by the installed version of this package, and the same world record and
+    demonstrator settings as the env of this installation gives now: its world, grounding file and behavior model
+    by hash, the planner's tuned settings) was built on another kind of machine: floating-point differences change
+    the rollouts (docs/datasets.md, "Canonical datasets"). Anything listed here marks a stale or foreign file
+    instead.
     """
     from r2s2r_envs._version import __version__
 
@@ -340,12 +371,51 @@ def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) ->
     made_by = (provenance.get("versions") or {}).get("r2s2r_envs")
     if made_by != __version__:
         differences.append(f"made by r2s2r_envs {made_by} (installed: {__version__})")
+    if not differences:  # only then is the env worth making
+        differences += _env_differences(entry, provenance)
     return differences
+
+
+def _env_differences(entry: CanonicalDataset, provenance: Mapping[str, Any]) -> list[str]:
+    """How the file's world record and demonstrator settings differ from what the env of this installation
+    records now (a grounding file or behavior model changed since the file was made, a retuned planner)."""
+    import gymnasium as gym
+
+    from r2s2r_envs.datasets.generate import lab_record, make_demonstrator_for
+
+    ignored = ("mujoco_version", "obs_mode")  # versions are not part of the recipe; obs_mode is compared above
+    try:
+        env = gym.make(entry.env_id, obs_mode=entry.obs_mode, **entry.env_kwargs)
+    except Exception as exc:  # noqa: BLE001 - any failure to make the env is reported, not raised
+        return [f"{entry.env_id} cannot be made here to compare ({type(exc).__name__}: {exc})"]
+    try:
+        base = env.unwrapped
+        world = base.provenance() if hasattr(base, "provenance") else {}
+        real = getattr(base, "domain", "sim") == "real"
+        if real:
+            world = lab_record(world, entry.env_id)
+        else:
+            settings = getattr(make_demonstrator_for(env, entry.demonstrator), "settings", {})
+    finally:
+        env.close()
+    now = json.loads(json.dumps({k: v for k, v in world.items() if k not in ignored}, default=str))
+    recorded = {k: v for k, v in dict(provenance.get("world") or {}).items() if k not in ignored}
+    out = []
+    if keys := sorted(k for k in set(now) | set(recorded) if now.get(k) != recorded.get(k)):
+        out.append(f"its env record differs from this installation's {entry.env_id} in {keys}")
+    if not real:
+        had = dict((provenance.get("demonstrator") or {}).get("settings") or {})
+        now_settings = json.loads(json.dumps(settings, default=str))
+        if keys := sorted(k for k in set(had) | set(now_settings) if had.get(k) != now_settings.get(k)):
+            changes = ", ".join(f"{k} {had.get(k)!r} -> {now_settings.get(k)!r}" for k in keys)
+            out.append(f"its demonstrator's settings differ from what {entry.env_id}'s uses now ({changes})")
+    return out
 
 
 def mismatch_message(entry: CanonicalDataset, path: str | os.PathLike[str], digest: str) -> str:
     """What a cached file whose content hash is not the pinned one is, and what to do about it."""
-    head = f"content hash {digest[:16]}... differs from the spec's {entry.sha256 and entry.sha256[:16]}..."
+    known = [h[:16] + "..." for h in (entry.sha256, *entry.other_builds) if h]
+    head = f"content hash {digest[:16]}... is not a build the spec knows ({', '.join(known) or 'none pinned yet'})"
     differences = recipe_differences(entry, path)
     if differences:
         return f"{head}: stale or foreign ({'; '.join(differences)}); delete the file to rebuild"

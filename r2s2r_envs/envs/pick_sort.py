@@ -166,11 +166,12 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     a longer ``episode_steps``), ``image_size`` (16-480, default 128), ``render_mode`` (``"rgb_array"``),
     ``render_size`` ((height, width), up to (480, 640), the default), ``reward_mode`` (``"dense"``/``"sparse"``),
     ``randomization`` (mapping of ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator
-    that comes with the env), ``episode_steps`` (the time limit in control steps, default 500), ``control_mode``
-    (``"task"`` or ``"joint"``), ``sensors`` (opt-in extra observation keys: ``"arm_torque"``, (7,) measured arm
-    joint torques, N*m, as a Panda reports them; ``"finger_current"``, (16,) finger servo effort as joint torque,
-    N*m; each with white noise ``WorldParams.arm_torque_noise`` / ``finger_current_noise`` drawn from a fourth
-    stream, so enabling them never changes the other observations).
+    that comes with the env; ``demonstrator_settings`` holds its settings for this env, none here, the planner as
+    tuned in the grounded world in ``PickSort-WorldGrounded-v0``), ``episode_steps`` (the time limit in control
+    steps, default 500), ``control_mode`` (``"task"`` or ``"joint"``), ``sensors`` (opt-in extra observation
+    keys: ``"arm_torque"``, (7,) measured arm joint torques, N*m, as a Panda reports them; ``"finger_current"``,
+    (16,) finger servo effort as joint torque, N*m; each with white noise ``WorldParams.arm_torque_noise`` /
+    ``finger_current_noise`` drawn from a fourth stream, so enabling them never changes the other observations).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
     ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain
@@ -847,6 +848,12 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()
+
+    @property
+    def demonstrator_settings(self) -> dict[str, Any]:
+        """Settings of the demonstrator that comes with this env (``demonstrator``), given to it by
+        ``behavior.make_demonstrator(env)``; none here (its defaults)."""
+        return {}
 
     def provenance(self) -> dict[str, Any]:
         """JSON-serializable description of this env's world and settings, for dataset and result files."""

@@ -21,7 +21,8 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
     ),
     # Physics identified from the default lab's logs by `r2s2r sysid` (the grounding file shipped in
-    # r2s2r_envs/grounding/groundings/default.json; docs/grounding.md), the scripted planner as demonstrator.
+    # r2s2r_envs/grounding/groundings/default.json; docs/grounding.md); the demonstrator is the scripted planner as
+    # tuned in that world (the grounding file's demonstrator section; docs/grounding.md#tuning-the-demonstrator).
     "PickSort-WorldGrounded-v0": (
         "r2s2r_envs.grounding.variants:WorldGroundedEnv",
         {"grounding": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},

@@ -7,6 +7,7 @@ returns an exit code (0 ok, 1 error, 2 usage error).
 Example:
     r2s2r log-lab --lab default --out logs/default --seed 0
     r2s2r tune-planner --env PickSort-WorldGrounded-v0 --workers 2 --out tuned_planner.json
+    r2s2r tune-planner --grounding my_lab.json --workers 2 --update-grounding
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     tune.add_argument("--seed", type=int, default=None, help="base seed of the tuning episodes (default 314159)")
     tune.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
     tune.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result as JSON")
+    tune.add_argument(
+        "--update-grounding",
+        action="store_true",
+        help="store the choice in the --grounding FILE as its demonstrator section: PickSort-WorldGrounded-v0 with "
+        "that file then demonstrates with it (r2s2r sysid does this after identification)",
+    )
     tune.set_defaults(func=_tune_planner)
 
 
@@ -86,25 +93,44 @@ def _log_lab(args: argparse.Namespace) -> int:
 
 
 def _tune_planner(args: argparse.Namespace) -> int:
-    from r2s2r_envs.grounding.tuning import DEFAULT_GRID, TUNING_BASE_SEED, TuningError, parse_grid, tune_planner
+    from r2s2r_envs.grounding.result import GroundingFileError
+    from r2s2r_envs.grounding.tuning import (
+        DEFAULT_GRID,
+        GROUNDED_ENV,
+        TUNING_BASE_SEED,
+        TuningError,
+        parse_grid,
+        tune_grounding,
+        tune_planner,
+    )
 
     if args.out is not None and args.out.is_dir():
         print(f"r2s2r tune-planner: --out {args.out} is a directory; give a JSON file", file=sys.stderr)
         return EXIT_USAGE
-    start = time.perf_counter()
-    try:
-        grid = DEFAULT_GRID if args.grid is None else parse_grid(args.grid)
-        env_kwargs = {} if args.grounding is None else {"grounding": args.grounding}
-        tuning = tune_planner(
-            args.env,
-            grid=grid,
-            episodes=args.episodes,
-            base_seed=TUNING_BASE_SEED if args.seed is None else args.seed,
-            env_kwargs=env_kwargs,
-            workers=args.workers,
-            log=lambda line: print(line, file=sys.stderr),
+    if args.update_grounding and (args.grounding is None or args.env != GROUNDED_ENV):
+        print(
+            f"r2s2r tune-planner: --update-grounding needs --grounding FILE and --env {GROUNDED_ENV} (the env that "
+            "demonstrates with the file's settings)",
+            file=sys.stderr,
         )
-    except TuningError as exc:
+        return EXIT_USAGE
+    start = time.perf_counter()
+    settings = {
+        "grid": DEFAULT_GRID,
+        "episodes": args.episodes,
+        "base_seed": TUNING_BASE_SEED if args.seed is None else args.seed,
+        "workers": args.workers,
+        "log": lambda line: print(line, file=sys.stderr),
+    }
+    try:
+        if args.grid is not None:
+            settings["grid"] = parse_grid(args.grid)
+        if args.update_grounding:
+            _, tuning = tune_grounding(args.grounding, **settings)
+        else:
+            env_kwargs = {} if args.grounding is None else {"grounding": args.grounding}
+            tuning = tune_planner(args.env, env_kwargs=env_kwargs, **settings)
+    except (TuningError, GroundingFileError) as exc:
         print(f"r2s2r tune-planner: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"tuned in {tuning.env_id}, {tuning.episodes} episodes per point (base seed {tuning.base_seed}):")
@@ -114,4 +140,6 @@ def _tune_planner(args: argparse.Namespace) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(tuning.to_dict(), indent=2) + "\n")
         print(f"wrote {args.out}")
+    if args.update_grounding:
+        print(f"stored {tuning.chosen} in {args.grounding} as the demonstrator of {GROUNDED_ENV}")
     return EXIT_OK

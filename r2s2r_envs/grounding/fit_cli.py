@@ -5,12 +5,15 @@ Examples::
     r2s2r sysid --logs lab_logs/ --out my_lab.json --report report/
     r2s2r sysid --lab default --out default.json --planner-episodes 100 --workers 2
     r2s2r sysid --lab my_lab.json --out my_grounding.json --quick
+    r2s2r sysid --logs lab_logs/ --out my_lab.json --tune-episodes 0   # keep the planner's defaults
 
 With ``--lab LAB`` the lab is logged first (``r2s2r log-lab``'s protocols, into ``--log-dir``, default
 ``<FILE without .json>_logs/``), then fitted.  The stages: logging (``excitation.log_lab``), fitting
 (``identify.identify`` on the fitting runs), validation on the held-out runs (``validation.validate``) and, with
 ``--planner-episodes N``, the scripted planner's success in the nominal sim, the grounded sim and the lab
-(``validation.planner_success``).  :func:`run_sysid` is the library function; this module's handler only
+(``validation.planner_success``), then the scripted demonstrator's tuning in the grounded world
+(``tuning.tune_planner``, ``--tune-episodes`` per grid point, default 40, 10 with ``--quick``, 0 skips it),
+stored as the file's ``demonstrator`` section.  :func:`run_sysid` is the library function; this module's handler only
 parses arguments and prints.
 """
 
@@ -22,7 +25,7 @@ import math
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +49,8 @@ class SysidResult:
         out: The grounding file.
         sha256: The file's SHA-256.
         wall_time_s: Seconds per stage: ``logging`` (0 with ``--logs``), ``fitting``, ``validation``, ``planner``
-            (0 without the planner table), ``total``.
+            (0 without the planner table), ``tuning`` (0 without it), ``total``.
+        tuning: The demonstrator's tuning in the grounded world (``grounding.tuning.PlannerTuning``), or None.
     """
 
     grounding: Grounding
@@ -56,6 +60,7 @@ class SysidResult:
     out: Path
     sha256: str
     wall_time_s: dict[str, float]
+    tuning: Any = None
 
 
 def run_sysid(
@@ -68,6 +73,8 @@ def run_sysid(
     quick: bool = False,
     workers: int = 1,
     planner_episodes: int = 0,
+    tune_episodes: int | None = None,
+    tune_grid: Mapping[str, Sequence[float]] | None = None,
     report: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SysidResult:
@@ -83,6 +90,10 @@ def run_sysid(
         quick: Reduced budget for logging and fitting.
         workers: Threads / processes for fitting and the planner table.
         planner_episodes: Episodes per env of the planner table (0: no table).
+        tune_episodes: Episodes per grid point of the scripted demonstrator's tuning in the grounded world (None:
+            40, 10 with ``quick``; 0: no tuning, the file's ``demonstrator`` is null and the planner keeps its
+            defaults).
+        tune_grid: The tuning grid (None: ``tuning.DEFAULT_GRID``).
         report: Directory of the HTML report (None: no report).
         progress: Called with one line per step (e.g. ``print``).
 
@@ -96,7 +107,14 @@ def run_sysid(
 
     say = progress or (lambda line: None)
     out = Path(out)
-    times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0}
+    from r2s2r_envs.grounding.tuning import DEFAULT_GRID, GROUNDED_ENV, check_grid, tune_planner
+
+    if tune_episodes is None:
+        tune_episodes = 10 if quick else 40
+    if tune_episodes < 0:
+        raise ValueError(f"tune_episodes must be >= 0 (0: no tuning), got {tune_episodes}")
+    grid = check_grid(DEFAULT_GRID if tune_grid is None else tune_grid)  # a bad grid fails before any work
+    times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0, "tuning": 0.0}
     start = time.perf_counter()
     if logs is None:
         if lab is None:
@@ -129,9 +147,27 @@ def run_sysid(
         )
         times["planner"] = time.perf_counter() - t0
         validation = validation.with_planner(table)
-    times["total"] = time.perf_counter() - start
     provenance = _provenance(log_set, identification, seed=seed, quick=quick, workers=workers, times=times)
     grounding = Grounding.from_identification(identification, validation=validation.to_dict(), provenance=provenance)
+    tuning = None
+    if tune_episodes > 0:
+        say(f"tuning the scripted demonstrator in the grounded world: {tune_episodes} episodes per grid point")
+        t0 = time.perf_counter()
+        untuned = out.with_name(f".{out.name}.untuned")
+        write_grounding(grounding, untuned)
+        try:
+            tuning = tune_planner(
+                GROUNDED_ENV, grid=grid, episodes=tune_episodes, env_kwargs={"grounding": str(untuned)}, workers=workers
+            )
+        finally:
+            untuned.unlink(missing_ok=True)
+        times["tuning"] = time.perf_counter() - t0
+        say(f"demonstrator: {tuning.chosen} (defaults {tuning.default})")
+    times["total"] = time.perf_counter() - start
+    provenance = _provenance(log_set, identification, seed=seed, quick=quick, workers=workers, times=times)
+    grounding = dataclasses.replace(grounding, provenance=provenance)
+    if tuning is not None:
+        grounding = grounding.with_tuning(tuning)
     sha256 = write_grounding(grounding, out)
     if report is not None:
         from r2s2r_envs.grounding.report import write_report
@@ -145,6 +181,7 @@ def run_sysid(
         out=out,
         sha256=sha256,
         wall_time_s=times,
+        tuning=tuning,
     )
 
 
@@ -288,6 +325,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
         help="scripted planner's success over N episodes in the nominal sim, the grounded sim and the lab "
         "(default 0: no planner table; 100 for the shipped grounding)",
     )
+    p.add_argument(
+        "--tune-episodes",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="tune the scripted demonstrator in the grounded world on N episodes per grid point and store the "
+        "choice in the file (default 40, 10 with --quick; 0: keep the planner's defaults)",
+    )
     p.add_argument("--quick", action="store_true", help="reduced logging and fitting budget (a quick look)")
     p.add_argument("--workers", type=positive_int, default=1, metavar="W", help="threads/processes (default 1)")
     p.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="base seed of logging (default 0)")
@@ -317,6 +362,7 @@ def cmd_sysid(args: argparse.Namespace) -> int:
             quick=args.quick,
             workers=args.workers,
             planner_episodes=args.planner_episodes,
+            tune_episodes=args.tune_episodes,
             report=args.report,
             progress=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
@@ -327,6 +373,12 @@ def cmd_sysid(args: argparse.Namespace) -> int:
     print()
     print(result.validation.format())
     print()
+    if result.tuning is not None:
+        t = result.tuning
+        print(f"demonstrator tuned in the grounded world ({t.episodes} episodes per point, base seed {t.base_seed}):")
+        print(t.table())
+        print(f"chosen: {t.chosen} (defaults {t.default})")
+        print()
     times = ", ".join(f"{k} {v:.1f} s" for k, v in result.wall_time_s.items())
     print(f"wrote {result.out} (sha256 {result.sha256[:16]}...); wall time: {times}")
     if args.report is not None:

@@ -4,15 +4,21 @@ A grounding file is JSON (schema ``grounding_schema.json``, shipped with the pac
 
     {
       "format": "r2s2r_envs.grounding",
-      "schema_version": 1,
+      "schema_version": 2,
       "world": {...every WorldParams field...},
       "intervals": {"belt_speed": [0.0951, 0.0957], "object_mass": [[0.11, 0.13], [0.12, 0.15], [0.2, 0.24]]},
       "identified": ["belt_speed", "object_mass", ...],
       "not_identifiable": {"arm_armature": "the logs do not excite ..."},
       "validation": {"nrmse": {...}, "planner": {...}, "unmodeled": {...}},
       "provenance": {"lab": {"name": ..., "config_sha256": ...}, "logs": {file: sha256}, "versions": {...},
-                     "seed": 0, "wall_time_s": {...}}
+                     "seed": 0, "wall_time_s": {...}},
+      "demonstrator": {"name": "scripted", "settings": {"position_gain": 0.3}, "tuning": {...}}
     }
+
+``demonstrator`` (schema version 2) is the scripted planner as tuned in this world (``grounding.tuning``,
+``r2s2r sysid`` / ``r2s2r tune-planner --update-grounding``): the demonstrator that comes with
+``PickSort-WorldGrounded-v0`` when it runs this grounding. ``null``: not tuned, the planner keeps its defaults.
+Version-1 files (no such section) are read as ``null``.
 
 ``load_grounding("default")`` reads the file shipped for the default lab (``groundings/default.json``);
 any other argument is a path.  Every file is checked before it is used: against the JSON schema, then that
@@ -37,8 +43,12 @@ from typing import Any
 
 from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
 
-#: Version of the grounding file format; readers refuse others.
-GROUNDING_SCHEMA_VERSION = 1
+#: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
+GROUNDING_SCHEMA_VERSION = 2
+#: Versions this package reads: 1 (before the ``demonstrator`` section; read as ``demonstrator: null``) and 2.
+READABLE_SCHEMA_VERSIONS = (1, 2)
+#: The demonstrator a grounding file can tune (``demonstrator.name``).
+TUNABLE_DEMONSTRATOR = "scripted"
 #: The ``format`` field of a grounding file.
 GROUNDING_FORMAT = "r2s2r_envs.grounding"
 #: Name of the grounding shipped for the default lab.
@@ -68,6 +78,9 @@ class Grounding:
             ``reduction_percent``, ``samples``), ``planner`` success table or None, ``unmodeled`` effects or None
             (see :mod:`r2s2r_envs.grounding.validation`).
         provenance: Lab name and config hash, log file hashes, software versions, seed, wall time per stage (s).
+        demonstrator: The scripted planner as tuned in this world: ``name`` (``"scripted"``), ``settings``
+            (``PlannerConfig`` fields that differ from the defaults' grid) and ``tuning`` (the tuning's grid, episodes,
+            base seed and every point's result in this world, or None); None: not tuned (the planner's defaults).
         source: Where it was loaded from (a shipped name or a path); not part of the file.
         file_sha256: SHA-256 of the file's bytes when loaded from a file; not part of the file.
     """
@@ -78,6 +91,7 @@ class Grounding:
     not_identifiable: Mapping[str, str] = dataclasses.field(default_factory=dict)
     validation: Mapping[str, Any] = dataclasses.field(default_factory=lambda: {"nrmse": {}})
     provenance: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    demonstrator: Mapping[str, Any] | None = None
     source: str | None = dataclasses.field(default=None, compare=False)
     file_sha256: str | None = dataclasses.field(default=None, compare=False)
 
@@ -87,6 +101,8 @@ class Grounding:
         object.__setattr__(self, "identified", tuple(self.identified))
         object.__setattr__(self, "intervals", {k: _interval_json(v) for k, v in dict(self.intervals).items()})
         object.__setattr__(self, "not_identifiable", dict(self.not_identifiable))
+        if self.demonstrator is not None:
+            object.__setattr__(self, "demonstrator", _jsonable(self.demonstrator))
         _check_semantics(self.to_dict(), "Grounding")
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +116,7 @@ class Grounding:
             "not_identifiable": dict(self.not_identifiable),
             "validation": _jsonable(self.validation),
             "provenance": _jsonable(self.provenance),
+            "demonstrator": None if self.demonstrator is None else dict(self.demonstrator),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -121,6 +138,7 @@ class Grounding:
             not_identifiable=data["not_identifiable"],
             validation=data["validation"],
             provenance=data["provenance"],
+            demonstrator=data.get("demonstrator"),
         )
 
     @classmethod
@@ -141,6 +159,19 @@ class Grounding:
             validation=validation,
             provenance=provenance,
         )
+
+    def demonstrator_settings(self) -> dict[str, Any]:
+        """Keyword arguments of the scripted planner as tuned in this world (``{}``: not tuned, its defaults)."""
+        return dict(self.demonstrator["settings"]) if self.demonstrator is not None else {}
+
+    def with_tuning(self, tuning: Any) -> Grounding:
+        """This grounding with its ``demonstrator`` section from a :class:`r2s2r_envs.grounding.tuning.PlannerTuning`
+        run in this world (the tuning's env and its arguments are not recorded: the world is this file's)."""
+        record = tuning.to_dict()
+        for key in ("format", "env_id", "env_kwargs"):
+            record.pop(key, None)
+        section = {"name": TUNABLE_DEMONSTRATOR, "settings": tuning.planner_settings(), "tuning": record}
+        return dataclasses.replace(self, demonstrator=section)
 
     def interval(self, field: str) -> Any:
         """The 95% interval of ``field`` (``[low, high]`` or a list of them), or None if it has none."""
@@ -227,6 +258,19 @@ def grounding_schema() -> dict[str, Any]:
     return json.loads(resources.files("r2s2r_envs.grounding").joinpath(_SCHEMA_FILE).read_text())
 
 
+def grounding_schema_for(version: int) -> dict[str, Any]:
+    """The schema of a file of ``version``: version 1 is version 2 without the ``demonstrator`` section."""
+    schema = grounding_schema()
+    if version >= 2:
+        return schema
+    properties = {k: v for k, v in schema["properties"].items() if k != "demonstrator"}
+    return {
+        **schema,
+        "required": [k for k in schema["required"] if k != "demonstrator"],
+        "properties": {**properties, "schema_version": {"const": 1}},
+    }
+
+
 def validate_grounding(data: Any, *, where: str = "grounding") -> None:
     """Check a grounding file's JSON object: schema version first, then the JSON schema, then the semantics.
 
@@ -238,24 +282,25 @@ def validate_grounding(data: Any, *, where: str = "grounding") -> None:
     if not isinstance(data, Mapping):
         raise GroundingFileError(f"{where} must hold a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")
-    if version != GROUNDING_SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_SCHEMA_VERSIONS:
         what = "has no schema_version" if version is None else f"has schema_version {version!r}"
+        readable = " and ".join(map(str, READABLE_SCHEMA_VERSIONS))
         raise GroundingFileError(
-            f"{where} {what}; this r2s2r_envs reads grounding schema version {GROUNDING_SCHEMA_VERSION} only "
+            f"{where} {what}; this r2s2r_envs reads grounding schema versions {readable} "
             "(re-run `r2s2r sysid` with this version to rewrite it)"
         )
     if data.get("format") != GROUNDING_FORMAT:
         raise GroundingFileError(
             f"{where}: 'format' is {data.get('format')!r}, expected {GROUNDING_FORMAT!r} (is this a grounding file?)"
         )
-    known = list(grounding_schema()["properties"])
+    known = [k for k in grounding_schema()["properties"] if version >= 2 or k != "demonstrator"]
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise GroundingFileError(f"{where}: unknown field(s) {unknown}; a grounding file has exactly {known}")
     missing = [k for k in known if k not in data]
     if missing:
         raise GroundingFileError(f"{where}: missing field(s) {missing}; a grounding file has exactly {known}")
-    validator = jsonschema.Draft202012Validator(grounding_schema())
+    validator = jsonschema.Draft202012Validator(grounding_schema_for(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
@@ -288,6 +333,23 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
     both = sorted(set(data["identified"]) & set(data["not_identifiable"]))
     if both:
         raise GroundingFileError(f"{where}: {both} listed both as identified and as not identifiable")
+    if data.get("demonstrator") is not None:
+        _check_demonstrator(where, data["demonstrator"])
+
+
+def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:
+    """The settings must build the scripted planner (``PlannerConfig`` fields, finite numbers)."""
+    from r2s2r_envs.behavior.scripted import PlannerConfig
+
+    fields = [f.name for f in dataclasses.fields(PlannerConfig)]
+    settings = section["settings"]
+    if unknown := sorted(set(settings) - set(fields)):
+        raise GroundingFileError(
+            f"{where}: demonstrator.settings has unknown planner setting(s) {unknown}; PlannerConfig fields: {fields}"
+        )
+    for name, value in settings.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise GroundingFileError(f"{where}: demonstrator.settings.{name} must be a finite number, got {value!r}")
 
 
 def _check_field_ref(where: str, key: str, ref: str) -> None:
@@ -382,9 +444,12 @@ __all__ = [
     "DEFAULT_GROUNDING",
     "GROUNDING_FORMAT",
     "GROUNDING_SCHEMA_VERSION",
+    "READABLE_SCHEMA_VERSIONS",
+    "TUNABLE_DEMONSTRATOR",
     "Grounding",
     "GroundingFileError",
     "grounding_schema",
+    "grounding_schema_for",
     "load_grounding",
     "shipped_grounding_path",
     "shipped_groundings",

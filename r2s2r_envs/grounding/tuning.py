@@ -11,8 +11,14 @@ Honesty: it reads only the simulated env it is given. The lab (an env whose ``do
 and so are the evaluation protocol's seeds: settings chosen on the episodes they are judged on would be tuned to
 the protocol. Judging the choice in the lab is the evaluation's job (``evaluation.evaluate``), once.
 
+The choice made in a grounded world is stored in its grounding file (:func:`tune_grounding`, the file's
+``demonstrator`` section): ``PickSort-WorldGrounded-v0`` then demonstrates with it, so every variant's scripted
+demonstrator is tuned in its own world by one procedure (in the nominal world the same procedure keeps the defaults).
+``r2s2r sysid`` runs it after identification.
+
 Example:
     r2s2r tune-planner --env PickSort-WorldGrounded-v0 --episodes 40 --workers 2 --out tuned_planner.json
+    r2s2r tune-planner --grounding my_lab.json --workers 2 --update-grounding   # store the choice in the file
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import dataclasses
 import functools
 import itertools
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -163,6 +171,53 @@ def planner_factory(**settings: float) -> Callable[[Any], ScriptedPlanner]:
     """A picklable factory ``f(env)`` of the scripted planner with ``settings`` (for ``evaluation.evaluate`` or
     ``datasets.generate`` with worker processes, where a lambda cannot be sent)."""
     return functools.partial(_planner, **settings)
+
+
+#: The env a grounding file's demonstrator is tuned in (and demonstrates in).
+GROUNDED_ENV = "PickSort-WorldGrounded-v0"
+
+
+def tune_grounding(
+    grounding: str | os.PathLike[str],
+    *,
+    grid: Mapping[str, Sequence[float]] = DEFAULT_GRID,
+    episodes: int = 40,
+    base_seed: int = TUNING_BASE_SEED,
+    workers: int = 1,
+    log: Callable[[str], None] | None = None,
+) -> tuple[Any, PlannerTuning]:
+    """Tunes the scripted planner in the world of the grounding file ``grounding`` and rewrites the file with the
+    choice as its ``demonstrator`` section (every other section unchanged); returns the new grounding and the tuning.
+
+    The planner is tuned from its defaults, whatever settings the file held before. ``PickSort-WorldGrounded-v0``
+    with this file then demonstrates with the chosen settings.
+
+    Raises:
+        TuningError: ``grounding`` is not an existing file (a shipped name is refused: copy the file first), or
+            what :func:`tune_planner` refuses.
+        GroundingFileError: the file is not a valid grounding.
+    """
+    from r2s2r_envs.grounding.result import load_grounding, write_grounding
+
+    path = Path(grounding)
+    if not path.is_file():
+        raise TuningError(
+            f"grounding {os.fspath(grounding)!r} is not a file: give the path of the grounding file to update "
+            "(a shipped grounding is part of the package; copy it first)"
+        )
+    current = load_grounding(path)  # checked before any episode runs
+    tuning = tune_planner(
+        GROUNDED_ENV,
+        grid=grid,
+        episodes=episodes,
+        base_seed=base_seed,
+        env_kwargs={"grounding": str(path)},
+        workers=workers,
+        log=log,
+    )
+    updated = current.with_tuning(tuning)
+    write_grounding(updated, path)
+    return load_grounding(path), tuning
 
 
 def tune_planner(

@@ -5,6 +5,11 @@ Its one input is a grounding file written by ``r2s2r sysid`` (:mod:`r2s2r_envs.g
 docs/grounding.md): ``gym.make("PickSort-WorldGrounded-v0")`` uses the file shipped for the default lab, and
 ``gym.make("PickSort-WorldGrounded-v0", grounding="my_lab.json")`` another lab's.  The file is read and checked
 when the env is made, so a missing or malformed file fails at ``gym.make``, never later.
+
+The demonstrator that comes with ``PickSort-WorldGrounded-v0`` is the scripted planner as tuned in the grounded
+world (the file's ``demonstrator`` section, written by ``r2s2r sysid`` or ``r2s2r tune-planner
+--update-grounding``; ``grounding.tuning``): ``make_demonstrator(env)`` and dataset generation use those settings.
+A file without the section leaves the planner at its defaults.
 """
 
 from __future__ import annotations
@@ -44,6 +49,15 @@ class WorldGroundedEnv(PickSortEnv):
             )
         self.grounding = load_grounding(grounding)
         super().__init__(world=self.grounding.world, **kwargs)
+
+    @property
+    def demonstrator_settings(self) -> dict[str, Any]:
+        """The scripted planner's settings as tuned in this world (the grounding file's ``demonstrator`` section),
+        when the env's demonstrator is the scripted planner; ``{}`` otherwise or when the file has none."""
+        section = self.grounding.demonstrator
+        if section is None or section["name"] != self.demonstrator:
+            return {}
+        return self.grounding.demonstrator_settings()
 
     def grounding_identity(self) -> dict[str, Any]:
         """Which grounding file this env runs: its name or path, the SHA-256 of its bytes, its schema version and

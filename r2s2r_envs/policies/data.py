@@ -112,9 +112,10 @@ def _check_unpinned(role: str, arg: str, path: Path, digest: str, entry: Canonic
             f"--{role} {arg}: the cached {path} is stale or foreign ({'; '.join(differences)}): delete the file and "
             f"run `r2s2r datasets make {arg}`"
         )
+    known = ", ".join(h[:16] + "..." for h in (entry.sha256, *entry.other_builds) if h) or "none pinned yet"
     warnings.warn(
-        f"--{role} {arg}: {path} has content hash {digest[:16]}..., not the pinned {entry.sha256[:16]}...; it follows "
-        "the canonical recipe and was made by this version (another kind of machine than the reference, "
+        f"--{role} {arg}: {path} has content hash {digest[:16]}..., not a build the spec knows ({known}); it follows "
+        "the canonical recipe and was made by this version (another kind of machine, "
         "docs/datasets.md#canonical-datasets); using it: results record its hash",
         UnpinnedDatasetWarning,
         stacklevel=3,
@@ -152,7 +153,7 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
                     )
             except DatasetError as exc:
                 raise DataSelectionError(f"--{role} {arg}: {exc}") from None
-            if entry is not None and entry.sha256 is not None and ref.content_hash != entry.sha256:
+            if entry is not None and entry.known_build(ref.content_hash) is None:
                 _check_unpinned(role, arg, path, ref.content_hash, entry)
             if ref.domain != role:
                 raise DataSelectionError(
