@@ -49,6 +49,8 @@ from transfer_gap import _TRAIN, CO_TRAINED_FRACTION, LAB  # noqa: E402
 
 ARMS = ("ungrounded", "worldgrounded", "worldgrounded-untuned", "behaviorgrounded", "fullygrounded")
 DEFAULT_ARMS = ("ungrounded", "worldgrounded", "worldgrounded-untuned")
+#: The four variants' canonical data, in the ablation's order (U, W, B, F).
+VARIANT_ARMS = ("ungrounded", "worldgrounded", "behaviorgrounded", "fullygrounded")
 #: The arm made here rather than taken from the canonical datasets.
 MADE_HERE = "worldgrounded-untuned"
 
@@ -191,6 +193,20 @@ def summarize(path: Path) -> None:
         order_text = " / ".join(f"{100 * v:.0f}" for v in order)
         print(f"{arm} ({len(sorted_[arm])} seeds): sort {parts[0]}, success {parts[1]}; {order_text}")
     arms = list(sorted_)
+    if set(VARIANT_ARMS) <= set(arms):  # the four variants: the ablation's effects (docs/ablation.md#analysis)
+        u, w, b, f = VARIANT_ARMS
+        effects = {
+            "world (mean over behavior)": {w: 0.5, u: -0.5, f: 0.5, b: -0.5},
+            "behavior (mean over world)": {b: 0.5, u: -0.5, f: 0.5, w: -0.5},
+            "interaction (F - B) - (W - U)": {f: 1.0, b: -1.0, w: -1.0, u: 1.0},
+        }
+        for name, weights in effects.items():
+            parts = []
+            for metric in ("sort", "success"):
+                e = bootstrap_contrast(cells[metric], weights)
+                low, high = e["ci95"]
+                parts.append(f"{metric} {100 * e['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
+            print(f"effect, {name}: {'; '.join(parts)}")
     for i, a in enumerate(arms):
         for b_arm in arms[i + 1 :]:
             parts = []
