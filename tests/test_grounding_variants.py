@@ -43,6 +43,18 @@ def test_env_runs_the_grounded_world_and_names_its_file(grounding_file):
     json.dumps(prov)  # goes into datasets and results
 
 
+def test_provenance_names_the_files_own_schema_version(tmp_path):
+    old = load_grounding(write_example(tmp_path)).to_dict()
+    old["schema_version"] = 1
+    del old["demonstrator"]
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps(old))
+    identity = WorldGroundedEnv(grounding=str(v1)).grounding_identity()
+    assert identity["schema_version"] == 1  # read as version 2 in memory, but the file says 1
+    assert identity["sha256"] == load_grounding(v1).file_sha256
+    assert load_grounding(v1).file_schema_version == 1
+
+
 def test_the_planner_tuned_in_the_grounded_world_is_the_envs_demonstrator(tmp_path, grounding_file):
     from r2s2r_envs.behavior import make_demonstrator
 

@@ -83,6 +83,8 @@ class Grounding:
             base seed and every point's result in this world, or None); None: not tuned (the planner's defaults).
         source: Where it was loaded from (a shipped name or a path); not part of the file.
         file_sha256: SHA-256 of the file's bytes when loaded from a file; not part of the file.
+        file_schema_version: The schema version of the file or dict it was read from (a version-1 file is read
+            with ``demonstrator`` None); None when made in memory (written as the current version).
     """
 
     world: WorldParams
@@ -94,6 +96,7 @@ class Grounding:
     demonstrator: Mapping[str, Any] | None = None
     source: str | None = dataclasses.field(default=None, compare=False)
     file_sha256: str | None = dataclasses.field(default=None, compare=False)
+    file_schema_version: int | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.world, WorldParams):
@@ -139,6 +142,7 @@ class Grounding:
             validation=data["validation"],
             provenance=data["provenance"],
             demonstrator=data.get("demonstrator"),
+            file_schema_version=data["schema_version"],
         )
 
     @classmethod

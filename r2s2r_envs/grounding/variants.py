@@ -60,13 +60,14 @@ class WorldGroundedEnv(PickSortEnv):
         return self.grounding.demonstrator_settings()
 
     def grounding_identity(self) -> dict[str, Any]:
-        """Which grounding file this env runs: its name or path, the SHA-256 of its bytes, its schema version and
-        the lab it was identified from (name and config hash)."""
+        """Which grounding file this env runs: its name or path, the SHA-256 of its bytes, the file's schema version
+        (a version-1 file stays 1, though it is read as the current version) and the lab it was identified from (name
+        and config hash)."""
         g = self.grounding
         return {
             "source": g.source,
             "sha256": g.file_sha256,
-            "schema_version": GROUNDING_SCHEMA_VERSION,
+            "schema_version": g.file_schema_version or GROUNDING_SCHEMA_VERSION,
             "lab": dict(g.provenance.get("lab", {})),
         }
 
