@@ -1,0 +1,305 @@
+"""Why does behavior grounding not help plain ``flow``? The sim data of the four variants beside the lab's demos.
+
+The four-variant table at 30,000 steps (docs/ablation.md) has ``flow`` policies co-trained on the human-like
+generator's data (BehaviorGrounded, FullyGrounded) sort less in the lab than those co-trained on the scripted
+planner's (Ungrounded, WorldGrounded), and their first failure is mostly a ``missed`` object. This script measures
+the data each policy trained on, with what a real cell records (states and commands; no simulator state, no lab
+parameter), for the lab's demos and each variant's sim demos:
+
+* **timing** per grasp (``r2s2r_envs.behavior.segments``): object arrival to closure onset, reach duration, where
+  along the belt the object was at closure and how much time it had left before leaving the arm's reach there
+  (``reach_limit_y``, at the object's perceived speed), the share of steps the hand rests; per demo its length.
+* **predictability** of each demonstrator's actions from the state: every held-out demo's actions (the last 20% of
+  the demos) predicted by the mean action of the ``k`` nearest states of the other demos (the mixture analysis's
+  state features and scaling), as a normalized error (1: no better than the mean action; 0: a function of the
+  state). What a policy conditioned on the state cannot learn from a demonstrator shows here.
+* **agreement with the teleoperator**: the lab's demo actions predicted from each sim set's ``k`` nearest states,
+  beside the lab demos' own held-out figure: how alike the two demonstrators act *at the teleoperator's states*,
+  which is what co-training mixes.
+
+With ``--policy NAME=CHECKPOINT`` it also rolls policies out in the lab for ``--episodes`` episodes (scenes
+other than the training demos') and measures the same per-object timing on what they did (objects they lifted),
+plus, per object never lifted, whether the hand came within 5 cm of it before it left the arm's reach and whether
+the fingers closed.
+
+Example (docs/ablation.md, 2 cores; each set's canonical file from the cache, or its first ``--demos`` demos made
+with its recipe where the cache lacks it)::
+
+    python benchmarks/behavior_axis.py --demos 300 --out runs/behavior_axis
+    python benchmarks/behavior_axis.py --demos 300 --policy B1=runs/bf_30k/behaviorgrounded-seed1 --episodes 30 \\
+        --out runs/behavior_axis
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
+
+import numpy as np  # noqa: E402
+
+LAB_SET = "lab-50"
+SIM_SETS = ("ungrounded-1000", "worldgrounded-1000", "behaviorgrounded-1000", "fullygrounded-1000")
+#: Nearest demo states whose mean action predicts an action.
+NEIGHBORS = 5
+#: Base seed of the policies' recorded lab episodes: not ``lab-50``'s 0, whose scenes the policies trained on.
+ROLLOUT_SEED = 7_000
+#: Hand within this horizontal distance of an object counts as having reached it, m.
+NEAR = 0.05
+
+
+# ---------------------------------------------------------------------- timing
+def timing(traces) -> dict[str, float]:
+    """Per-grasp and per-demo timing of a list of ``DemoTrace`` (means over grasps or demos)."""
+    from r2s2r_envs.behavior.metrics import grasp_traits
+    from r2s2r_envs.behavior.segments import DT
+    from r2s2r_envs.envs.outcomes import OutcomeRules
+
+    limit = OutcomeRules().reach_limit_y
+    rows: dict[str, list[float]] = {k: [] for k in ("arrival_to_grasp", "reach_duration", "y_at_close", "slack")}
+    for t in traces:
+        for g in t.grasps:
+            traits = grasp_traits(t, g)
+            rows["arrival_to_grasp"].append(traits["arrival_to_grasp"])
+            rows["reach_duration"].append(traits["reach_duration"])
+            y = t.objects[:, g.obj, 1]
+            rows["y_at_close"].append(float(y[g.close]))
+            # The object's own speed along the belt over the second before closure (the perceived belt speed).
+            a = max(g.close - int(round(1.0 / DT)), 0)
+            speed = (y[a] - y[g.close]) / max((g.close - a) * DT, DT)
+            rows["slack"].append(float((y[g.close] - limit) / speed) if speed > 0.01 else np.nan)
+    out = {k: float(np.nanmean(v)) if v else np.nan for k, v in rows.items()}
+    out.update({f"{k}_p10": float(np.nanpercentile(v, 10)) if v else np.nan for k, v in rows.items()})
+    out["grasps"] = float(sum(len(t.grasps) for t in traces))
+    out["demo_s"] = float(np.mean([len(t.eef) * DT for t in traces])) if traces else np.nan
+    out["rest_share"] = float(np.mean(np.concatenate([t.speed < 0.03 for t in traces]))) if traces else np.nan
+    return out
+
+
+# ---------------------------------------------------------------------- predictability
+def _scaled(states: np.ndarray, actions: np.ndarray, ref_states: np.ndarray, ref_actions: np.ndarray):
+    from r2s2r_envs.ablation.mixture import _informative
+
+    s_keep, s_scale = _informative(np.concatenate([states, ref_states]))
+    a_keep, a_scale = _informative(np.concatenate([actions, ref_actions]))
+    return (
+        states[:, s_keep] / s_scale,
+        actions[:, a_keep] / a_scale,
+        ref_states[:, s_keep] / s_scale,
+        ref_actions[:, a_keep] / a_scale,
+    )
+
+
+def knn_error(states, actions, ref_states, ref_actions, neighbors: int = NEIGHBORS) -> float:
+    """Mean squared error of ``actions`` predicted by the mean action of the ``neighbors`` nearest ``ref_states``,
+    divided by that of the mean reference action (both in the pooled scaling): 0 means the actions are a function of
+    the state as the reference set acts it, 1 no better than ignoring the state."""
+    from sklearn.neighbors import NearestNeighbors
+
+    s, a, rs, ra = _scaled(states, actions, ref_states, ref_actions)
+    idx = NearestNeighbors(n_neighbors=min(neighbors, len(rs))).fit(rs).kneighbors(s, return_distance=False)
+    err = ((a - ra[idx].mean(axis=1)) ** 2).sum(axis=1).mean()
+    base = ((a - ra.mean(axis=0)) ** 2).sum(axis=1).mean()
+    return float(err / base)
+
+
+def split_demos(data, held_share: float = 0.2):
+    s, a, d = data
+    held = d >= int(round((1 - held_share) * (d.max() + 1)))
+    return (s[~held], a[~held]), (s[held], a[held])
+
+
+# ---------------------------------------------------------------------- data
+def read_set(path: Path, demos: int):
+    """(traces, (states, actions, demo index)) of the first ``demos`` demos of a dataset."""
+    from r2s2r_envs.ablation.mixture import FEATURE_KEYS, features
+    from r2s2r_envs.behavior.segments import OBS_KEYS, trace_from_arrays
+    from r2s2r_envs.datasets import open_dataset
+
+    traces, states, actions, index = [], [], [], []
+    with open_dataset(path, verify="none") as f:
+        for k, demo_id in enumerate(f.demo_ids[:demos]):
+            obs = {key: f.read(demo_id, f"obs/{key}") for key in set(OBS_KEYS) | set(FEATURE_KEYS)}
+            acts = np.asarray(f.read(demo_id, "actions"), dtype=np.float64)
+            traces.append(trace_from_arrays(demo_id, obs, acts, f.demo_attrs(demo_id)))
+            states.append(features({key: obs[key][: len(acts)] for key in FEATURE_KEYS}))
+            actions.append(acts)
+            index.append(np.full(len(acts), k))
+    return traces, (np.concatenate(states), np.concatenate(actions), np.concatenate(index))
+
+
+def dataset(name: str, demos: int, out: Path, workers: int) -> Path:
+    """The canonical dataset ``name`` from the cache when it is there (complete, not being written), else its first
+    ``demos`` demos generated here with its recipe (the same base seed: the same demos as the canonical file's
+    first ones on this machine)."""
+    from r2s2r_envs.ablation.design import canonical_recipe
+    from r2s2r_envs.datasets.canonical import default_cache_dir
+    from r2s2r_envs.datasets.generate import generate
+
+    cached = default_cache_dir() / f"{name}.hdf5"
+    if cached.exists() and not Path(f"{cached}.lock").exists():
+        return cached
+    recipe = canonical_recipe(name, demos, name)
+    file = out / f"{name.rsplit('-', 1)[0]}-{demos}.hdf5"
+    generate(
+        recipe.env_id,
+        recipe.episodes,
+        file,
+        workers=workers,
+        seed=recipe.seed,
+        successes_only=True,
+        env_kwargs=recipe.env_kwargs,
+        progress=False,
+        **recipe.generate_kwargs,
+    )
+    return file
+
+
+# ---------------------------------------------------------------------- policies
+class _Recorder:
+    """Wraps a trained policy as a demonstrator so that ``generate`` records its lab rollouts."""
+
+    name = "policy"
+
+    def __init__(self, env, path: str):
+        from r2s2r_envs.policies import load_policy
+
+        self._policy = load_policy(path)
+        self.settings = {"checkpoint": path}
+
+    def reset(self, seed=None):
+        self._policy.reset(seed)
+
+    def act(self, obs):
+        return self._policy.act(obs)
+
+
+def policy_rollouts(path: str, episodes: int, out: Path) -> Path:
+    """The policy's lab rollouts, recorded as a dataset (every attempt kept; base seed ``ROLLOUT_SEED``)."""
+    from functools import partial
+
+    from r2s2r_envs.datasets.generate import generate
+
+    file = out / f"rollouts-{Path(path).name}.hdf5"
+    generate(
+        "PickSort-Real-v0",
+        episodes,
+        file,
+        seed=ROLLOUT_SEED,
+        demonstrator=partial(_Recorder, path=str(path)),
+        progress=False,
+    )
+    return file
+
+
+def misses(path: Path) -> dict[str, float]:
+    """Objects never lifted in a rollout file: how many, and for how many of them the hand came near (within
+    ``NEAR`` horizontally while the object was reachable) and the fingers closed while near."""
+    from r2s2r_envs.behavior.segments import DIGIT_JOINTS, FINGER_ACTION_START
+    from r2s2r_envs.datasets import open_dataset
+    from r2s2r_envs.envs.outcomes import OutcomeRules
+
+    limit = OutcomeRules().reach_limit_y
+    counts = {"objects": 0, "never_lifted": 0, "never_near": 0, "near_not_closed": 0, "closed_near": 0}
+    flex = sorted(i for idx in DIGIT_JOINTS.values() for i in idx)
+    with open_dataset(path, verify="none") as f:
+        for demo_id in f.demo_ids:
+            attrs = f.demo_attrs(demo_id)
+            acts = np.asarray(f.read(demo_id, "actions"))
+            eef = np.asarray(f.read(demo_id, "obs/eef_pos"))[: len(acts)]
+            objs = np.asarray(f.read(demo_id, "obs/object_pos"))[: len(acts)].reshape(len(acts), -1, 3)
+            closed = acts[:, FINGER_ACTION_START:][:, flex].mean(axis=1) > 0.0
+            for k, outcome in enumerate(attrs.get("object_outcomes") or []):
+                counts["objects"] += 1
+                if outcome not in ("missed", "fell_off_belt", "timeout"):
+                    continue
+                counts["never_lifted"] += 1
+                reachable = (objs[:, k, 1] > limit) & (objs[:, k, 1] < 0.3)
+                near = reachable & (np.linalg.norm(eef[:, :2] - objs[:, k, :2], axis=1) < NEAR)
+                if not near.any():
+                    counts["never_near"] += 1
+                elif (near & closed).any():
+                    counts["closed_near"] += 1
+                else:
+                    counts["near_not_closed"] += 1
+    return counts
+
+
+# ---------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--demos", type=int, default=300, help="first demos of each sim set read (default 300)")
+    parser.add_argument("--workers", type=int, default=2, help="dataset-building worker processes")
+    parser.add_argument("--policy", action="append", default=[], help="NAME=CHECKPOINT_DIR, repeatable")
+    parser.add_argument("--episodes", type=int, default=30, help="lab episodes per policy (default 30)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    policies = {}
+    for item in args.policy:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path).is_dir():
+            parser.error(f"--policy takes NAME=CHECKPOINT_DIR with an existing directory, got {item!r}")
+        policies[name] = path
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    paths = {name: dataset(name, args.demos, args.out, args.workers) for name in (LAB_SET, *SIM_SETS)}
+    print(f"[{time.perf_counter() - t0:.0f} s] datasets ready", flush=True)
+
+    lab_traces, lab = read_set(paths[LAB_SET], 10**9)
+    lab_fit, lab_held = split_demos(lab)
+    rows = {LAB_SET: {**timing(lab_traces), "self": knn_error(*lab_held, *lab_fit), "lab_from_this": np.nan}}
+    for name in SIM_SETS:
+        traces, data = read_set(paths[name], args.demos)
+        fit, held = split_demos(data)
+        rows[name] = {
+            **timing(traces),
+            "self": knn_error(*held, *fit),
+            # The teleoperator's held-out actions, predicted from this set: same held-out lab states as "self" above.
+            "lab_from_this": knn_error(*lab_held, data[0], data[1]),
+        }
+        print(f"[{time.perf_counter() - t0:.0f} s] {name}: {len(traces)} demos", flush=True)
+    for name, path in policies.items():
+        file = policy_rollouts(path, args.episodes, args.out)
+        from r2s2r_envs.behavior.segments import load_demos
+
+        rows[f"policy {name}"] = {**timing(load_demos(file).traces), **misses(file)}
+        print(f"[{time.perf_counter() - t0:.0f} s] policy {name}: {args.episodes} lab episodes", flush=True)
+
+    print_table(rows)
+    (args.out / "behavior_axis.json").write_text(json.dumps(rows, indent=1, default=float) + "\n")
+
+
+def print_table(rows: dict[str, dict[str, float]]) -> None:
+    cols = [
+        ("arrival_to_grasp", "arrival->close s", "{:.2f}"),
+        ("arrival_to_grasp_p10", "p10", "{:.2f}"),
+        ("reach_duration", "reach s", "{:.2f}"),
+        ("y_at_close", "y at close m", "{:+.3f}"),
+        ("slack", "slack s", "{:.2f}"),
+        ("slack_p10", "p10", "{:.2f}"),
+        ("rest_share", "resting", "{:.2f}"),
+        ("demo_s", "demo s", "{:.1f}"),
+        ("self", "own kNN err", "{:.3f}"),
+        ("lab_from_this", "lab from this", "{:.3f}"),
+    ]
+    print("\n| set | " + " | ".join(c[1] for c in cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for name, row in rows.items():
+        cells = [fmt.format(row[key]) if key in row and np.isfinite(row[key]) else "" for key, _, fmt in cols]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    for name, row in rows.items():
+        if "never_lifted" in row:
+            print(
+                f"{name}: {row['never_lifted']} of {row['objects']} objects never lifted: hand never within "
+                f"{NEAR * 100:.0f} cm {row['never_near']}, near but fingers open {row['near_not_closed']}, closed "
+                f"near {row['closed_near']}"
+            )
+
+
+if __name__ == "__main__":
+    main()
