@@ -48,6 +48,8 @@ SIM_SETS = ("ungrounded-1000", "worldgrounded-1000", "behaviorgrounded-1000", "f
 NEIGHBORS = 5
 #: Base seed of the policies' recorded lab episodes: not ``lab-50``'s 0, whose scenes the policies trained on.
 ROLLOUT_SEED = 7_000
+#: Rise of the mean finger flexion command above its open level that counts as closing, [-1, 1] units.
+CLOSED_RISE = 0.06
 #: Hand within this horizontal distance of an object counts as having reached it, m.
 NEAR = 0.05
 
@@ -115,7 +117,9 @@ def split_demos(data, held_share: float = 0.2):
 
 # ---------------------------------------------------------------------- data
 def read_set(path: Path, demos: int):
-    """(traces, (states, actions, demo index)) of the first ``demos`` demos of a dataset."""
+    """(traces, (states, actions, demo index), record) of the first ``demos`` demos of a dataset; the record holds
+    the file's content hash, its demos and the attempts its generation took (the demonstrator's success in its
+    world)."""
     from r2s2r_envs.ablation.mixture import FEATURE_KEYS, features
     from r2s2r_envs.behavior.segments import OBS_KEYS, trace_from_arrays
     from r2s2r_envs.datasets import open_dataset
@@ -129,7 +133,8 @@ def read_set(path: Path, demos: int):
             states.append(features({key: obs[key][: len(acts)] for key in FEATURE_KEYS}))
             actions.append(acts)
             index.append(np.full(len(acts), k))
-    return traces, (np.concatenate(states), np.concatenate(actions), np.concatenate(index))
+        record = {"sha256": f.content_hash, "file_demos": f.num_demos, "file_attempts": f.attempts}
+    return traces, (np.concatenate(states), np.concatenate(actions), np.concatenate(index)), record
 
 
 def dataset(name: str, demos: int, out: Path, workers: int) -> Path:
@@ -212,7 +217,11 @@ def misses(path: Path) -> dict[str, float]:
             acts = np.asarray(f.read(demo_id, "actions"))
             eef = np.asarray(f.read(demo_id, "obs/eef_pos"))[: len(acts)]
             objs = np.asarray(f.read(demo_id, "obs/object_pos"))[: len(acts)].reshape(len(acts), -1, 3)
-            closed = acts[:, FINGER_ACTION_START:][:, flex].mean(axis=1) > 0.0
+            # Fingers closing: the mean flexion command risen CLOSED_RISE above its open level (the episode's 5th
+            # percentile). A grasp closes them only part of the way (about 0.12 of the [-1, 1] range, in the lab's
+            # demos and the generator's alike), so a fixed "half closed" level would never be reached.
+            flexion = acts[:, FINGER_ACTION_START:][:, flex].mean(axis=1)
+            closed = flexion > np.percentile(flexion, 5) + CLOSED_RISE
             for k, outcome in enumerate(attrs.get("object_outcomes") or []):
                 counts["objects"] += 1
                 if outcome not in ("missed", "fell_off_belt", "timeout"):
@@ -250,13 +259,14 @@ def main() -> None:
     paths = {name: dataset(name, args.demos, args.out, args.workers) for name in (LAB_SET, *SIM_SETS)}
     print(f"[{time.perf_counter() - t0:.0f} s] datasets ready", flush=True)
 
-    lab_traces, lab = read_set(paths[LAB_SET], 10**9)
+    lab_traces, lab, record = read_set(paths[LAB_SET], 10**9)
     lab_fit, lab_held = split_demos(lab)
-    rows = {LAB_SET: {**timing(lab_traces), "self": knn_error(*lab_held, *lab_fit), "lab_from_this": np.nan}}
+    rows = {LAB_SET: {**record, **timing(lab_traces), "self": knn_error(*lab_held, *lab_fit), "lab_from_this": np.nan}}
     for name in SIM_SETS:
-        traces, data = read_set(paths[name], args.demos)
+        traces, data, record = read_set(paths[name], args.demos)
         fit, held = split_demos(data)
         rows[name] = {
+            **record,
             **timing(traces),
             "self": knn_error(*held, *fit),
             # The teleoperator's held-out actions, predicted from this set: same held-out lab states as "self" above.
@@ -271,11 +281,17 @@ def main() -> None:
         print(f"[{time.perf_counter() - t0:.0f} s] policy {name}: {args.episodes} lab episodes", flush=True)
 
     print_table(rows)
-    (args.out / "behavior_axis.json").write_text(json.dumps(rows, indent=1, default=float) + "\n")
+    clean = {
+        name: {k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in row.items()}
+        for name, row in rows.items()
+    }
+    (args.out / "behavior_axis.json").write_text(json.dumps(clean, indent=1, default=float) + "\n")
 
 
 def print_table(rows: dict[str, dict[str, float]]) -> None:
     cols = [
+        ("file_attempts", "attempts", "{:.0f}"),
+        ("file_demos", "demos", "{:.0f}"),
         ("arrival_to_grasp", "arrival->close s", "{:.2f}"),
         ("arrival_to_grasp_p10", "p10", "{:.2f}"),
         ("reach_duration", "reach s", "{:.2f}"),
@@ -290,7 +306,9 @@ def print_table(rows: dict[str, dict[str, float]]) -> None:
     print("\n| set | " + " | ".join(c[1] for c in cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for name, row in rows.items():
-        cells = [fmt.format(row[key]) if key in row and np.isfinite(row[key]) else "" for key, _, fmt in cols]
+        cells = [
+            fmt.format(row[key]) if row.get(key) is not None and np.isfinite(row[key]) else "" for key, _, fmt in cols
+        ]
         print(f"| {name} | " + " | ".join(cells) + " |")
     for name, row in rows.items():
         if "never_lifted" in row:
