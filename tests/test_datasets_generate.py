@@ -422,7 +422,10 @@ if __name__ == "__main__":
             result = {"ok": r.content_hash}
         except GenerationError as exc:
             result = {"error": str(exc)}
-        (root / f"result-{rep}-{name}.json").write_text(json.dumps(result))
+        # Written whole, then renamed: the test polls for the file and must never read it half-written.
+        tmp = root / f"result-{rep}-{name}.json.tmp"
+        tmp.write_text(json.dumps(result))
+        tmp.replace(root / f"result-{rep}-{name}.json")
 """
 
 
@@ -463,6 +466,7 @@ def test_two_runs_started_together_one_proceeds_one_fails_cleanly(tmp_path: Path
             if p.poll() is None:
                 p.kill()
                 p.wait()
+            p.stderr.close()  # else a failure here leaves the pipes to a later test's warning checks
 
 
 def test_held_lock_fails_at_once_and_creates_nothing(tmp_path: Path) -> None:
