@@ -1,0 +1,46 @@
+"""The measures of ``benchmarks/behavior_axis.py`` on data whose answer is known
+(docs/ablation.md#what-the-generators-data-is-and-what-its-policies-do)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+behavior_axis = pytest.importorskip("behavior_axis")
+
+
+def _demos(n_demos: int, steps: int, rng: np.random.Generator, act) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    states = rng.uniform(-1, 1, size=(n_demos * steps, 3))
+    return states, act(states), np.repeat(np.arange(n_demos), steps)
+
+
+def test_knn_error_is_near_zero_for_a_function_of_the_state_and_near_one_for_noise():
+    rng = np.random.default_rng(0)
+    smooth = _demos(50, 40, rng, lambda s: np.stack([np.sin(2 * s[:, 0]), s[:, 1] * s[:, 2]], axis=1))
+    fit, held = behavior_axis.split_demos(smooth)
+    assert behavior_axis.knn_error(*held, *fit) < 0.05
+
+    noise = _demos(50, 40, rng, lambda s: rng.normal(size=(len(s), 2)))
+    fit, held = behavior_axis.split_demos(noise)
+    assert 0.9 < behavior_axis.knn_error(*held, *fit) < 1.4  # k = 5 neighbours' mean: 1 + 1/5 in expectation
+
+
+def test_knn_error_across_sets_tells_agreeing_from_opposite_demonstrators():
+    rng = np.random.default_rng(1)
+    act = lambda s: s[:, :2].copy()  # noqa: E731
+    lab = _demos(20, 40, rng, act)
+    same = _demos(100, 40, rng, act)
+    opposite = _demos(100, 40, rng, lambda s: -s[:, :2])
+    assert behavior_axis.knn_error(lab[0], lab[1], same[0], same[1]) < 0.05
+    assert behavior_axis.knn_error(lab[0], lab[1], opposite[0], opposite[1]) > 3.0  # worse than the mean action
+
+
+def test_split_holds_out_the_last_fifth_of_the_demos():
+    states = np.zeros((100, 1))
+    index = np.repeat(np.arange(10), 10)
+    (fit_s, _), (held_s, _) = behavior_axis.split_demos((states, states, index))
+    assert len(held_s) == 20 and len(fit_s) == 80
