@@ -17,6 +17,11 @@ parameter), for the lab's demos and each variant's sim demos:
   beside the lab demos' own held-out figure: how alike the two demonstrators act *at the teleoperator's states*,
   which is what co-training mixes.
 
+With ``--generator-episodes N`` it runs the human-like generator itself (the canonical model, no action noise) for
+``N`` episodes in the lab, in the grounded world and in the nominal world, and reports its success and the same
+timing: how faithful the generator is to the operator it was fitted to, in each world (a diagnostic, as deploying a
+demonstrator on the real robot would be; no grounding code reads it).
+
 With ``--policy NAME=CHECKPOINT`` it also rolls policies out in the lab for ``--episodes`` episodes (scenes
 other than the training demos') and measures the same per-object timing on what they did (objects they lifted),
 plus, per object never lifted, whether the hand came within 5 cm of it before it left the arm's reach and whether
@@ -201,6 +206,30 @@ def policy_rollouts(path: str, episodes: int, out: Path) -> Path:
     return file
 
 
+#: Where the generator runs with ``--generator-episodes``: the lab, then the worlds of FullyGrounded and
+#: BehaviorGrounded (each variant's own generator: the same shipped model).
+GENERATOR_ENVS = ("PickSort-Real-v0", "PickSort-FullyGrounded-v0", "PickSort-BehaviorGrounded-v0")
+
+
+def generator_runs(env_id: str, episodes: int, out: Path, workers: int) -> dict[str, float]:
+    """The human-like generator's own episodes in ``env_id`` (every attempt kept, no action noise): success, sort
+    accuracy and the timing of its grasps."""
+    from r2s2r_envs.behavior.segments import load_demos
+    from r2s2r_envs.datasets import open_dataset
+    from r2s2r_envs.datasets.generate import generate
+
+    file = out / f"generator-{env_id}.hdf5"
+    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator="humanlike", progress=False)
+    with open_dataset(file, verify="none") as f:
+        outcomes = [f.demo_attrs(d)["object_outcomes"] for d in f.demo_ids]
+    return {
+        "episodes": float(len(outcomes)),
+        "success": float(np.mean([all(o == "sorted" for o in ep) for ep in outcomes])),
+        "sort_accuracy": float(np.mean([np.mean([o == "sorted" for o in ep]) for ep in outcomes])),
+        **timing(load_demos(file).traces),
+    }
+
+
 def misses(path: Path) -> dict[str, float]:
     """Objects never lifted in a rollout file: how many, and for how many of them the hand came near (within
     ``NEAR`` horizontally while the object was reachable) and the fingers closed while near."""
@@ -245,6 +274,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="dataset-building worker processes")
     parser.add_argument("--policy", action="append", default=[], help="NAME=CHECKPOINT_DIR, repeatable")
     parser.add_argument("--episodes", type=int, default=30, help="lab episodes per policy (default 30)")
+    parser.add_argument(
+        "--generator-episodes", type=int, default=0, help="episodes of the generator itself per world (default 0: none)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     policies = {}
@@ -273,6 +305,11 @@ def main() -> None:
             "lab_from_this": knn_error(*lab_held, data[0], data[1]),
         }
         print(f"[{time.perf_counter() - t0:.0f} s] {name}: {len(traces)} demos", flush=True)
+    for env_id in GENERATOR_ENVS if args.generator_episodes > 0 else ():
+        rows[f"generator in {env_id}"] = generator_runs(env_id, args.generator_episodes, args.out, args.workers)
+        print(
+            f"[{time.perf_counter() - t0:.0f} s] generator in {env_id}: {args.generator_episodes} episodes", flush=True
+        )
     for name, path in policies.items():
         file = policy_rollouts(path, args.episodes, args.out)
         from r2s2r_envs.behavior.segments import load_demos
@@ -292,6 +329,8 @@ def print_table(rows: dict[str, dict[str, float]]) -> None:
     cols = [
         ("file_attempts", "attempts", "{:.0f}"),
         ("file_demos", "demos", "{:.0f}"),
+        ("success", "success", "{:.2f}"),
+        ("sort_accuracy", "sorted", "{:.2f}"),
         ("arrival_to_grasp", "arrival->close s", "{:.2f}"),
         ("arrival_to_grasp_p10", "p10", "{:.2f}"),
         ("reach_duration", "reach s", "{:.2f}"),
