@@ -18,9 +18,10 @@ parameter), for the lab's demos and each variant's sim demos:
   which is what co-training mixes.
 
 With ``--generator-episodes N`` it runs the human-like generator itself (the canonical model, no action noise) for
-``N`` episodes in the lab, in the grounded world and in the nominal world, and reports its success and the same
-timing: how faithful the generator is to the operator it was fitted to, in each world (a diagnostic, as deploying a
-demonstrator on the real robot would be; no grounding code reads it).
+``N`` episodes in the lab, in the grounded world and in the nominal world, and the lab's teleoperator on the same
+scenes (base seed ``ROLLOUT_SEED``: not the scenes of ``lab-50``, the generator's sources), and reports their
+success and the same timing: how faithful the generator is to the operator it was fitted to, in each world (a
+diagnostic, as deploying a demonstrator on the real robot would be; no grounding code reads it).
 
 With ``--policy NAME=CHECKPOINT`` it also rolls policies out in the lab for ``--episodes`` episodes (scenes
 other than the training demos') and measures the same per-object timing on what they did (objects they lifted),
@@ -211,15 +212,17 @@ def policy_rollouts(path: str, episodes: int, out: Path) -> Path:
 GENERATOR_ENVS = ("PickSort-Real-v0", "PickSort-FullyGrounded-v0", "PickSort-BehaviorGrounded-v0")
 
 
-def generator_runs(env_id: str, episodes: int, out: Path, workers: int) -> dict[str, float]:
-    """The human-like generator's own episodes in ``env_id`` (every attempt kept, no action noise): success, sort
-    accuracy and the timing of its grasps."""
+def generator_runs(
+    env_id: str, episodes: int, out: Path, workers: int, demonstrator: str | None = "humanlike"
+) -> dict[str, float]:
+    """A demonstrator's own episodes in ``env_id`` (default the human-like generator; None: the env's own, in the lab
+    its teleoperator), every attempt kept, no action noise: success, sort accuracy and the timing of its grasps."""
     from r2s2r_envs.behavior.segments import load_demos
     from r2s2r_envs.datasets import open_dataset
     from r2s2r_envs.datasets.generate import generate
 
-    file = out / f"generator-{env_id}.hdf5"
-    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator="humanlike", progress=False)
+    file = out / f"{demonstrator or 'own'}-{env_id}.hdf5"
+    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator=demonstrator, progress=False)
     with open_dataset(file, verify="none") as f:
         outcomes = [f.demo_attrs(d)["object_outcomes"] for d in f.demo_ids]
     return {
@@ -305,6 +308,10 @@ def main() -> None:
             "lab_from_this": knn_error(*lab_held, data[0], data[1]),
         }
         print(f"[{time.perf_counter() - t0:.0f} s] {name}: {len(traces)} demos", flush=True)
+    if args.generator_episodes > 0:  # the operator on the same new scenes (lab-50's are the generator's sources)
+        rows["teleoperator in PickSort-Real-v0"] = generator_runs(
+            "PickSort-Real-v0", args.generator_episodes, args.out, args.workers, demonstrator=None
+        )
     for env_id in GENERATOR_ENVS if args.generator_episodes > 0 else ():
         rows[f"generator in {env_id}"] = generator_runs(env_id, args.generator_episodes, args.out, args.workers)
         print(
