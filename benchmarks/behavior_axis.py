@@ -48,6 +48,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 
 import numpy as np  # noqa: E402
 
+from r2s2r_envs.ablation.mixture import split_held_out  # noqa: E402
+
 LAB_SET = "lab-50"
 SIM_SETS = ("ungrounded-1000", "worldgrounded-1000", "behaviorgrounded-1000", "fullygrounded-1000")
 #: Nearest demo states whose mean action predicts an action.
@@ -64,7 +66,7 @@ NEAR = 0.05
 def timing(traces) -> dict[str, float]:
     """Per-grasp and per-demo timing of a list of ``DemoTrace`` (means over grasps or demos)."""
     from r2s2r_envs.behavior.metrics import grasp_traits
-    from r2s2r_envs.behavior.segments import DT
+    from r2s2r_envs.behavior.segments import DT, REST_SPEED
     from r2s2r_envs.envs.outcomes import OutcomeRules
 
     limit = OutcomeRules().reach_limit_y
@@ -84,7 +86,7 @@ def timing(traces) -> dict[str, float]:
     out.update({f"{k}_p10": float(np.nanpercentile(v, 10)) if v else np.nan for k, v in rows.items()})
     out["grasps"] = float(sum(len(t.grasps) for t in traces))
     out["demo_s"] = float(np.mean([len(t.eef) * DT for t in traces])) if traces else np.nan
-    out["rest_share"] = float(np.mean(np.concatenate([t.speed < 0.03 for t in traces]))) if traces else np.nan
+    out["rest_share"] = float(np.mean(np.concatenate([t.speed < REST_SPEED for t in traces]))) if traces else np.nan
     return out
 
 
@@ -113,12 +115,6 @@ def knn_error(states, actions, ref_states, ref_actions, neighbors: int = NEIGHBO
     err = ((a - ra[idx].mean(axis=1)) ** 2).sum(axis=1).mean()
     base = ((a - ra.mean(axis=0)) ** 2).sum(axis=1).mean()
     return float(err / base)
-
-
-def split_demos(data, held_share: float = 0.2):
-    s, a, d = data
-    held = d >= int(round((1 - held_share) * (d.max() + 1)))
-    return (s[~held], a[~held]), (s[held], a[held])
 
 
 # ---------------------------------------------------------------------- data
@@ -189,22 +185,21 @@ class _Recorder:
         return self._policy.act(obs)
 
 
-def policy_rollouts(path: str, episodes: int, out: Path) -> Path:
-    """The policy's lab rollouts, recorded as a dataset (every attempt kept; base seed ``ROLLOUT_SEED``)."""
-    from functools import partial
-
+def record(env_id: str, demonstrator, episodes: int, file: Path, workers: int = 1) -> Path:
+    """``episodes`` episodes of ``demonstrator`` in ``env_id`` recorded as a dataset: every attempt kept, no action
+    noise, base seed ``ROLLOUT_SEED``."""
     from r2s2r_envs.datasets.generate import generate
 
-    file = out / f"rollouts-{Path(path).name}.hdf5"
-    generate(
-        "PickSort-Real-v0",
-        episodes,
-        file,
-        seed=ROLLOUT_SEED,
-        demonstrator=partial(_Recorder, path=str(path)),
-        progress=False,
-    )
+    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator=demonstrator, progress=False)
     return file
+
+
+def policy_rollouts(path: str, episodes: int, out: Path) -> Path:
+    """The policy's lab rollouts, recorded as a dataset (:func:`record`)."""
+    from functools import partial
+
+    recorder = partial(_Recorder, path=str(path))
+    return record("PickSort-Real-v0", recorder, episodes, out / f"rollouts-{Path(path).name}.hdf5")
 
 
 #: Where the generator runs with ``--generator-episodes``: the lab, then the worlds of FullyGrounded and
@@ -219,10 +214,8 @@ def generator_runs(
     its teleoperator), every attempt kept, no action noise: success, sort accuracy and the timing of its grasps."""
     from r2s2r_envs.behavior.segments import load_demos
     from r2s2r_envs.datasets import open_dataset
-    from r2s2r_envs.datasets.generate import generate
 
-    file = out / f"{demonstrator or 'own'}-{env_id}.hdf5"
-    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator=demonstrator, progress=False)
+    file = record(env_id, demonstrator, episodes, out / f"{demonstrator or 'own'}-{env_id}.hdf5", workers)
     with open_dataset(file, verify="none") as f:
         outcomes = [f.demo_attrs(d)["object_outcomes"] for d in f.demo_ids]
     return {
@@ -236,7 +229,7 @@ def generator_runs(
 def misses(path: Path) -> dict[str, float]:
     """Objects never lifted in a rollout file: how many, and for how many of them the hand came near (within
     ``NEAR`` horizontally while the object was reachable) and the fingers closed while near."""
-    from r2s2r_envs.behavior.segments import DIGIT_JOINTS, FINGER_ACTION_START
+    from r2s2r_envs.behavior.segments import ARRIVAL_Y, DIGIT_JOINTS, FINGER_ACTION_START
     from r2s2r_envs.datasets import open_dataset
     from r2s2r_envs.envs.outcomes import OutcomeRules
 
@@ -259,7 +252,7 @@ def misses(path: Path) -> dict[str, float]:
                 if outcome not in ("missed", "fell_off_belt", "timeout"):
                     continue
                 counts["never_lifted"] += 1
-                reachable = (objs[:, k, 1] > limit) & (objs[:, k, 1] < 0.3)
+                reachable = (objs[:, k, 1] > limit) & (objs[:, k, 1] < ARRIVAL_Y)
                 near = reachable & (np.linalg.norm(eef[:, :2] - objs[:, k, :2], axis=1) < NEAR)
                 if not near.any():
                     counts["never_near"] += 1
@@ -295,11 +288,11 @@ def main() -> None:
     print(f"[{time.perf_counter() - t0:.0f} s] datasets ready", flush=True)
 
     lab_traces, lab, record = read_set(paths[LAB_SET], 10**9)
-    lab_fit, lab_held = split_demos(lab)
+    lab_fit, lab_held = split_held_out(lab)
     rows = {LAB_SET: {**record, **timing(lab_traces), "self": knn_error(*lab_held, *lab_fit), "lab_from_this": np.nan}}
     for name in SIM_SETS:
         traces, data, record = read_set(paths[name], args.demos)
-        fit, held = split_demos(data)
+        fit, held = split_held_out(data)
         rows[name] = {
             **record,
             **timing(traces),
@@ -309,18 +302,18 @@ def main() -> None:
         }
         print(f"[{time.perf_counter() - t0:.0f} s] {name}: {len(traces)} demos", flush=True)
     if args.generator_episodes > 0:  # the operator on the same new scenes (lab-50's are the generator's sources)
-        rows["teleoperator in PickSort-Real-v0"] = generator_runs(
-            "PickSort-Real-v0", args.generator_episodes, args.out, args.workers, demonstrator=None
-        )
-    for env_id in GENERATOR_ENVS if args.generator_episodes > 0 else ():
-        rows[f"generator in {env_id}"] = generator_runs(env_id, args.generator_episodes, args.out, args.workers)
-        print(
-            f"[{time.perf_counter() - t0:.0f} s] generator in {env_id}: {args.generator_episodes} episodes", flush=True
-        )
+        runs = [("teleoperator", "PickSort-Real-v0", None)]
+        runs += [("generator", env_id, "humanlike") for env_id in GENERATOR_ENVS]
+        for who, env_id, demonstrator in runs:
+            row = generator_runs(env_id, args.generator_episodes, args.out, args.workers, demonstrator=demonstrator)
+            rows[f"{who} in {env_id}"] = row
+            print(
+                f"[{time.perf_counter() - t0:.0f} s] {who} in {env_id}: {args.generator_episodes} episodes", flush=True
+            )
+    from r2s2r_envs.behavior.segments import load_demos
+
     for name, path in policies.items():
         file = policy_rollouts(path, args.episodes, args.out)
-        from r2s2r_envs.behavior.segments import load_demos
-
         rows[f"policy {name}"] = {**timing(load_demos(file).traces), **misses(file)}
         print(f"[{time.perf_counter() - t0:.0f} s] policy {name}: {args.episodes} lab episodes", flush=True)
 

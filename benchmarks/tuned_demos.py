@@ -193,7 +193,18 @@ def summarize(path: Path) -> None:
         order_text = " / ".join(f"{100 * v:.0f}" for v in order)
         print(f"{arm} ({len(sorted_[arm])} seeds): sort {parts[0]}, success {parts[1]}; {order_text}")
     arms = list(sorted_)
+
+    def contrast(weights: dict[str, float]) -> str:
+        parts = []
+        for metric in ("sort", "success"):
+            e = bootstrap_contrast(cells[metric], weights)
+            low, high = e["ci95"]
+            parts.append(f"{metric} {100 * e['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
+        return "; ".join(parts)
+
     if set(VARIANT_ARMS) <= set(arms):  # the four variants: the ablation's effects (docs/ablation.md#analysis)
+        # The weights of r2s2r_envs.ablation.analysis.EFFECTS, over the arms; in this key order, in which the
+        # bootstrap drew the intervals of the committed records (another order draws other replicates).
         u, w, b, f = VARIANT_ARMS
         effects = {
             "world (mean over behavior)": {w: 0.5, u: -0.5, f: 0.5, b: -0.5},
@@ -201,20 +212,10 @@ def summarize(path: Path) -> None:
             "interaction (F - B) - (W - U)": {f: 1.0, b: -1.0, w: -1.0, u: 1.0},
         }
         for name, weights in effects.items():
-            parts = []
-            for metric in ("sort", "success"):
-                e = bootstrap_contrast(cells[metric], weights)
-                low, high = e["ci95"]
-                parts.append(f"{metric} {100 * e['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
-            print(f"effect, {name}: {'; '.join(parts)}")
+            print(f"effect, {name}: {contrast(weights)}")
     for i, a in enumerate(arms):
         for b_arm in arms[i + 1 :]:
-            parts = []
-            for metric in ("sort", "success"):
-                b = bootstrap_contrast(cells[metric], {b_arm: 1.0, a: -1.0})
-                low, high = b["ci95"]
-                parts.append(f"{metric} {100 * b['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
-            print(f"{b_arm} - {a}: {'; '.join(parts)}")
+            print(f"{b_arm} - {a}: {contrast({b_arm: 1.0, a: -1.0})}")
 
 
 if __name__ == "__main__":

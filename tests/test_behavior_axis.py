@@ -21,11 +21,11 @@ def _demos(n_demos: int, steps: int, rng: np.random.Generator, act) -> tuple[np.
 def test_knn_error_is_near_zero_for_a_function_of_the_state_and_near_one_for_noise():
     rng = np.random.default_rng(0)
     smooth = _demos(50, 40, rng, lambda s: np.stack([np.sin(2 * s[:, 0]), s[:, 1] * s[:, 2]], axis=1))
-    fit, held = behavior_axis.split_demos(smooth)
+    fit, held = behavior_axis.split_held_out(smooth)
     assert behavior_axis.knn_error(*held, *fit) < 0.05
 
     noise = _demos(50, 40, rng, lambda s: rng.normal(size=(len(s), 2)))
-    fit, held = behavior_axis.split_demos(noise)
+    fit, held = behavior_axis.split_held_out(noise)
     assert 0.9 < behavior_axis.knn_error(*held, *fit) < 1.4  # k = 5 neighbours' mean: 1 + 1/5 in expectation
 
 
@@ -42,5 +42,5 @@ def test_knn_error_across_sets_tells_agreeing_from_opposite_demonstrators():
 def test_split_holds_out_the_last_fifth_of_the_demos():
     states = np.zeros((100, 1))
     index = np.repeat(np.arange(10), 10)
-    (fit_s, _), (held_s, _) = behavior_axis.split_demos((states, states, index))
+    (fit_s, _), (held_s, _) = behavior_axis.split_held_out((states, states, index))
     assert len(held_s) == 20 and len(fit_s) == 80

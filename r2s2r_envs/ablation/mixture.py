@@ -84,19 +84,24 @@ def calibrate(
         ``sim_demos_real_like`` (the same for held-out sim demo steps; 0 is perfect).
     """
 
-    def split(data: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[tuple, tuple]:
-        s, a, d = data
-        held = d >= max(1, int(round(0.8 * (d.max() + 1))))
-        if not held.any() or held.all():  # one demo only: no split possible
-            held = np.zeros_like(held)
-            held[len(held) // 2 :] = True
-        return (s[~held], a[~held]), (s[held], a[held])
-
-    real_ref, real_out = split(real)
-    sim_ref, sim_out = split(sim)
+    real_ref, real_out = split_held_out(real)
+    sim_ref, sim_out = split_held_out(sim)
     r = attribute(*real_out, real_ref, (sim[0], sim[1]), neighbors)
     m = attribute(*sim_out, (real[0], real[1]), sim_ref, neighbors)
     return {"real_demos_real_like": float(r["real_like"].mean()), "sim_demos_real_like": float(m["real_like"].mean())}
+
+
+def split_held_out(
+    data: tuple[np.ndarray, np.ndarray, np.ndarray], held_share: float = 0.2
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``(states, actions)`` of the first demos and of the last ``held_share`` of them, from ``demo_states``'s
+    ``(states, actions, demo index)``; with one demo only, its first and second half."""
+    s, a, d = data
+    held = d >= max(1, int(round((1 - held_share) * (d.max() + 1))))
+    if not held.any() or held.all():  # one demo only: no split possible
+        held = np.zeros_like(held)
+        held[len(held) // 2 :] = True
+    return (s[~held], a[~held]), (s[held], a[held])
 
 
 def attribute(
