@@ -78,12 +78,44 @@ def lab_file(tmp_path: Path, name: str) -> str:
     return str(path)
 
 
+def downgrade_to_v2(path: Path, action_noise: float | None = None) -> str:
+    """Rewrites a dataset of the current schema version the way version 2 stored it (no ``action_labels`` arrays or
+    statistics, every hash recomputed), optionally recording ``action_noise`` in its generation settings as a noisy
+    version-2 generation did; returns its v2 content hash."""
+    import json
+
+    import h5py
+
+    from r2s2r_envs.datasets import schema
+    from r2s2r_envs.datasets.writer import _store_content_hash
+
+    labels = schema.ACTION_LABELS
+    with h5py.File(path, "r+") as f:
+        hashes = {}
+        for grp in f["data"].values():
+            del grp[labels]
+            paths: list[str] = []
+            grp.visititems(lambda name, obj, found=paths: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+            grp.attrs["arrays_sha256"] = arrays = schema.array_items_hash((n, grp[n][()]) for n in paths)
+            hashes[int(grp.attrs["demo_id"])] = grp.attrs["sha256"] = schema.demo_hash(arrays, dict(grp.attrs))
+        if labels in f["stats"]:
+            del f["stats"][labels]
+        if action_noise is not None:
+            generation = json.loads(f.attrs["generation"])
+            f.attrs["generation"] = schema.to_json({**generation, "action_noise": float(action_noise)})
+        f.attrs["r2s2r_schema_version"] = 2
+        _store_content_hash(f, hashes)
+        return str(f.attrs["content_sha256"])
+
+
 def downgrade_to_v1(path: Path) -> str:
-    """Rewrites a version-2 dataset the way version 1 stored it (array-only hashes); returns its v1 content hash."""
+    """Rewrites a dataset the way version 1 stored it (no ``action_labels``, array-only hashes); returns its v1
+    content hash."""
     import h5py
 
     from r2s2r_envs.datasets import schema
 
+    downgrade_to_v2(path)
     with h5py.File(path, "r+") as f:
         hashes = {}
         for grp in f["data"].values():

@@ -157,6 +157,31 @@ def test_a_stale_canonical_dataset_is_refused_before_any_work(tmp_path, monkeypa
     assert not (tmp_path / "out").exists()
 
 
+def test_a_demo_subset_keeps_executed_actions_and_clean_labels(tmp_path):
+    # The quick design's data subsets (tasks.write_subset): a subset of a noise-injected file keeps both arrays, and
+    # a version-2 source of noisy actions, which has no clean labels, is refused before anything is written.
+    from conftest import downgrade_to_v2
+
+    from r2s2r_envs.ablation.tasks import write_subset
+    from r2s2r_envs.datasets import NoCleanLabelsError, open_dataset
+    from r2s2r_envs.datasets.generate import generate
+
+    source = tmp_path / "noisy.hdf5"
+    kw = dict(action_noise=0.1, env_kwargs={"num_objects": 1}, episode_steps=20, progress=False)
+    generate("PickSort-Ungrounded-v0", 3, source, **kw)
+    write_subset(source, tmp_path / "subset.hdf5", 2, source_name="noisy")
+    with open_dataset(source) as src, open_dataset(tmp_path / "subset.hdf5") as sub:
+        assert sub.num_demos == 2 and sub.action_noise == 0.1  # through the subset's source_generation
+        for k in sub.demo_ids:
+            for array in ("actions", "action_labels"):
+                np.testing.assert_array_equal(sub.read(k, array), src.read(k, array))
+            assert not np.array_equal(sub.read(k, "actions"), sub.read(k, "action_labels"))
+    downgrade_to_v2(source, action_noise=0.1)
+    with pytest.raises(NoCleanLabelsError, match="schema version 2"):
+        write_subset(source, tmp_path / "old-subset.hdf5", 2, source_name="noisy")
+    assert not (tmp_path / "old-subset.hdf5").exists()
+
+
 def test_a_results_directory_of_another_schema_version_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()

@@ -18,7 +18,7 @@ import gymnasium as gym
 import h5py
 import numpy as np
 import pytest
-from conftest import downgrade_to_v1
+from conftest import downgrade_to_v1, downgrade_to_v2
 
 from r2s2r_envs._version import __version__
 from r2s2r_envs.datasets import CoTrainingMixture, DatasetError, TrajectoryDataset, open_dataset
@@ -62,7 +62,7 @@ def test_generated_file_records_provenance_and_seeds(tmp_path: Path) -> None:
         assert prov["demonstrator"] == {"name": "toy-reacher", "settings": settings}
         assert set(prov["versions"]) >= {"r2s2r_envs", "mujoco", "gymnasium", "numpy", "h5py", "python"}
         assert prov["versions"]["r2s2r_envs"] == __version__ != "unknown"
-        assert prov["seed"] == 7 and prov["schema_version"] == 2
+        assert prov["seed"] == 7 and prov["schema_version"] == 3
         assert prov["seeding"] == f.generation["seeding"] == SEEDING_CONVENTION
         assert f.generation["demonstrator"] == {"callable": "r2s2r_envs.datasets.toy.make_toy_demonstrator"}
         assert f.env_args["env_name"] == "ToyPickSort-v0" and f.env_args["type"] == 2
@@ -659,7 +659,7 @@ def test_cli_generate_info_verify_replay(tmp_path: Path, capsys: pytest.CaptureF
     assert _cli(["datasets", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["demos"] == 3 and info["provenance"]["world"]["num_objects"] == 2
-    assert info["schema_version"] == 2
+    assert info["schema_version"] == 3
     with open_dataset(out) as a, open_dataset(same) as b:
         assert a.env_args["env_kwargs"]["episode_steps"] == 30
         for k in a.demo_ids:
@@ -718,11 +718,12 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
     assert all(e.action_noise == 0.1 and "--action-noise 0.1 " in e.command for e in sim)
     assert lab[0].action_noise == 0.0 and "--action-noise" not in lab[0].command
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
-    # Every canonical dataset has a measured hash: pinned on the reference machine (re-pinned by `r2s2r datasets make
-    # --all --update-spec` after a physics, sensing or demonstrator change) or a known build on another machine.
+    # A hash is pinned on the reference machine (`r2s2r datasets make --all --update-spec`) or listed as a known
+    # build of another machine once measured; the bump to schema version 3 made every earlier one stale, and an
+    # unpinned entry is checked against its recipe instead (test_datasets_make_builds_verifies_and_skips).
     for e in entries.values():
         known = [h for h in (e.sha256, *e.other_builds) if h is not None]
-        assert known and all(len(h) == 64 and int(h, 16) >= 0 for h in known), e.name
+        assert all(len(h) == 64 and int(h, 16) >= 0 for h in known), e.name
     assert all(e.demonstrator is None for e in entries.values())
     assert _cli(["datasets", "list"]) == 0
     assert "lab-50" in capsys.readouterr().out
@@ -806,6 +807,41 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: py
     path.write_text(json.dumps(raw))
     with pytest.raises(ValueError, match="other_builds must map 64-hex-digit content hashes"):
         load_spec(path)
+
+
+def test_a_version_2_build_of_a_canonical_recipe_needs_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of schema version 2 (no clean action labels) never passes for a current build of its recipe, pinned or
+    not: make reports it and training refuses it."""
+    from r2s2r_envs.datasets.canonical import recipe_differences
+
+    entry = {"name": "toy", "env_id": TOY, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMONSTRATOR}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"spec_version": 1, "datasets": [entry]}))
+    cache = tmp_path / "cache"
+    (built,) = make_datasets(path, cache_dir=cache, progress=False)
+    assert built.status == "built" and recipe_differences(load_spec(path)[0], cache / "toy.hdf5") == []
+    old_hash = downgrade_to_v2(cache / "toy.hdf5")
+    with open_dataset(cache / "toy.hdf5") as f:
+        assert f.schema_version == 2 and f.content_hash == old_hash
+    # Everything else follows the recipe: the schema version alone marks it stale.
+    assert recipe_differences(load_spec(path)[0], cache / "toy.hdf5") == [
+        "dataset schema version 2 (this package writes 3)"
+    ]
+    # Even with its very hash pinned, make does not take it: its hash follows the older rules.
+    for pinned in (None, old_hash):
+        path.write_text(json.dumps({"spec_version": 1, "datasets": [{**entry, "sha256": pinned}]}))
+        (report,) = make_datasets(path, cache_dir=cache, progress=False)
+        assert report.status == "failed" and not report.ok
+        assert report.message == "built with schema version 2; delete it to rebuild"
+    import r2s2r_envs.policies.data as selection
+
+    path.write_text(json.dumps({"spec_version": 1, "datasets": [entry]}))  # nothing pinned, as shipped now
+    monkeypatch.setattr(selection, "load_spec", lambda: load_spec(path))
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    with pytest.raises(selection.DataSelectionError, match=r"stale or foreign \(dataset schema version 2"):
+        selection.resolve_datasets([], ["toy"])
 
 
 def test_a_file_from_an_older_grounding_or_planner_does_not_follow_the_recipe(tmp_path: Path) -> None:

@@ -14,17 +14,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import BLOCK_TORCH
+from conftest import BLOCK_TORCH, downgrade_to_v1, downgrade_to_v2
 
 from r2s2r_envs.datasets import (
     CoTrainingMixture,
+    DatasetWriter,
     EmptyDatasetError,
+    NoCleanLabelsError,
     TrajectoryDataset,
     open_dataset,
     suggest_real_fraction,
 )
 from r2s2r_envs.datasets.mixture import draw_domains
-from r2s2r_envs.datasets.toy import write_synthetic_dataset
+from r2s2r_envs.datasets.toy import synthetic_episode, write_synthetic_dataset
 
 LENGTHS = [6, 2, 9, 4, 7, 3, 5, 8, 4, 6, 5]
 
@@ -288,6 +290,105 @@ def test_domain_override(files: dict[str, Path]) -> None:
     assert TrajectoryDataset(files["sim"], domain="real").domain == "real"
     with pytest.raises(ValueError, match="domain"):
         TrajectoryDataset(files["sim"], domain="lab")
+
+
+# -- clean action labels -----------------------------------------------------------------------------
+
+
+def _write_noisy(path: Path, lengths: list[int], sigma: float = 0.1) -> Path:
+    """A sim file whose executed actions are the labels plus noise on the 6 arm entries, as noise injection makes."""
+    rng = np.random.default_rng(7)
+    with DatasetWriter.create(
+        path, provenance={"domain": "sim"}, env_args={}, generation={"action_noise": sigma}, overwrite=True
+    ) as w:
+        for k, n in enumerate(lengths):
+            episode = synthetic_episode(n, tag=k, rng=rng)
+            episode.action_labels = episode.actions.copy()
+            episode.actions = episode.actions.copy()
+            episode.actions[:, :6] += rng.normal(0.0, sigma, (n, 6)).astype(np.float32)
+            w.append(episode)
+    return path
+
+
+def _all_actions(ds: TrajectoryDataset) -> np.ndarray:
+    return ds.get_batch(np.arange(len(ds)))["actions"][:, 0]
+
+
+def _same(a, b) -> bool:
+    return a.count == b.count and all(
+        np.array_equal(getattr(a, f), getattr(b, f)) for f in ("mean", "m2", "min", "max")
+    )
+
+
+def test_clean_labels_are_the_samples_actions_and_statistics(tmp_path: Path) -> None:
+    path = _write_noisy(tmp_path / "noisy.hdf5", [5, 8, 6])
+    with open_dataset(path) as f:
+        actions = np.concatenate([f.read(k, "actions") for k in f.demo_ids])
+        labels = np.concatenate([f.read(k, "action_labels") for k in f.demo_ids])
+        stored = f.stats()
+    executed = TrajectoryDataset(path)
+    clean = TrajectoryDataset(path, labels="clean", action_chunk=3)
+    assert executed.labels == "executed" and clean.labels == "clean"
+    np.testing.assert_array_equal(_all_actions(executed), actions)
+    np.testing.assert_array_equal(_all_actions(clean), labels)
+    # The chunk holds the labels of the next steps (actions[t, 0] == t in synthetic demos).
+    np.testing.assert_array_equal(clean.get_batch(np.array([1]))["actions"][0, :, 0], [1, 2, 3])
+    assert _same(executed.stats["actions"], stored["actions"]) and _same(
+        clean.stats["actions"], stored["action_labels"]
+    )
+    assert not _same(stored["actions"], stored["action_labels"])
+    assert sorted(clean.stats) == sorted(executed.stats) and "action_labels" not in clean.stats
+    # Normalization fits what is trained on: the labels come out standardized.
+    normalized = _all_actions(TrajectoryDataset(path, labels="clean", normalize="standard")).astype(np.float64)
+    np.testing.assert_allclose(normalized.mean(0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(normalized.std(0)[:6], 1.0, atol=1e-4)
+    # A mixture merges the labels' statistics.
+    write_synthetic_dataset(tmp_path / "real.hdf5", [4], domain="real")
+    real = TrajectoryDataset(tmp_path / "real.hdf5", labels="clean", action_chunk=3)
+    mix = CoTrainingMixture([clean, real], 0.5, normalize="standard", seed=0)
+    assert mix.normalizer.stats["actions"].count == len(labels) + 4
+    np.testing.assert_allclose(
+        mix.normalizer.stats["actions"].mean, stored["action_labels"].merge(real.stats["actions"]).mean
+    )
+
+
+@pytest.mark.parametrize("downgrade", [downgrade_to_v2, downgrade_to_v1])
+def test_old_files_made_without_noise_give_their_actions_as_clean_labels(tmp_path: Path, downgrade) -> None:
+    path = tmp_path / "old.hdf5"
+    write_synthetic_dataset(path, [4, 6, 5])
+    downgrade(path)
+    with open_dataset(path) as f:
+        assert f.schema_version in (1, 2) and f.demo(0).action_labels is None
+    clean, executed = TrajectoryDataset(path, labels="clean"), TrajectoryDataset(path)
+    np.testing.assert_array_equal(_all_actions(clean), _all_actions(executed))
+    assert _same(clean.stats["actions"], executed.stats["actions"])
+
+
+def test_an_old_file_of_noisy_actions_refuses_clean_labels(tmp_path: Path) -> None:
+    path = _write_noisy(tmp_path / "noisy-v2.hdf5", [5, 8], sigma=0.1)
+    downgrade_to_v2(path, action_noise=0.1)
+    with pytest.raises(NoCleanLabelsError) as info:
+        TrajectoryDataset(path, labels="clean")
+    message = str(info.value)
+    for part in (str(path), "schema version 2", "contain injected noise (action_noise sigma=0.1)"):
+        assert part in message, part
+    assert "regenerate it with this version" in message.lower() and "r2s2r datasets make NAME" in message
+    # The executed actions are still there, for replay or for whoever wants them.
+    assert len(TrajectoryDataset(path)) == 13
+
+
+def test_labels_must_be_executed_or_clean(files: dict[str, Path]) -> None:
+    for bad in ("noisy", "CLEAN", None):
+        with pytest.raises(ValueError, match=r"labels must be one of \('executed', 'clean'\).*got"):
+            TrajectoryDataset(files["sim"], labels=bad)
+
+
+def test_a_mixture_refuses_datasets_of_different_labels(files: dict[str, Path]) -> None:
+    sim = TrajectoryDataset(files["sim"], labels="clean")
+    real = TrajectoryDataset(files["real_a"])
+    with pytest.raises(ValueError, match="datasets disagree on labels: .*'clean'.*'executed'"):
+        CoTrainingMixture([sim, real], 0.5)
+    assert CoTrainingMixture([sim, TrajectoryDataset(files["real_a"], labels="clean")], 0.5).sample(8)
 
 
 # -- real_fraction suggestion ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import STATE_KEYS
@@ -33,6 +34,9 @@ def test_generate_records_env_and_replays_exactly(tmp_path: Path, env_id: str, d
         assert f.env_args["env_kwargs"]["episode_steps"] == 25  # the env's own time limit, for robomimic too
         demo = f.demo(0)
         assert demo.num_samples == 25
+        # No noise injected (the lab's operator, or a sim demonstrator without --action-noise): the clean labels
+        # are the executed actions.
+        np.testing.assert_array_equal(demo.action_labels, demo.actions)
         if domain == "real":
             # A lab dataset names its lab (name and config hash) and nothing else; it stores no simulator state,
             # and the lab's operator stays a black box to code reading its datasets.
@@ -53,6 +57,54 @@ def test_generate_records_env_and_replays_exactly(tmp_path: Path, env_id: str, d
             replay_demo(out, 1, check=True)
     ds = TrajectoryDataset(out, frame_stack=2, action_chunk=4, normalize="minmax")
     assert ds.get_batch(np.arange(4))["actions"].shape == (4, 4, 22)
+
+
+def test_noise_injected_demos_replay_their_actions_and_label_the_planners_clean_actions(tmp_path: Path) -> None:
+    """DART: ``actions`` are the executed (perturbed) commands, consistent with the states; ``action_labels`` are what
+    the demonstrator itself chose in each visited state, reproducible by a fresh planner fed the recorded
+    observations (it is a deterministic function of its observation history); the two differ by the injected noise,
+    on the 6 arm entries only."""
+    from r2s2r_envs.behavior.scripted import ScriptedPlanner
+
+    sigma, steps = 0.1, 80
+    out = tmp_path / "noisy.hdf5"
+    kw = {"env_kwargs": {"num_objects": 1}, "episode_steps": steps, "progress": False}
+    generate("PickSort-Ungrounded-v0", 2, out, seed=5, action_noise=sigma, **kw)
+    # Replay runs the executed actions and reproduces every recorded state.
+    for k in (0, 1):
+        check = replay_demo(out, k, check=True)
+        assert check.first_divergent_step is None and check.max_state_error == 0.0
+    env = gym.make("PickSort-Ungrounded-v0", num_objects=1, episode_steps=steps)
+    with open_dataset(out) as f:
+        assert f.action_noise == sigma and f.label_array() == "action_labels"
+        assert f.provenance["demonstrator"]["name"] == "scripted"
+        settings = f.provenance["demonstrator"]["settings"]
+        low, high = env.action_space.low, env.action_space.high
+        for k in f.demo_ids:
+            demo = f.demo(k)
+            planner = ScriptedPlanner(env, **settings)
+            planner.reset(seed=int(demo.attrs["demonstrator_seed"]))
+            replanned = np.stack(
+                [planner.act({key: v[t] for key, v in demo.obs.items()}) for t in range(demo.num_samples)]
+            ).astype(np.float32)
+            np.testing.assert_array_equal(demo.action_labels, replanned)
+            # The noise stream of the attempt (seeded from its demonstrator seed), added to the arm part and clipped.
+            rng = np.random.default_rng([int(demo.attrs["demonstrator_seed"]), 0xDA27])
+            noise = np.stack([rng.normal(0.0, sigma, 6).astype(np.float32) for _ in range(demo.num_samples)])
+            arm = np.clip(demo.action_labels[:, :6] + noise, low[:6], high[:6])
+            np.testing.assert_array_equal(demo.actions[:, :6], arm)
+            np.testing.assert_array_equal(demo.actions[:, 6:], demo.action_labels[:, 6:])  # the 16 finger targets
+            difference = demo.actions[:, :6] - demo.action_labels[:, :6]
+            assert np.all(np.abs(difference).max(axis=0) > 0) and 0.5 * sigma < difference.std() < 1.5 * sigma
+    env.close()
+    # Training on clean labels: the samples' actions and their statistics are the labels'.
+    clean = TrajectoryDataset(out, labels="clean")
+    executed = TrajectoryDataset(out)
+    with open_dataset(out) as f:
+        labels = np.concatenate([f.read(k, "action_labels") for k in f.demo_ids])
+    np.testing.assert_array_equal(clean.get_batch(np.arange(len(clean)))["actions"][:, 0], labels)
+    assert not np.array_equal(executed.get_batch(np.arange(len(executed)))["actions"][:, 0], labels)
+    np.testing.assert_allclose(clean.stats["actions"].mean, labels.astype(np.float64).mean(axis=0), rtol=1e-9)
 
 
 def test_inline_lab_parameters_never_reach_the_dataset(tmp_path: Path) -> None:

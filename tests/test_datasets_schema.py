@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
-from conftest import downgrade_to_v1
+from conftest import downgrade_to_v1, downgrade_to_v2
 
 from r2s2r_envs.datasets import (
     SUPPORTED_SCHEMA_VERSIONS,
@@ -294,7 +295,7 @@ def _flip_byte(path: Path, dataset: str, *, at: int = 3) -> None:
         fh.write(bytes([byte[0] ^ 0x10]))
 
 
-@pytest.mark.parametrize("array", ["actions", "obs/arm_qpos", "obs/scene_image", "states", "rewards"])
+@pytest.mark.parametrize("array", ["actions", "action_labels", "obs/arm_qpos", "obs/scene_image", "states", "rewards"])
 def test_one_flipped_byte_in_array_data_is_never_returned(small_file: Path, array: str) -> None:
     _flip_byte(small_file, f"data/demo_2/{array}")
     # Quick verification reads no arrays; the checksum then fails when the array is read, naming file and demo.
@@ -309,6 +310,10 @@ def test_one_flipped_byte_in_array_data_is_never_returned(small_file: Path, arra
     if array in ("actions", "obs/arm_qpos"):  # what a loader reads
         with pytest.raises(CorruptDatasetError, match="demo 2"):
             TrajectoryDataset(small_file, verify="quick")
+    if array == "action_labels":  # what a loader reads for clean labels
+        TrajectoryDataset(small_file, verify="quick")
+        with pytest.raises(CorruptDatasetError, match="'action_labels' of demo 2"):
+            TrajectoryDataset(small_file, verify="quick", labels="clean")
 
 
 def test_float_schema_version_is_refused(small_file: Path) -> None:
@@ -323,6 +328,128 @@ def test_float_schema_version_is_refused(small_file: Path) -> None:
         open_dataset(small_file)
 
 
+# -- schema version 3: clean action labels --------------------------------------------------------------
+
+
+def _noisy_episode(length: int, tag: int, rng: np.random.Generator):
+    """A synthetic episode whose executed actions are its labels plus noise on the 6 arm entries (as generate's
+    noise injection records them)."""
+    episode = synthetic_episode(length, tag=tag)
+    labels = episode.actions.copy()
+    noisy = labels.copy()
+    noisy[:, :6] += rng.normal(0.0, 0.1, (length, 6)).astype(np.float32)
+    episode.actions, episode.action_labels = noisy, labels
+    return episode
+
+
+def test_action_labels_are_stored_hashed_and_summarized(tmp_path: Path) -> None:
+    path = tmp_path / "labels.hdf5"
+    rng = np.random.default_rng(0)
+    episodes = [_noisy_episode(n, k, rng) for k, n in enumerate([4, 6, 3])]
+    with DatasetWriter.create(path, provenance={"domain": "sim"}, env_args={}, generation={"action_noise": 0.1}) as w:
+        for ep in episodes:
+            w.append(ep)
+    with open_dataset(path) as f:
+        assert f.schema_version == schema.SCHEMA_VERSION == 3 and f.has_action_labels
+        assert f.action_noise == 0.1 and f.label_array() == "action_labels"
+        for k, ep in enumerate(episodes):
+            demo = f.demo(k)
+            np.testing.assert_array_equal(demo.actions, ep.actions)
+            np.testing.assert_array_equal(demo.action_labels, ep.action_labels)
+            assert not np.array_equal(demo.actions, demo.action_labels)
+        stats = f.stats()
+    labels = np.concatenate([ep.action_labels for ep in episodes]).astype(np.float64)
+    np.testing.assert_allclose(stats["action_labels"].mean, labels.mean(0), rtol=1e-9)
+    np.testing.assert_allclose(stats["action_labels"].max, labels.max(0))
+    assert not np.allclose(stats["actions"].mean[:6], stats["action_labels"].mean[:6])
+    # The labels are covered by the demo's array hash, their statistics by the file's.
+    with h5py.File(path, "r+") as f:
+        f["data/demo_1/action_labels"][0, 0] += 1.0
+    with pytest.raises(HashMismatchError, match="arrays of demo 1"):
+        open_dataset(path)
+    with h5py.File(path, "r+") as f:
+        f["data/demo_1/action_labels"][0, 0] -= 1.0
+        f["stats/action_labels"].attrs["mean"] = np.zeros(22)
+    with pytest.raises(HashMismatchError, match="normalization statistics"):
+        open_dataset(path)
+
+
+def test_an_episode_without_labels_stores_its_actions_as_labels(tmp_path: Path) -> None:
+    # No noise injected (lab data, noise 0, toy data): the executed actions are the demonstrator's own.
+    path = tmp_path / "plain.hdf5"
+    write_synthetic_dataset(path, [3, 5], domain="real")
+    with open_dataset(path) as f:
+        for k in f.demo_ids:
+            demo = f.demo(k)
+            np.testing.assert_array_equal(demo.action_labels, demo.actions)
+        assert f.label_array() == "action_labels"
+    episode = synthetic_episode(4)
+    episode.action_labels = episode.actions[:, :6]
+    with pytest.raises(ValueError, match=r"action_labels has shape \(4, 6\), expected the shape of actions"):
+        episode.arrays()
+
+
+def test_a_version_3_file_needs_its_action_labels(small_file: Path) -> None:
+    with h5py.File(small_file, "r+") as f:
+        del f["data/demo_3/action_labels"]
+    with pytest.raises(CorruptDatasetError, match="data/demo_3 lacks the array 'action_labels'"):
+        open_dataset(small_file, verify="none")
+
+
+def test_a_version_3_file_with_labels_of_another_shape_is_refused(small_file: Path) -> None:
+    with h5py.File(small_file, "r+") as f:
+        labels = f["data/demo_3/action_labels"][()]
+        del f["data/demo_3/action_labels"]
+        f["data/demo_3"].create_dataset("action_labels", data=labels[:, :6])
+    with pytest.raises(CorruptDatasetError, match=r"demo_3/action_labels has shape \(6, 6\), its actions \(6, 22\)"):
+        open_dataset(small_file, verify="none")
+
+
+# -- schema version 2 -----------------------------------------------------------------------------------
+
+
+def test_version_2_files_are_still_read_without_labels(small_file: Path) -> None:
+    digest = downgrade_to_v2(small_file)
+    with open_dataset(small_file, verify="full") as f:
+        assert f.schema_version == 2 and f.content_hash == digest and not f.has_action_labels
+        demo = f.demo(0)
+        assert demo.action_labels is None and demo.actions.shape == (LENGTHS[0], 22)
+        assert "action_labels" not in f.stats()
+        # Made without action noise: the executed actions are the clean labels.
+        assert f.action_noise == 0.0 and f.label_array() == "actions"
+    with pytest.raises(schema.UnsupportedSchemaError, match="appended only to files of schema version 3"):
+        DatasetWriter.resume(small_file)
+
+
+def test_version_2_files_with_injected_noise_have_no_clean_labels(small_file: Path) -> None:
+    downgrade_to_v2(small_file, action_noise=0.1)
+    with open_dataset(small_file) as f:
+        assert f.action_noise == 0.1
+        with pytest.raises(schema.NoCleanLabelsError) as info:
+            f.label_array()
+    message = str(info.value)
+    assert isinstance(info.value, schema.DatasetError)
+    for part in (str(small_file), "schema version 2", "injected noise (action_noise sigma=0.1)", "r2s2r generate"):
+        assert part in message, part
+    assert "r2s2r datasets make NAME" in message and "labels='executed'" in message
+
+
+@pytest.mark.parametrize(
+    "generation,noise",
+    [
+        ({}, 0.0),
+        ({"action_noise": 0.0}, 0.0),
+        ({"action_noise": 0.2}, 0.2),
+        ({"subset_of": {"name": "x"}, "source_generation": {"action_noise": 0.1}}, 0.1),
+        ({"subset_of": {"name": "x"}, "source_generation": {"seed": 0}}, 0.0),
+        ({"action_noise": "0.1"}, math.nan),
+    ],
+)
+def test_injected_action_noise_reads_the_generation_record(generation: dict, noise: float) -> None:
+    found = schema.injected_action_noise(generation)
+    assert found == noise or (math.isnan(noise) and math.isnan(found))
+
+
 # -- schema version 1 -----------------------------------------------------------------------------------
 
 
@@ -330,14 +457,15 @@ def test_version_1_sim_files_are_still_read(small_file: Path) -> None:
     digest = downgrade_to_v1(small_file)
     with open_dataset(small_file, verify="full") as f:
         assert f.schema_version == 1 and f.content_hash == digest
-        assert f.demo(0).states is not None
+        assert f.demo(0).states is not None and f.demo(0).action_labels is None
+        assert f.label_array() == "actions"  # no noise recorded: the actions are the labels
     assert len(TrajectoryDataset(small_file)) == sum(LENGTHS)
     # Version 1's rules: the arrays are covered.
     with h5py.File(small_file, "r+") as f:
         f["data/demo_2/actions"][0, 0] += 1.0
     with pytest.raises(HashMismatchError, match="demo 2"):
         open_dataset(small_file)
-    with pytest.raises(schema.UnsupportedSchemaError, match="schema version 2"):
+    with pytest.raises(schema.UnsupportedSchemaError, match="appended only to files of schema version 3"):
         DatasetWriter.resume(small_file)
 
 
@@ -391,9 +519,9 @@ def test_foreign_robomimic_file_is_named_as_such(tmp_path: Path) -> None:
 def test_newer_schema_version_names_supported_versions(small_file: Path) -> None:
     with h5py.File(small_file, "r+") as f:
         f.attrs["r2s2r_schema_version"] = max(SUPPORTED_SCHEMA_VERSIONS) + 1
-    with pytest.raises(UnsupportedSchemaError, match=r"schema version 3, which is newer") as info:
+    with pytest.raises(UnsupportedSchemaError, match=r"schema version 4, which is newer") as info:
         open_dataset(small_file)
-    assert "reads schema version(s) 1, 2" in str(info.value)
+    assert "reads schema version(s) 1, 2, 3" in str(info.value)
     assert "upgrade" in str(info.value)
 
 

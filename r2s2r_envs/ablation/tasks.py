@@ -134,7 +134,12 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
     """Writes the first ``episodes`` demos of ``source`` to a new dataset file; returns its content hash.
 
     The provenance is the source's, plus ``subset_of`` (the source's name, content hash and the demos taken), so a
-    result trained on the subset names exactly which demos it saw.
+    result trained on the subset names exactly which demos it saw. The demos keep their executed ``actions`` and
+    their clean ``action_labels``.
+
+    Raises:
+        NoCleanLabelsError: ``source`` is a file of schema version 1 or 2 whose actions contain injected noise: it
+            has no clean labels for the subset to keep (regenerate it).
     """
     import numpy as np
 
@@ -142,6 +147,7 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
     from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 
     with open_dataset(source, verify="quick") as f:
+        label_array = f.label_array()  # before anything is written
         provenance = dict(f.provenance)
         provenance["subset_of"] = {"name": source_name, "sha256": f.content_hash, "demos": list(range(episodes))}
         generation = {"subset_of": provenance["subset_of"], "source_generation": f.generation}
@@ -161,6 +167,7 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
                     Episode(
                         observations=observations,
                         actions=demo.actions,
+                        action_labels=f.read(demo_id, label_array),
                         rewards=demo.rewards,
                         states=demo.states,
                         terminated=bool(attrs["terminated"]),

@@ -21,6 +21,7 @@ from r2s2r_envs.datasets.schema import (
     DatasetError,
     EmptyDatasetError,
     HashMismatchError,
+    NoCleanLabelsError,
     NotADatasetError,
     UnsupportedSchemaError,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "EmptyDatasetError",
     "Episode",
     "HashMismatchError",
+    "NoCleanLabelsError",
     "Normalizer",
     "NotADatasetError",
     "RealFractionSuggestion",

@@ -75,8 +75,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default=0.0,
         metavar="SIGMA",
         help="noise injection (DART): Gaussian noise of this standard deviation, in normalized action units, added to "
-        "the demonstrator's arm actions before they are executed; the executed action is recorded (default 0: none; "
-        "the canonical sim datasets use 0.1, docs/datasets.md#noise-injection)",
+        "the demonstrator's arm actions before they are executed; the executed action is recorded as actions, the "
+        "demonstrator's own as action_labels (default 0: none; the canonical sim datasets use 0.1, "
+        "docs/datasets.md#noise-injection)",
     )
     gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -92,7 +92,8 @@ class GenerationConfig:
         action_noise: standard deviation of the Gaussian noise added to the arm part of every demonstrator
             action before it is executed, in normalized action units (0: none).  Noise injection in the manner of
             DART: the demonstrator corrects the disturbance it meets, so the data covers the states a learned
-            policy drifts into and shows how to recover from them.  The executed (noisy) action is recorded.
+            policy drifts into and shows how to recover from them.  The executed (noisy) action is recorded as
+            ``actions`` and the demonstrator's own, clean one as ``action_labels`` (the label to learn).
     """
 
     env_id: str
@@ -305,7 +306,8 @@ def rollout(
         attempt: attempt index, stored with the episode.
         action_noise: standard deviation of the noise added to the arm part of each action before it is executed
             (``GenerationConfig.action_noise``); drawn from a generator seeded by ``demonstrator_seed``, so an
-            attempt is reproducible.  The executed action is recorded.
+            attempt is reproducible.  The executed action is recorded as ``actions``, the demonstrator's own (before
+            the noise) as ``action_labels``.
 
     Returns:
         The recorded episode.
@@ -316,6 +318,7 @@ def rollout(
     demonstrator.reset(seed=demonstrator_seed)
     observations: dict[str, list[np.ndarray]] = {k: [np.array(obs[k], copy=True)] for k in obs_keys}
     actions: list[np.ndarray] = []
+    labels: list[np.ndarray] = []
     rewards: list[float] = []
     states: list[np.ndarray] = []
     success_any = False
@@ -332,6 +335,8 @@ def rollout(
         if record_states:
             states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
+        # The demonstrator's own action, before noise injection: the label for the state it saw (DART).
+        labels.append(np.array(action, copy=True))
         if perturb is not None:
             action = perturb(action)
             if executed is not None:
@@ -349,6 +354,7 @@ def rollout(
     return Episode(
         observations={k: np.stack(v) for k, v in observations.items()},
         actions=np.stack(actions),
+        action_labels=np.stack(labels),
         rewards=np.asarray(rewards, dtype=np.float32),
         states=np.stack(states) if record_states else None,
         terminated=bool(terminated),

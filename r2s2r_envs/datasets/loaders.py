@@ -7,6 +7,10 @@ first observation; near the end missing actions repeat the last one (or are zero
 entries are padding. Arrays are read straight into one preallocated array per key, so memory is the size
 of the data loaded plus small index arrays.
 
+A sample's ``actions`` are the executed actions (``labels="executed"``, the default) or the demonstrator's clean
+actions before noise injection (``labels="clean"``: the file's ``action_labels``; docs/datasets.md, "Noise
+injection").
+
 For torch, wrap it with :class:`r2s2r_envs.datasets.torch_data.TorchTrajectoryDataset`.
 """
 
@@ -23,6 +27,9 @@ from r2s2r_envs.datasets.schema import DOMAINS, EmptyDatasetError
 from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
 
 ActionPadding = Literal["edge", "zero"]
+ActionLabels = Literal["executed", "clean"]
+#: What a sample's ``actions`` can be: the executed actions, or the demonstrator's clean ones (``action_labels``).
+ACTION_LABEL_MODES: tuple[str, ...] = ("executed", "clean")
 #: Integer domain labels in batches (``batch["domain"]``).
 DOMAIN_LABELS: dict[str, int] = {"sim": 0, "real": 1}
 
@@ -49,9 +56,17 @@ class TrajectoryDataset:
             (over all its demos) for low-dimensional observations and actions.
         verify: content-hash check at open (``"full"``, ``"quick"``, ``"none"``).
         domain: override the domain stored in the file (``"real"`` or ``"sim"``).
+        labels: what a sample's ``actions`` are. ``"executed"`` (default): the actions as executed, consistent with
+            the next observations (what replay runs). ``"clean"``: the demonstrator's own actions before noise
+            injection (the file's ``action_labels``), the labels to learn from noise-injected demos; the dataset's
+            ``stats["actions"]`` are then those of the labels, so normalization fits what is trained on. A file of
+            schema version 1 or 2 (no ``action_labels``) made without action noise gives its actions, which are
+            clean.
 
     Raises:
         DatasetError: if the file is unusable (see :func:`~r2s2r_envs.datasets.reader.open_dataset`).
+        NoCleanLabelsError: ``labels="clean"`` for a file of schema version 1 or 2 whose actions contain injected
+            noise (a :class:`~r2s2r_envs.datasets.schema.DatasetError`; the message says how to regenerate it).
         KeyError: for an unknown observation or filter key (the message lists those available).
         ValueError: for invalid settings.
     """
@@ -72,7 +87,13 @@ class TrajectoryDataset:
         normalize: NormalizeMode | None = None,
         verify: VerifyMode = "full",
         domain: str | None = None,
+        labels: ActionLabels = "executed",
     ) -> None:
+        if labels not in ACTION_LABEL_MODES:
+            raise ValueError(
+                f"labels must be one of {ACTION_LABEL_MODES} ('executed': the actions as executed; 'clean': the "
+                f"demonstrator's actions before noise injection), got {labels!r}"
+            )
         if frame_stack < 1 or action_chunk < 1:
             raise ValueError(f"frame_stack and action_chunk must be >= 1, got {frame_stack}, {action_chunk}")
         if action_padding not in ("edge", "zero"):
@@ -84,8 +105,11 @@ class TrajectoryDataset:
         self.pad_frame_stack = pad_frame_stack
         self.pad_action_chunk = pad_action_chunk
         self.action_padding: ActionPadding = action_padding
+        self.labels: ActionLabels = labels
 
         with open_dataset(path, verify=verify) as f:
+            # Before anything is loaded: an old file of noisy actions has no clean labels to give.
+            action_array = "actions" if labels == "executed" else f.label_array()
             self.path = f.path
             self.provenance: dict[str, Any] = f.provenance
             self.content_hash: str = f.content_hash
@@ -130,10 +154,15 @@ class TrajectoryDataset:
                     f.read_into(demo_id, f"obs/{key}", self._obs[key][sl])
                     if load_next_obs:
                         f.read_into(demo_id, f"next_obs/{key}", self._next_obs[key][sl])
-                f.read_into(demo_id, "actions", self._actions[sl])
-            self.stats: dict[str, RunningStats] = {
-                name: s for name, s in f.stats().items() if name == "actions" or name[len("obs/") :] in self.obs_keys
-            }
+                f.read_into(demo_id, action_array, self._actions[sl])
+            stored = f.stats()
+            # "actions": the statistics of what a sample's actions are (the labels' with labels="clean").
+            self.stats: dict[str, RunningStats] = {"actions": stored[action_array]} if action_array in stored else {}
+            self.stats.update(
+                (name, s)
+                for name, s in stored.items()
+                if name.startswith("obs/") and name[len("obs/") :] in self.obs_keys
+            )
 
         # Per transition: its demo's first and last index, its demo position.
         demo_of = np.repeat(np.arange(len(ids)), lengths)

@@ -125,7 +125,8 @@ class CoTrainingMixture:
 
     Raises:
         ValueError: if ``real_fraction`` is outside ``[0, 1]``, a domain it needs has no dataset, or the
-            datasets disagree on observation keys, shapes, frame stack or action chunk.
+            datasets disagree on observation keys, shapes, frame stack, action chunk or what their actions are
+            (``labels``: executed or clean, the training targets of one mixture mean one thing).
     """
 
     def __init__(
@@ -246,7 +247,7 @@ def _check_compatible(datasets: Sequence[TrajectoryDataset]) -> None:
     ref = datasets[0]
     ref_spec = ref.sample_spec()
     for d in datasets[1:]:
-        for attr in ("frame_stack", "action_chunk", "obs_keys"):
+        for attr in ("frame_stack", "action_chunk", "obs_keys", "labels"):
             if getattr(d, attr) != getattr(ref, attr):
                 raise ValueError(
                     f"datasets disagree on {attr}: {ref.path} has {getattr(ref, attr)!r}, "

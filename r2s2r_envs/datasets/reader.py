@@ -25,6 +25,7 @@ from r2s2r_envs.datasets.schema import (
     DatasetError,
     EmptyDatasetError,
     HashMismatchError,
+    NoCleanLabelsError,
     NotADatasetError,
     UnsupportedSchemaError,
 )
@@ -60,7 +61,9 @@ class Demo:
         demo_id: the demo's id (its position in the file's order).
         obs: per observation key, ``(T, ...)`` observations.
         next_obs: per observation key, ``(T, ...)`` next observations (empty if not requested).
-        actions: ``(T, A)`` float32.
+        actions: ``(T, A)`` float32, the executed actions (what replay runs).
+        action_labels: ``(T, A)`` float32, the demonstrator's own actions before noise injection (schema version
+            3); ``None`` for an older file, which has none (see :meth:`DatasetFile.label_array`).
         rewards: ``(T,)`` float32.
         dones: ``(T,)`` uint8, 1 at the last step.
         states: ``(T, S)`` float64 simulator states; ``None`` if not requested or the file has none (a lab
@@ -78,6 +81,7 @@ class Demo:
     dones: np.ndarray
     states: np.ndarray | None
     attrs: dict[str, Any]
+    action_labels: np.ndarray | None = None
 
     @property
     def num_samples(self) -> int:
@@ -119,6 +123,41 @@ class DatasetFile:
     def has_states(self) -> bool:
         """Whether demos carry simulator ``states`` (simulated datasets do, lab datasets never)."""
         return self.domain == "sim"
+
+    @property
+    def has_action_labels(self) -> bool:
+        """Whether demos carry ``action_labels`` (schema version 3 and later)."""
+        return self.schema_version >= schema.ACTION_LABELS_VERSION
+
+    @property
+    def action_noise(self) -> float:
+        """Standard deviation of the noise injected into the demonstrator's arm actions, from the generation record
+        (0.0: none; :func:`~r2s2r_envs.datasets.schema.injected_action_noise`)."""
+        return schema.injected_action_noise(self.generation)
+
+    def label_array(self) -> str:
+        """The per-demo array that holds the demonstrator's clean actions (the labels to learn).
+
+        ``"action_labels"`` in a file of schema version 3; in an older file, which has none, ``"actions"`` if its
+        generation record says no noise was injected (then the executed actions are the demonstrator's own).
+
+        Raises:
+            NoCleanLabelsError: an older file whose actions contain injected noise: its clean labels were never
+                stored (the message names the file, its schema version, the noise and how to regenerate it).
+        """
+        if self.has_action_labels:
+            return schema.ACTION_LABELS
+        sigma = self.action_noise
+        if sigma == 0.0:
+            return "actions"
+        env = self.env_id or "ENV"
+        raise NoCleanLabelsError(
+            f"{self.path} has schema version {self.schema_version}, which stores no action_labels, and its actions "
+            f"contain injected noise (action_noise sigma={sigma:g}): they are the executed, perturbed actions, not "
+            "the demonstrator's clean labels. Regenerate it with this version (schema version "
+            f"{schema.SCHEMA_VERSION}, which stores the clean labels): r2s2r generate {env} ... --action-noise "
+            f"{sigma:g}, or r2s2r datasets make NAME for a canonical dataset; or load it with labels='executed'"
+        )
 
     @property
     def env_id(self) -> str:
@@ -189,7 +228,8 @@ class DatasetFile:
         return out
 
     def stats(self) -> dict[str, RunningStats]:
-        """Normalization statistics per stream (``"actions"``, ``"obs/<key>"``) over all demos."""
+        """Normalization statistics per stream (``"actions"``, ``"action_labels"`` from schema version 3,
+        ``"obs/<key>"``) over all demos."""
         out: dict[str, RunningStats] = {}
         for name, grp in self._f["stats"].items():
             stream = name.replace(".", "/", 1) if name.startswith("obs.") else name
@@ -264,6 +304,7 @@ class DatasetFile:
             obs={k: self.read(demo_id, f"obs/{k}") for k in keys},
             next_obs={k: self.read(demo_id, f"next_obs/{k}") for k in keys} if next_obs else {},
             actions=self.read(demo_id, "actions"),
+            action_labels=self.read(demo_id, schema.ACTION_LABELS) if self.has_action_labels else None,
             rewards=self.read(demo_id, "rewards"),
             dones=self.read(demo_id, "dones"),
             states=self.read(demo_id, "states") if states and self.has_states else None,
@@ -440,7 +481,7 @@ class DatasetFile:
         data = self._f["data"]
         first_keys: list[str] | None = None
         required_attrs = _DEMO_ATTRS if self.schema_version == 1 else _DEMO_ATTRS_V2
-        required_arrays = schema.array_keys(self.domain)
+        required_arrays = schema.array_keys(self.domain, self.schema_version)
         for name, grp in data.items():
             if not isinstance(grp, h5py.Group):
                 raise CorruptDatasetError(f"{self.path}: data/{name} is not a demo group")
@@ -466,6 +507,12 @@ class DatasetFile:
                     raise CorruptDatasetError(
                         f"{self.path}: data/{name}/{key} has {grp[key].shape[0]} rows, num_samples says {n}"
                     )
+            labels = schema.ACTION_LABELS
+            if labels in required_arrays and grp[labels].shape != grp["actions"].shape:
+                raise CorruptDatasetError(
+                    f"{self.path}: data/{name}/{labels} has shape {grp[labels].shape}, its actions "
+                    f"{grp['actions'].shape}; they must agree"
+                )
             for sub in ("obs", "next_obs"):
                 if sub not in grp:
                     raise CorruptDatasetError(f"{self.path}: data/{name} lacks the group {sub!r}")

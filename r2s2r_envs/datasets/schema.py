@@ -1,7 +1,7 @@
 """The r2s2r_envs dataset schema: robomimic's HDF5 layout plus provenance and a content hash.
 
 A dataset file is a robomimic dataset (robomimic and its users read it as it is) with extra,
-namespaced metadata. Layout of schema version 2 (docs/datasets.md, "Layout")::
+namespaced metadata. Layout of schema version 3 (docs/datasets.md, "Layout")::
 
     /                                   attrs: r2s2r_schema_version (int), r2s2r_format (str),
                                                provenance (JSON), generation (JSON),
@@ -15,18 +15,23 @@ namespaced metadata. Layout of schema version 2 (docs/datasets.md, "Layout")::
                                                arrays_sha256, sha256
     /data/demo_<k>/obs/<key>            (T, ...) observation at step t
     /data/demo_<k>/next_obs/<key>       (T, ...) observation after the action at step t
-    /data/demo_<k>/actions              (T, A) float32
+    /data/demo_<k>/actions              (T, A) float32, the action executed at step t (consistent with next_obs:
+                                               replay runs these)
+    /data/demo_<k>/action_labels        (T, A) float32, the demonstrator's own action at step t before noise
+                                               injection (the label to learn); equal to actions where no noise
+                                               was injected (lab data, action_noise 0). Schema version 3
     /data/demo_<k>/rewards              (T,)   float32
     /data/demo_<k>/dones                (T,)   uint8, 1 at the last step of the demo
     /data/demo_<k>/states               (T, S) float64, full MuJoCo state before step t (replay);
                                                simulated datasets only: a lab dataset (domain "real") has none
     /mask/<filter>                      demo group names (bytes): train, valid, success
-    /stats/<name>                       attrs count, mean, m2, std, min, max for "actions" and every
-                                        low-dimensional "obs/<key>" (normalization statistics)
+    /stats/<name>                       attrs count, mean, m2, std, min, max for "actions", "action_labels"
+                                        and every low-dimensional "obs/<key>" (normalization statistics)
 
 Every array is chunked with HDF5's fletcher32 checksum, so a damaged byte fails when it is read.
 
-Content hash of version 2: everything a reader trusts (docs/datasets.md, "Integrity").
+Content hash of versions 2 and 3 (the same rules; version 3 adds the ``action_labels`` array, hashed like every
+array, and its statistics): everything a reader trusts (docs/datasets.md, "Integrity").
 
 * Per demo, ``arrays_sha256`` is SHA-256 over every array's path, dtype, shape and bytes, in sorted path order
   (:func:`array_items_hash`), and ``sha256`` is SHA-256 over ``arrays_sha256`` and the canonical JSON of the
@@ -40,6 +45,9 @@ Content hash of version 2: everything a reader trusts (docs/datasets.md, "Integr
 Everything is hashed by value, so the hash depends neither on compression or chunking nor on how many workers
 wrote the file. Version 1 hashed the arrays only (:func:`dataset_hash_v1`); version-1 files of simulated data are
 still read under that rule, version-1 lab files are refused (they hold the lab's hidden simulator state).
+
+Versions 1 and 2 have no ``action_labels``: their ``actions`` are the clean labels only where the generation record
+says no noise was injected (:func:`injected_action_noise`; docs/datasets.md, "Schema version 3").
 """
 
 from __future__ import annotations
@@ -56,9 +64,13 @@ if TYPE_CHECKING:
     import h5py
 
 #: Schema version this code writes.
-SCHEMA_VERSION: int = 2
+SCHEMA_VERSION: int = 3
 #: Schema versions this code reads.
-SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2)
+SUPPORTED_SCHEMA_VERSIONS: tuple[int, ...] = (1, 2, 3)
+#: First schema version whose demos carry ``action_labels``.
+ACTION_LABELS_VERSION: int = 3
+#: The per-demo array of the demonstrator's clean actions (before noise injection).
+ACTION_LABELS: str = "action_labels"
 #: Value of the root ``r2s2r_format`` attribute, marks a file as ours.
 FORMAT_NAME: str = "r2s2r_envs.datasets"
 
@@ -67,13 +79,15 @@ ROBOMIMIC_GYM_ENV_TYPE: int = 2
 
 DOMAINS: tuple[str, ...] = ("real", "sim")
 
-#: Per-demo arrays (besides obs/next_obs) every dataset has.
-COMMON_ARRAY_KEYS: tuple[str, ...] = ("actions", "rewards", "dones")
+#: Per-demo arrays (besides obs/next_obs) every dataset of the current schema version has.
+COMMON_ARRAY_KEYS: tuple[str, ...] = ("actions", ACTION_LABELS, "rewards", "dones")
 #: Per-demo arrays of a simulated dataset: the common ones plus the simulator ``states`` (exact replay).
 SIM_ARRAY_KEYS: tuple[str, ...] = (*COMMON_ARRAY_KEYS, "states")
+#: Streams (besides the low-dimensional ``obs/<key>``) with normalization statistics under ``/stats``.
+ACTION_STREAMS: tuple[str, ...] = ("actions", ACTION_LABELS)
 # Filter keys written under /mask.
 MASK_KEYS: tuple[str, ...] = ("train", "valid", "success")
-#: Parts of the file (besides the demos) covered by the version-2 content hash, as stored in ``content_parts``.
+#: Parts of the file (besides the demos) covered by the content hash of versions 2 and 3 (``content_parts``).
 CONTENT_PARTS: tuple[str, ...] = ("env_args", "generation", "masks", "provenance", "stats", "summary")
 # Demo attributes that hold hashes: everything else in a demo group's attributes is covered by its sha256.
 DEMO_HASH_ATTRS: tuple[str, ...] = ("arrays_sha256", "sha256")
@@ -107,6 +121,11 @@ class EmptyDatasetError(DatasetError):
     """The file is a valid dataset with no demonstrations."""
 
 
+class NoCleanLabelsError(DatasetError):
+    """The file has no clean action labels: a file of schema version 1 or 2 (no ``action_labels``) whose actions
+    contain injected noise, asked for its clean labels (``TrajectoryDataset(..., labels="clean")``)."""
+
+
 def supported_versions_text() -> str:
     """Returns a short phrase naming the schema versions this code reads."""
     from r2s2r_envs._version import __version__
@@ -115,18 +134,40 @@ def supported_versions_text() -> str:
     return f"r2s2r_envs {__version__} reads schema version(s) {versions}"
 
 
-def array_keys(domain: str) -> tuple[str, ...]:
-    """The per-demo arrays (besides ``obs``/``next_obs``) a dataset of ``domain`` must have.
+def array_keys(domain: str, version: int = SCHEMA_VERSION) -> tuple[str, ...]:
+    """The per-demo arrays (besides ``obs``/``next_obs``) a dataset of ``domain`` and schema ``version`` must have.
 
     A lab dataset (``"real"``) stores no simulator ``states``: they would reveal the lab's hidden physics
-    (docs/concepts.md, "Honesty rules").
+    (docs/concepts.md, "Honesty rules"). Files before schema version 3 have no ``action_labels``.
 
     Raises:
         ValueError: for a domain other than ``"real"`` or ``"sim"``.
     """
     if domain not in DOMAINS:
         raise ValueError(f"unknown domain {domain!r}; expected one of {DOMAINS}")
-    return COMMON_ARRAY_KEYS if domain == "real" else SIM_ARRAY_KEYS
+    keys = COMMON_ARRAY_KEYS if domain == "real" else SIM_ARRAY_KEYS
+    if version < ACTION_LABELS_VERSION:
+        keys = tuple(k for k in keys if k != ACTION_LABELS)
+    return keys
+
+
+def injected_action_noise(generation: Mapping[str, Any]) -> float:
+    """The standard deviation of the action noise a file's generation record says was injected (0.0: none).
+
+    ``generate(..., action_noise=...)`` records it as ``action_noise``, only when non-zero; a file made from another
+    one (the ablation's demo subsets) records its source's settings under ``source_generation``, which is followed.
+    A value that is not a number is returned as NaN (unknown, so not noise-free).
+    """
+    record: Any = generation
+    while isinstance(record, Mapping):
+        noise = record.get("action_noise")
+        if noise is not None:
+            if isinstance(noise, bool) or not isinstance(noise, (int, float)):
+                return math.nan
+            if noise:
+                return float(noise)
+        record = record.get("source_generation")
+    return 0.0
 
 
 def demo_group_name(demo_id: int) -> str:
@@ -186,7 +227,8 @@ def demo_attrs_json(attrs: Mapping[str, Any]) -> str:
 
 
 def demo_hash(arrays_sha256: str, attrs: Mapping[str, Any]) -> str:
-    """A demo's version-2 hash: over its arrays' hash and its other attributes (success, seed, outcomes, ...)."""
+    """A demo's hash (schema versions 2 and 3): over its arrays' hash and its other attributes (success, seed,
+    outcomes, ...)."""
     h = hashlib.sha256(_DEMO_PREFIX)
     h.update(f"arrays:{arrays_sha256}\nattrs:".encode())
     h.update(demo_attrs_json(attrs).encode())
@@ -202,7 +244,8 @@ def dataset_hash_v1(demo_hashes: Mapping[int, str]) -> str:
 
 
 def content_hash(parts: Mapping[str, str], demo_hashes: Mapping[int, str]) -> str:
-    """Schema version 2's file hash: the part hashes (:data:`CONTENT_PARTS`) and the demo hashes in demo-id order.
+    """The file hash of schema versions 2 and 3: the part hashes (:data:`CONTENT_PARTS`) and the demo hashes in
+    demo-id order.
 
     Raises:
         KeyError: if a part is missing.
@@ -307,8 +350,9 @@ def is_low_dim(arr_shape: tuple[int, ...], dtype: np.dtype) -> bool:
 
 
 def is_stats_stream(name: str, arr: np.ndarray) -> bool:
-    """Whether the writer keeps normalization statistics of the demo array at ``name`` (``actions``, low-dim obs)."""
-    return name == "actions" or (name.startswith("obs/") and is_low_dim(arr.shape[1:], arr.dtype))
+    """Whether the writer keeps normalization statistics of the demo array at ``name`` (``actions``,
+    ``action_labels``, low-dimensional obs)."""
+    return name in ACTION_STREAMS or (name.startswith("obs/") and is_low_dim(arr.shape[1:], arr.dtype))
 
 
 def is_valid_split(demo_id: int, valid_fraction: float) -> bool:

@@ -323,7 +323,7 @@ def synthetic_episode(
 
     Recognizable values: for observation step ``t`` (0..length), ``arm_qpos[t, 0] == t`` and
     ``arm_qpos[t, 1] == tag``; for action step ``t``, ``actions[t, 0] == t`` and ``actions[t, 1] == tag``.
-    Everything else is random.
+    Everything else is random. No noise is injected: the episode's ``action_labels`` (``None``) are its actions.
 
     Args:
         length: number of transitions ``T``.

@@ -56,7 +56,9 @@ class Episode:
 
     Attributes:
         observations: per key, ``T + 1`` observations (the reset observation and one after each step).
-        actions: ``(T, A)`` actions sent to the env.
+        actions: ``(T, A)`` actions sent to the env (executed: what replay runs).
+        action_labels: ``(T, A)`` the demonstrator's own actions, before noise injection (the labels to learn);
+            ``None`` when they are the executed ones (no noise injected, lab data), stored as a copy of ``actions``.
         rewards: ``(T,)`` rewards.
         states: ``(T, S)`` full simulator state before each step (``env.unwrapped.get_state()``) for a simulated
             episode; ``None`` for a lab episode (domain ``"real"``), whose hidden state is never recorded.
@@ -76,6 +78,7 @@ class Episode:
     observations: dict[str, np.ndarray]
     actions: np.ndarray
     rewards: np.ndarray
+    action_labels: np.ndarray | None = None
     states: np.ndarray | None = None
     terminated: bool = False
     truncated: bool = False
@@ -95,12 +98,14 @@ class Episode:
         return int(len(self.actions))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The demo's arrays under their robomimic paths (``obs/<key>``, ``next_obs/<key>``, ``actions``, ...).
+        """The demo's arrays under their robomimic paths (``obs/<key>``, ``next_obs/<key>``, ``actions``,
+        ``action_labels``, ...).
 
-        ``states`` is included only when the episode has them (simulated episodes).
+        ``states`` is included only when the episode has them (simulated episodes); ``action_labels`` always (a copy
+        of ``actions`` when the episode has none of its own).
 
         Raises:
-            ValueError: if lengths disagree or the episode is empty.
+            ValueError: if lengths or shapes disagree or the episode is empty.
         """
         t = self.num_samples
         if t == 0:
@@ -115,6 +120,15 @@ class Episode:
         dones = np.zeros(t, dtype=np.uint8)
         dones[-1] = 1
         out["actions"] = np.asarray(self.actions, dtype=np.float32).reshape(t, -1)
+        if self.action_labels is None:
+            out[schema.ACTION_LABELS] = out["actions"].copy()
+        else:
+            labels = np.asarray(self.action_labels, dtype=np.float32)
+            if labels.shape != out["actions"].shape:
+                raise ValueError(
+                    f"action_labels has shape {labels.shape}, expected the shape of actions {out['actions'].shape}"
+                )
+            out[schema.ACTION_LABELS] = labels
         out["rewards"] = np.asarray(self.rewards, dtype=np.float32).reshape(t)
         out["dones"] = dones
         if self.states is not None:
