@@ -217,7 +217,7 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     longer = design_from_args(
         parser.parse_args(["ablation", "--methods", "flow", "--steps", "12000", "--no-sweep", "--out", "o"])
     )
-    assert base.train == {"steps": 5000} and longer.train == {"steps": 12000}
+    assert base.train == {"recipe": "v1", "steps": 5000} and longer.train == {"recipe": "v1", "steps": 12000}
     assert longer.sweep_variant is None and longer.sweep_values() == ()
     kinds = [t.kind for t in longer.tasks(canonical_hashes={})]
     # real-only + four variants, three seeds; each evaluated in the lab (and co-trained ones in their variant)

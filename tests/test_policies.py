@@ -29,7 +29,7 @@ from r2s2r_envs.policies.config import METHODS, ConfigError, TrainConfig, check_
 from r2s2r_envs.policies.data import DataSelectionError
 from r2s2r_envs.policies.models import NO_LABEL, REAL, PolicyModel, gradient_reversal
 from r2s2r_envs.policies.pipeline import FrameStacker, PipelineError
-from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, train
+from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, split_demos, train
 
 TINY = dict(steps=4, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 
@@ -103,7 +103,7 @@ def test_cnn_encoder_on_camera_images(tmp_path: Path) -> None:
     write_synthetic_dataset(real, [6, 7], domain="real", seed=1, image_size=16)
     write_synthetic_dataset(sim, [5, 8], domain="sim", seed=2, image_size=16)
     keys = ("arm_qpos", "eef_pos", "scene_image")
-    common = dict(real=(str(real),), sim=(str(sim),), real_fraction=0.5, obs_keys=keys, **TINY)
+    common = dict(real=(str(real),), sim=(str(sim),), real_fraction=0.5, obs_keys=keys, features="raw", **TINY)
     with pytest.raises(ConfigError, match="camera images.*--encoder cnn"):
         train(TrainConfig(method="bc", out=str(tmp_path / "no"), **common))
     out = train(TrainConfig(method="flow-cfg", out=str(tmp_path / "cnn"), encoder="cnn", **common)).out
@@ -127,7 +127,7 @@ def test_inference_pipeline_is_the_training_pipeline(data: dict[str, Path], tmp_
     config = _config(data, tmp_path / "p", "flow", frame_stack=3)
     policy = load_policy(train(config).out)
     refs, _ = prepare(dataclasses.replace(config, overwrite=True))
-    datasets = load_datasets(config, refs)
+    datasets = load_datasets(config, refs, [train_ids for train_ids, _ in split_demos(config, refs)])
     trained = build_pipeline(config, datasets)
     assert policy.pipeline.to_dict() == trained.to_dict()  # same keys, shapes and statistics after the round trip
 
@@ -342,7 +342,7 @@ def test_load_policy_refuses_what_is_not_a_checkpoint(data: dict[str, Path], tmp
         (d / WEIGHTS_FILE).write_bytes((good / WEIGHTS_FILE).read_bytes() if weights is None else weights)
         return d
 
-    with pytest.raises(CheckpointError, match="checkpoint version 99.*reads version 1"):
+    with pytest.raises(CheckpointError, match=r"checkpoint version 99.*reads versions \[1, 2\]"):
         load_policy(variant("v99", {**doc, "checkpoint_version": 99}))
     with pytest.raises(CheckpointError, match="not a policy checkpoint config"):
         load_policy(variant("foreign", {"format": "something else"}))

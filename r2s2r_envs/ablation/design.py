@@ -448,7 +448,7 @@ def policy_label(policy: PolicySpec) -> str:
 # ---------------------------------------------------------------------- presets
 def full_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence[str] = VARIANTS) -> AblationDesign:
     """The study's design on this suite: ``lab-50`` (the teleoperator's 50 demos), 1,000 canonical demos per
-    variant, co-training at the mixing rule's high end (0.22), three seeds, default training (5,000 steps), 100
+    variant, co-training at the mixing rule's high end (0.22), three seeds, the v1 training recipe (5,000 steps), 100
     protocol episodes in the lab and in each policy's own variant, the real_fraction sweep of FullyGrounded."""
     real = DataSpec(label="lab-50", domain="real", canonical="lab-50", env_id=LAB_ENV_ID, episodes=50)
     sim = tuple(
@@ -471,7 +471,7 @@ def full_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence[
         variants=tuple(variants),
         methods=tuple(methods),
         seeds=(0, 1, 2),
-        train={"steps": 5000},
+        train={"recipe": "v1", "steps": 5000},
         lab_episodes=100,
         sim_episodes=100,
         mixture_episodes=20,
@@ -496,7 +496,7 @@ def quick_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence
         variants=tuple(variants),
         methods=tuple(methods),
         seeds=(0,),
-        train={"steps": 1000},
+        train={"recipe": "v1", "steps": 1000},
         lab_episodes=20,
         sim_episodes=10,
         sweep_methods=(SINGLE_DOMAIN_METHOD,),
@@ -534,7 +534,15 @@ def smoke_design() -> AblationDesign:
         sim=sim,
         seeds=(0, 1),
         methods=DEFAULT_METHODS,
-        train={"steps": 20, "batch_size": 32, "hidden_dim": 32, "layers": 1, "feature_dim": 16, "verify": "quick"},
+        train={
+            "recipe": "v1",
+            "steps": 20,
+            "batch_size": 32,
+            "hidden_dim": 32,
+            "layers": 1,
+            "feature_dim": 16,
+            "verify": "quick",
+        },
         lab_episodes=2,
         sim_episodes=2,
         eval_env_kwargs={**kwargs, "episode_steps": 40},

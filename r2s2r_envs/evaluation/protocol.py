@@ -115,7 +115,9 @@ class Policy(Protocol):
 
     Optional attributes, recorded in the result when present: ``name`` (str), ``settings`` (JSON-serializable
     configuration) and ``metadata`` (a mapping: how the policy was made, the result's ``method`` section;
-    ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema).
+    ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema). An optional method
+    ``set_domain(domain)`` is called with the env's domain (``"real"`` for the lab, ``"sim"`` for a simulator)
+    before the first episode: a domain-conditioned policy acts as in that domain.
     """
 
     def reset(self, seed: int | None) -> None:
@@ -145,7 +147,7 @@ def resolve_policy(policy: PolicyOrFactory, env: gym.Env) -> Policy:
             policy.
     """
     if _is_policy(policy):
-        return policy  # type: ignore[return-value]
+        return _tell_domain(policy, env)  # type: ignore[arg-type]
     if callable(policy):
         made = policy(env)
         if not _is_policy(made):
@@ -153,11 +155,19 @@ def resolve_policy(policy: PolicyOrFactory, env: gym.Env) -> Policy:
                 f"the policy factory {_qualified_name(policy)} returned a {type(made).__name__}, which is not a "
                 "Policy: it needs methods reset(seed) and act(obs)"
             )
-        return made
+        return _tell_domain(made, env)
     raise TypeError(
         f"policy must be a Policy (an object with methods reset(seed) and act(obs)) or a factory f(env) -> Policy, "
         f"got a {type(policy).__name__}"
     )
+
+
+def _tell_domain(policy: Policy, env: gym.Env) -> Policy:
+    """Calls the policy's optional ``set_domain`` with the env's domain (a public label, not its state)."""
+    set_domain = getattr(policy, "set_domain", None)
+    if callable(set_domain):
+        set_domain(str(getattr(env.unwrapped, "domain", "sim")))
+    return policy
 
 
 def _qualified_name(obj: Any) -> str:

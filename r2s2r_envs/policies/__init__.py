@@ -16,7 +16,7 @@ describes the methods, the commands and measured numbers.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from r2s2r_envs.policies.checkpoint import CheckpointError, read_checkpoint
 from r2s2r_envs.policies.config import METHODS, TrainConfig
@@ -29,11 +29,12 @@ TORCH_HINT = (
 )
 
 
-def load_policy(path: str | os.PathLike[str]) -> TrainedPolicy:
+def load_policy(path: str | os.PathLike[str], **settings: Any) -> TrainedPolicy:
     """Loads a policy written by ``r2s2r train --out DIR`` (needs torch).
 
     Args:
         path: the checkpoint directory.
+        settings: execution settings instead of the training config's: ``execute_steps``, ``temporal_ensemble``.
 
     Returns:
         A :class:`~r2s2r_envs.policies.runtime.TrainedPolicy`: ``reset(seed)``, ``act(obs)``, ``metadata``.
@@ -50,7 +51,7 @@ def load_policy(path: str | os.PathLike[str]) -> TrainedPolicy:
         if getattr(exc, "name", None) == "torch":
             raise ImportError(TORCH_HINT) from exc
         raise
-    return _load(path)
+    return _load(path, **settings)
 
 
 __all__ = ["METHODS", "CheckpointError", "TrainConfig", "load_policy", "read_checkpoint"]

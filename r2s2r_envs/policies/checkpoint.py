@@ -23,8 +23,10 @@ from typing import Any
 
 #: The ``format`` field of ``config.json``.
 CHECKPOINT_FORMAT = "r2s2r_envs.policy_checkpoint"
-#: Version of the checkpoint layout; :func:`read_checkpoint` refuses others.
-CHECKPOINT_VERSION = 1
+#: Version of the checkpoint layout this package writes (2: feature stages, residual networks, recipes).
+CHECKPOINT_VERSION = 2
+#: Versions :func:`read_checkpoint` reads (version 1: raw features, plain MLPs; its config reads as recipe v1).
+READABLE_CHECKPOINT_VERSIONS: tuple[int, ...] = (1, 2)
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "policy.pt"
 LOG_FILE = "train_log.json"
@@ -77,10 +79,11 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{config_path} is not a policy checkpoint config (format {fmt!r}, expected {CHECKPOINT_FORMAT!r})"
         )
     version = data.get("checkpoint_version")
-    if version != CHECKPOINT_VERSION:
+    if version not in READABLE_CHECKPOINT_VERSIONS:
         raise CheckpointError(
-            f"{root} has checkpoint version {version!r}; this version of r2s2r_envs reads version {CHECKPOINT_VERSION} "
-            "(retrain with this version, or use the r2s2r_envs version that wrote it)"
+            f"{root} has checkpoint version {version!r}; this version of r2s2r_envs reads versions "
+            f"{list(READABLE_CHECKPOINT_VERSIONS)} (retrain with this version, or use the r2s2r_envs version that "
+            "wrote it)"
         )
     for key in ("config", "metadata", "pipeline", "model"):
         if not isinstance(data.get(key), dict):

@@ -18,11 +18,18 @@ import inspect
 import json
 import re
 import sys
-import typing
 from typing import Any
 
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config, field_choices
+from r2s2r_envs.policies.config import (
+    DEFAULT_RECIPE,
+    RECIPES,
+    ConfigError,
+    TrainConfig,
+    check_config,
+    field_choices,
+    field_type,
+)
 
 _METAVARS = {"real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
 
@@ -65,14 +72,18 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "See docs/baselines.md.",
     )
     docs = _field_docs()
-    hints = typing.get_type_hints(TrainConfig)
+    recipe_defaults = RECIPES[DEFAULT_RECIPE]
     for field in dataclasses.fields(TrainConfig):
         name = field.name
         flag = "--" + name.replace("_", "-")
         help_text = docs.get(name, "")
         required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         default = None if required else field.default
-        hint = hints[name]
+        hint = field_type(name)
+        if name in recipe_defaults:  # unset: the recipe's value
+            help_text += f" (default: the recipe's; {DEFAULT_RECIPE}: {recipe_defaults[name]})"
+        elif name == "recipe":
+            help_text += f" (default {DEFAULT_RECIPE}; choices {sorted(RECIPES)})"
         if hint is bool:
             if default:
                 parser.add_argument(f"--no-{name.replace('_', '-')}", dest=name, action="store_false", help=help_text)
@@ -82,7 +93,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             continue
         kwargs: dict[str, Any] = {"dest": name, "help": help_text, "metavar": _METAVARS.get(name)}
         choices = field_choices(name)
-        if choices is not None:
+        if name == "recipe":
+            kwargs.update(choices=sorted(RECIPES), metavar=None)
+        elif choices is not None:
             kwargs.update(choices=choices, metavar=None)
             kwargs["help"] += f" (default {default})" if default is not None else ""
         elif name in ("real", "sim"):
@@ -91,7 +104,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             kwargs.update(type=_comma_list, default=[])
         else:
             kwargs["type"] = {int: int, float: float, str: str}[hint]
-            if default is not None:
+            if default is not None and name != "recipe":
                 kwargs["help"] += f" (default {default})"
         if required:
             kwargs["required"] = True

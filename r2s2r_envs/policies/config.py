@@ -22,6 +22,79 @@ Encoder = Literal["mlp", "cnn"]
 Composition = Literal["bernoulli", "stratified"]
 VerifyMode = Literal["full", "quick", "none"]
 Device = Literal["cpu", "cuda", "auto"]
+Features = Literal["raw", "task"]
+Architecture = Literal["mlp", "resmlp"]
+Labels = Literal["executed", "clean"]
+NormalizationWeights = Literal["samples", "mixture"]
+
+#: Named recipes: the value of every recipe field (docs/baselines.md, "Recipes"). A field left unset (``None``)
+#: takes its recipe's value; a field given explicitly wins. ``cpu`` is the default of ``r2s2r train``; ``gpu`` the
+#: same methods at a larger budget and model for one GPU; ``v1`` the first policies' settings (5,000 steps,
+#: raw inputs, plain MLPs, no EMA), with which the earlier records were made.
+RECIPES: dict[str, dict[str, Any]] = {
+    "v1": {
+        "steps": 5000,
+        "batch_size": 1024,
+        "lr": 2e-3,
+        "warmup_steps": 0,
+        "weight_decay": 1e-6,
+        "grad_clip": 1.0,
+        "ema_decay": 0.0,
+        "demos": "success",
+        "labels": "executed",
+        "action_normalization": "standard",
+        "normalization_weights": "samples",
+        "features": "raw",
+        "architecture": "mlp",
+        "frame_stack": 2,
+        "action_chunk": 16,
+        "execute_steps": 8,
+        "temporal_ensemble": 0.0,
+        "hidden_dim": 256,
+        "layers": 3,
+        "feature_dim": 128,
+        "flow_steps": 10,
+        "cfg_dropout": 0.2,
+        "cfg_scale": 1.5,
+        "adda_weight": 0.1,
+        "adda_warmup": 0.3,
+        "composition": "bernoulli",
+        "val_fraction": 0.0,
+        "device": "cpu",
+    },
+}
+RECIPES["cpu"] = {
+    **RECIPES["v1"],
+    "steps": 20000,
+    "batch_size": 256,
+    "lr": 1e-3,
+    "warmup_steps": 500,
+    "weight_decay": 1e-4,
+    "ema_decay": 0.999,
+    "labels": "clean",
+    "normalization_weights": "mixture",
+    "features": "task",
+    "architecture": "resmlp",
+    "action_chunk": 16,
+    "execute_steps": 4,
+    "hidden_dim": 256,
+    "layers": 3,
+    "feature_dim": 256,
+    "val_fraction": 0.05,
+}
+RECIPES["gpu"] = {
+    **RECIPES["cpu"],
+    "steps": 100000,
+    "batch_size": 1024,
+    "hidden_dim": 512,
+    "layers": 4,
+    "feature_dim": 512,
+    "device": "auto",
+}
+#: The recipe of ``r2s2r train`` and of a :class:`TrainConfig` that names none.
+DEFAULT_RECIPE = "cpu"
+#: The recipe of a checkpoint config written before recipes existed.
+LEGACY_RECIPE = "v1"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -35,22 +108,39 @@ class TrainConfig:
         real_fraction: expected share of real samples in each batch, in [0, 1] (1.0: real only, 0.0: sim only).
         seed: training seed (weights, batches, noise); the same seed on one machine gives identical weights.
         out: output directory (created; an existing checkpoint there is refused unless ``overwrite``).
+        recipe: the named recipe (:data:`RECIPES`: cpu, gpu, v1) whose values fill every field below left unset.
         steps: gradient steps.
         batch_size: samples per batch.
-        lr: AdamW learning rate (cosine decay to 10% over ``steps``).
+        lr: AdamW learning rate (linear warm-up over ``warmup_steps``, then cosine decay to 10% at ``steps``).
+        warmup_steps: steps of linear learning-rate warm-up from 0.
         weight_decay: AdamW weight decay.
         grad_clip: gradient norm clip (0 = off).
+        ema_decay: decay of the exponential moving average of the weights that is saved and evaluated (0: the
+            last weights); the decay ramps up as ``min(ema_decay, (1 + step) / (10 + step))``.
         demos: ``"success"`` trains on successful demos only (the file's ``mask/success``), ``"all"`` on every demo.
+        labels: the training targets: ``"clean"`` (the demonstrator's own actions, before noise injection: the
+            dataset's ``action_labels``) or ``"executed"`` (the actions executed, noise included).
         action_normalization: how action chunks are normalized for the networks: ``"standard"`` (zero mean, unit
             variance per dimension: the data then has the scale of the flow's Gaussian noise) or ``"minmax"``
             ([-1, 1] from the data's range).
+        normalization_weights: how the datasets' statistics are merged for normalization: ``"mixture"`` (each
+            dataset weighted by its share of the batches, so the real data is normalized by the statistics the
+            training batches have) or ``"samples"`` (by sample counts).
+        features: the feature stage (``r2s2r_envs.policies.features``): ``"task"`` (hand-relative objects, next
+            object first, continuous hand rotation, inferred object status) or ``"raw"`` (the observation keys
+            concatenated).
+        architecture: ``"resmlp"`` (residual blocks with layer norm; the flow head conditioned by FiLM) or
+            ``"mlp"`` (plain MLPs, the condition concatenated).
         obs_keys: observation keys (empty: every low-dimensional key of the data); images only with
-            ``encoder="cnn"``.
+            ``encoder="cnn"``; ``features="task"`` reads its own keys.
         frame_stack: observations per input, ending at the current step.
         action_chunk: actions predicted per inference (``H``).
         execute_steps: actions of each predicted chunk executed before predicting again (receding horizon).
+        temporal_ensemble: 0 for receding-horizon execution; ``k > 0`` predicts a chunk every step and executes the
+            average of every chunk's prediction for the step, weighted ``exp(-k * age)`` (age in steps: newer
+            predictions weigh more).
         hidden_dim: width of the MLPs.
-        layers: hidden layers of each MLP.
+        layers: hidden layers of each MLP (residual blocks with ``architecture="resmlp"``).
         feature_dim: width of the encoder's output (what the ADDA discriminator sees).
         encoder: ``"mlp"`` (state observations, the default) or ``"cnn"`` (a small CNN over the 128x128 cameras
             named in ``obs_keys`` plus an MLP over the rest).
@@ -62,6 +152,8 @@ class TrainConfig:
         adda_warmup: share of ``steps`` over which the adversarial weight ramps up (DANN schedule).
         composition: how each batch's real share is drawn: ``"bernoulli"`` (independent entries) or
             ``"stratified"`` (least variance); both have expectation ``real_fraction``.
+        val_fraction: share of each dataset's demos (at least one, when > 0) held out of training; the validation
+            loss on them is logged and the checkpoint with the lowest one is saved (never a lab episode).
         threads: torch CPU threads. 1 by default: on a shared 2-core machine a second thread made steps up to 20x
             slower (docs/baselines.md, "Training speed"); try 2 on an idle machine.
         device: where the networks train: ``"cpu"`` (the default; deterministic), ``"cuda"`` (a GPU, if torch
@@ -78,32 +170,48 @@ class TrainConfig:
     real_fraction: float
     seed: int = 0
     out: str
-    steps: int = 5000
-    batch_size: int = 1024
-    lr: float = 2e-3
-    weight_decay: float = 1e-6
-    grad_clip: float = 1.0
-    demos: Demos = "success"
-    action_normalization: ActionNormalization = "standard"
+    recipe: str = DEFAULT_RECIPE
+    steps: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    warmup_steps: int | None = None
+    weight_decay: float | None = None
+    grad_clip: float | None = None
+    ema_decay: float | None = None
+    demos: Demos | None = None
+    labels: Labels | None = None
+    action_normalization: ActionNormalization | None = None
+    normalization_weights: NormalizationWeights | None = None
+    features: Features | None = None
+    architecture: Architecture | None = None
     obs_keys: tuple[str, ...] = ()
-    frame_stack: int = 2
-    action_chunk: int = 16
-    execute_steps: int = 8
-    hidden_dim: int = 256
-    layers: int = 3
-    feature_dim: int = 128
+    frame_stack: int | None = None
+    action_chunk: int | None = None
+    execute_steps: int | None = None
+    temporal_ensemble: float | None = None
+    hidden_dim: int | None = None
+    layers: int | None = None
+    feature_dim: int | None = None
     encoder: Encoder = "mlp"
-    flow_steps: int = 10
-    cfg_dropout: float = 0.2
-    cfg_scale: float = 1.5
-    adda_weight: float = 0.1
-    adda_warmup: float = 0.3
-    composition: Composition = "bernoulli"
+    flow_steps: int | None = None
+    cfg_dropout: float | None = None
+    cfg_scale: float | None = None
+    adda_weight: float | None = None
+    adda_warmup: float | None = None
+    composition: Composition | None = None
+    val_fraction: float | None = None
     threads: int = 1
-    device: Device = "cpu"
+    device: Device | None = None
     verify: VerifyMode = "full"
     progress: bool = True
     overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.recipe not in RECIPES:
+            raise ConfigError(f"unknown recipe {self.recipe!r}; choose one of {sorted(RECIPES)}")
+        for name, value in RECIPES[self.recipe].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
 
     @property
     def uses_cfg(self) -> bool:
@@ -126,12 +234,17 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Reads :meth:`to_dict` output; unknown fields are refused with the list of known ones."""
+        """Reads :meth:`to_dict` output; unknown fields are refused with the list of known ones.
+
+        A config written before recipes existed (no ``recipe`` field) reads as the ``v1`` recipe, whose values
+        were then the defaults.
+        """
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown training config field(s) {unknown}; known: {sorted(known)}")
         kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        kwargs.setdefault("recipe", LEGACY_RECIPE)
         return cls(**kwargs)
 
 
@@ -141,11 +254,19 @@ def _jsonable(value: Any) -> Any:
 
 def field_choices(name: str) -> tuple[str, ...] | None:
     """The allowed values of a ``Literal`` field of :class:`TrainConfig` (``None`` for other fields)."""
-    hints = typing.get_type_hints(TrainConfig)
-    hint = hints[name]
+    hint = field_type(name)
     if typing.get_origin(hint) is Literal:
         return tuple(typing.get_args(hint))
     return None
+
+
+def field_type(name: str) -> Any:
+    """The type of a :class:`TrainConfig` field, without the ``None`` of a recipe field (``int | None`` -> int)."""
+    hint = typing.get_type_hints(TrainConfig)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if type(None) in typing.get_args(hint) and len(args) == 1:
+        return args[0]
+    return hint
 
 
 class ConfigError(ValueError):
@@ -160,7 +281,8 @@ def check_config(config: TrainConfig) -> None:
     """
     if config.method not in METHODS:
         raise ConfigError(f"unknown method {config.method!r}; choose one of {list(METHODS)}")
-    for name in ("demos", "action_normalization", "encoder", "composition", "verify", "device"):
+    choice_fields = ("demos", "labels", "action_normalization", "normalization_weights", "features", "architecture")
+    for name in (*choice_fields, "encoder", "composition", "verify", "device"):
         choices = field_choices(name)
         if getattr(config, name) not in choices:
             raise ConfigError(f"{name} must be one of {list(choices)}, got {getattr(config, name)!r}")
@@ -181,6 +303,17 @@ def check_config(config: TrainConfig) -> None:
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    if isinstance(config.warmup_steps, bool) or not isinstance(config.warmup_steps, int) or config.warmup_steps < 0:
+        raise ConfigError(f"warmup_steps must be an integer >= 0, got {config.warmup_steps!r}")
+    for name, low, high in (("ema_decay", 0.0, 0.99999), ("val_fraction", 0.0, 0.5)):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ConfigError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    te = config.temporal_ensemble
+    if isinstance(te, bool) or not isinstance(te, (int, float)) or not math.isfinite(te) or te < 0:
+        raise ConfigError(f"temporal_ensemble must be a finite number >= 0 (0: off), got {te!r}")
+    if config.features == "task" and config.encoder == "cnn":
+        raise ConfigError("features='task' reads state observations; the cnn encoder trains on features='raw'")
     if config.execute_steps > config.action_chunk:
         raise ConfigError(
             f"execute_steps ({config.execute_steps}) must be <= action_chunk ({config.action_chunk}): a policy "

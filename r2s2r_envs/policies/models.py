@@ -46,6 +46,83 @@ def mlp(in_dim: int, hidden: int, layers: int, out_dim: int) -> nn.Sequential:
     return nn.Sequential(*mods)
 
 
+class FiLMBlock(nn.Module):
+    """A pre-norm residual block, ``x + W2 silu(W1 film(norm(x)))``, optionally modulated by a condition (FiLM).
+
+    The condition gives a per-channel scale and shift of the normalized input (zero at initialization, so the
+    block starts as the identity plus a small MLP).
+
+    Args:
+        dim: width of the residual stream.
+        cond_dim: width of the condition (0: no conditioning).
+        expansion: hidden width of the block's MLP as a multiple of ``dim``.
+    """
+
+    def __init__(self, dim: int, cond_dim: int = 0, expansion: int = 2) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, expansion * dim)
+        self.fc2 = nn.Linear(expansion * dim, dim)
+        self.film = nn.Linear(cond_dim, 2 * dim) if cond_dim else None
+        if self.film is not None:
+            nn.init.zeros_(self.film.weight)
+            nn.init.zeros_(self.film.bias)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.norm(x)
+        if self.film is not None:
+            if cond is None:
+                raise ValueError("a conditioned block needs its condition")
+            scale, shift = self.film(cond).chunk(2, dim=-1)
+            h = h * (1.0 + scale) + shift
+        return x + self.fc2(F.silu(self.fc1(h)))
+
+
+class ResidualMLP(nn.Module):
+    """``in -> Linear -> blocks (FiLM-conditioned if cond_dim) -> LayerNorm -> Linear -> out``.
+
+    Args:
+        in_dim: input width.
+        hidden: width of the residual stream.
+        blocks: residual blocks.
+        out_dim: output width.
+        cond_dim: width of the condition every block is modulated by (0: none).
+    """
+
+    def __init__(self, in_dim: int, hidden: int, blocks: int, out_dim: int, cond_dim: int = 0) -> None:
+        super().__init__()
+        self.inp = nn.Linear(in_dim, hidden)
+        self.blocks = nn.ModuleList(FiLMBlock(hidden, cond_dim) for _ in range(blocks))
+        self.norm = nn.LayerNorm(hidden)
+        self.out = nn.Linear(hidden, out_dim)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.inp(x)
+        for block in self.blocks:
+            h = block(h, cond)
+        return self.out(self.norm(h))
+
+
+class _Plain(nn.Module):
+    """An :func:`mlp` with the ``(x, cond)`` call of :class:`ResidualMLP` (the condition is concatenated)."""
+
+    def __init__(self, in_dim: int, hidden: int, layers: int, out_dim: int, cond_dim: int = 0) -> None:
+        super().__init__()
+        self.net = mlp(in_dim + cond_dim, hidden, layers, out_dim)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        return self.net(x if cond is None else torch.cat([x, cond], dim=-1))
+
+
+def network(architecture: str, in_dim: int, hidden: int, layers: int, out_dim: int, cond_dim: int = 0) -> nn.Module:
+    """A network of ``architecture`` (``"mlp"`` or ``"resmlp"``), called as ``net(x, cond)``."""
+    if architecture == "resmlp":
+        return ResidualMLP(in_dim, hidden, layers, out_dim, cond_dim)
+    if architecture == "mlp":
+        return _Plain(in_dim, hidden, layers, out_dim, cond_dim)
+    raise ValueError(f"unknown architecture {architecture!r}; choose 'mlp' or 'resmlp'")
+
+
 class _GradientReversal(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -98,19 +175,32 @@ class Encoder(nn.Module):
     """
 
     def __init__(
-        self, *, state_dim: int, image_keys: list[str], frame_stack: int, hidden_dim: int, layers: int, feature_dim: int
+        self,
+        *,
+        state_dim: int,
+        image_keys: list[str],
+        frame_stack: int,
+        hidden_dim: int,
+        layers: int,
+        feature_dim: int,
+        architecture: str = "mlp",
     ) -> None:
         super().__init__()
         self.image_keys = list(image_keys)
         self.cameras = nn.ModuleDict({k.replace("/", "_"): CameraEncoder() for k in self.image_keys})
         in_dim = state_dim + len(self.image_keys) * frame_stack * _CNN_FEATURES
-        self.mlp = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
+        self.architecture = architecture
+        if architecture == "mlp":  # the first policies' encoder (kept so their checkpoints load)
+            self.mlp = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
+        else:
+            self.mlp = network(architecture, in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
 
     def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         parts = [inputs["state"]]
         for key in self.image_keys:
             parts.append(self.cameras[key.replace("/", "_")](inputs[f"image/{key}"]))
-        return self.mlp(torch.cat(parts, dim=-1))
+        x = torch.cat(parts, dim=-1)
+        return self.mlp(x) if self.architecture == "mlp" else self.mlp(x, None)
 
 
 def time_embedding(t: torch.Tensor, dim: int = _TIME_EMBED) -> torch.Tensor:
@@ -146,6 +236,7 @@ class PolicyModel(nn.Module):
         hidden_dim: int,
         layers: int,
         feature_dim: int,
+        architecture: str = "mlp",
     ) -> None:
         super().__init__()
         if cfg and not generative:
@@ -161,8 +252,10 @@ class PolicyModel(nn.Module):
             "hidden_dim": hidden_dim,
             "layers": layers,
             "feature_dim": feature_dim,
+            "architecture": architecture,
         }
         self.chunk_dim = chunk_dim
+        self.architecture = architecture
         self.generative = generative
         self.cfg = cfg
         self.encoder = Encoder(
@@ -172,14 +265,20 @@ class PolicyModel(nn.Module):
             hidden_dim=hidden_dim,
             layers=layers,
             feature_dim=feature_dim,
+            architecture=architecture,
         )
-        if generative:
+        if architecture == "mlp":  # the first policies' heads: the condition concatenated to the input
+            if generative:
+                cond = feature_dim + _TIME_EMBED + (feature_dim if cfg else 0)
+                self.head = mlp(chunk_dim + cond, hidden_dim, layers, chunk_dim)
+            else:
+                self.head = mlp(feature_dim, hidden_dim, layers, chunk_dim)
+        elif generative:  # the noisy chunk is the residual stream; features, time and domain modulate it (FiLM)
             cond = feature_dim + _TIME_EMBED + (feature_dim if cfg else 0)
-            self.head = mlp(chunk_dim + cond, hidden_dim, layers, chunk_dim)
-            self.domain_embedding = nn.Embedding(3, feature_dim) if cfg else None
+            self.head = network(architecture, chunk_dim, hidden_dim, layers, chunk_dim, cond_dim=cond)
         else:
-            self.head = mlp(feature_dim, hidden_dim, layers, chunk_dim)
-            self.domain_embedding = None
+            self.head = network(architecture, feature_dim, hidden_dim, layers, chunk_dim)
+        self.domain_embedding = nn.Embedding(3, feature_dim) if cfg else None
         self.discriminator = mlp(feature_dim, hidden_dim, 1, 1) if adda else None
 
     # -- flow ----------------------------------------------------------------------------------------
@@ -188,12 +287,18 @@ class PolicyModel(nn.Module):
         self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, domain: torch.Tensor | None
     ) -> torch.Tensor:
         """The predicted chunk ``x1_hat`` at ``x`` (``(B, H * A)``), time ``t`` (``(B,)``), features, domain tokens."""
-        parts = [x, features, time_embedding(t)]
+        cond = [features, time_embedding(t)]
         if self.domain_embedding is not None:
             if domain is None:
                 raise ValueError("a CFG model needs domain tokens")
-            parts.append(self.domain_embedding(domain))
-        return self.head(torch.cat(parts, dim=-1))
+            cond.append(self.domain_embedding(domain))
+        if self.architecture == "mlp":
+            return self.head(torch.cat([x, *cond], dim=-1))
+        return self.head(x, torch.cat(cond, dim=-1))
+
+    def regress(self, features: torch.Tensor) -> torch.Tensor:
+        """BC's predicted chunk for encoder features."""
+        return self.head(features) if self.architecture == "mlp" else self.head(features, None)
 
     def velocity(
         self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, domain: torch.Tensor | None
@@ -201,18 +306,20 @@ class PolicyModel(nn.Module):
         """The flow's velocity ``(x1_hat - x) / (1 - t)`` (for ``t < 1``)."""
         return (self.denoise(x, t, features, domain) - x) / (1.0 - t)[:, None]
 
-    def guided_velocity(self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, scale: float) -> torch.Tensor:
-        """``v_none + scale * (v_real - v_none)``: classifier-free guidance toward the real domain.
+    def guided_velocity(
+        self, x: torch.Tensor, t: torch.Tensor, features: torch.Tensor, scale: float, toward: int = REAL
+    ) -> torch.Tensor:
+        """``v_none + scale * (v_toward - v_none)``: classifier-free guidance toward a domain (real by default).
 
         Without CFG, the plain velocity.
         """
         if self.domain_embedding is None:
             return self.velocity(x, t, features, None)
         b = len(x)
-        tokens = torch.cat([torch.full((b,), REAL), torch.full((b,), NO_LABEL)]).to(x.device)
+        tokens = torch.cat([torch.full((b,), int(toward)), torch.full((b,), NO_LABEL)]).to(x.device)
         both = self.velocity(torch.cat([x, x]), torch.cat([t, t]), torch.cat([features, features]), tokens)
-        v_real, v_none = both[:b], both[b:]
-        return v_none + scale * (v_real - v_none)
+        v_toward, v_none = both[:b], both[b:]
+        return v_none + scale * (v_toward - v_none)
 
     # -- training ------------------------------------------------------------------------------------
 
@@ -254,7 +361,7 @@ class PolicyModel(nn.Module):
                 tokens = torch.where(drop, torch.full_like(domain, NO_LABEL), domain)
             err = (self.denoise(xt, t, features, tokens) - x1) ** 2
         else:
-            err = (self.head(features) - target) ** 2
+            err = (self.regress(features) - target) ** 2
         action_loss = (err * weight).sum() / weight.sum().clamp_min(1.0)
         out = {"action": action_loss}
         total = action_loss
@@ -280,20 +387,27 @@ class PolicyModel(nn.Module):
 
     @torch.no_grad()
     def predict(
-        self, inputs: dict[str, torch.Tensor], generator: torch.Generator, *, flow_steps: int, cfg_scale: float
+        self,
+        inputs: dict[str, torch.Tensor],
+        generator: torch.Generator,
+        *,
+        flow_steps: int,
+        cfg_scale: float,
+        toward: int = REAL,
     ) -> torch.Tensor:
         """Normalized action chunks ``(B, H * A)`` for encoded observations.
 
         BC returns its regression; the flow integrates ``flow_steps`` Euler steps from noise drawn from
-        ``generator``, guided toward the real domain with ``cfg_scale`` when it has a domain label.
+        ``generator``, guided with ``cfg_scale`` toward the domain token ``toward`` (``REAL`` or ``SIM``) when it
+        has a domain label.
         """
         features = self.encoder(inputs)
         if not self.generative:
-            return self.head(features)
+            return self.regress(features)
         b = len(features)
         x = torch.randn((b, self.chunk_dim), generator=generator, dtype=features.dtype, device=features.device)
         dt = 1.0 / flow_steps
         for k in range(flow_steps):
             t = torch.full((b,), k * dt, dtype=features.dtype, device=features.device)
-            x = x + dt * self.guided_velocity(x, t, features, cfg_scale)
+            x = x + dt * self.guided_velocity(x, t, features, cfg_scale, toward)
         return x

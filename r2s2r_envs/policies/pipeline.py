@@ -11,6 +11,11 @@ Low-dimensional observations are normalized to zero mean and unit variance ("sta
 so the data has the scale of a flow's Gaussian noise (``"minmax"``, [-1, 1] from the data's range, is the other
 choice: with this data most actions sit near the middle of a wide range, so [-1, 1] leaves them far smaller than
 the noise). Images are scaled to [0, 1] and never normalized.
+
+Before normalization the low-dimensional observations pass through the pipeline's feature stage
+(:mod:`r2s2r_envs.policies.features`): ``"raw"`` concatenates the keys (normalized per key with the datasets'
+stored statistics), ``"task"`` computes hand-relative, next-object-first features (normalized with statistics of
+the features over the training data, stored as ``"features"``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
+from r2s2r_envs.policies.features import FEATURE_SETS, TASK_KEYS, make_features
 
 OBS_NORMALIZATION: NormalizeMode = "standard"
 ACTION_NORMALIZATION: NormalizeMode = "standard"
@@ -40,9 +46,11 @@ class Pipeline:
         action_dim: action dimensions ``A``.
         frame_stack: observations per input ``F``.
         action_chunk: actions per prediction ``H``.
-        stats: statistics per stream: ``"actions"`` and ``"obs/<key>"`` for every low-dimensional key.
+        stats: statistics per stream: ``"actions"`` and ``"obs/<key>"`` for every low-dimensional key (feature set
+            ``"raw"``) or ``"features"`` (feature set ``"task"``).
         action_low: lower bound of the env's actions (predictions are clipped to it), or ``None``.
         action_high: upper bound, or ``None``.
+        features: the feature stage, one of :data:`~r2s2r_envs.policies.features.FEATURE_SETS`.
     """
 
     def __init__(
@@ -59,17 +67,23 @@ class Pipeline:
         action_high: Sequence[float] | None = None,
         obs_normalization: NormalizeMode = OBS_NORMALIZATION,
         action_normalization: NormalizeMode = ACTION_NORMALIZATION,
+        features: str = "raw",
     ) -> None:
+        if features not in FEATURE_SETS:
+            raise PipelineError(f"unknown feature set {features!r}; choose one of {list(FEATURE_SETS)}")
+        self.features = features
         self.obs_keys = list(obs_keys)
         self.image_keys = list(image_keys)
         self.obs_shapes = {k: tuple(int(s) for s in v) for k, v in obs_shapes.items()}
         self.action_dim = int(action_dim)
         self.frame_stack = int(frame_stack)
         self.action_chunk = int(action_chunk)
-        missing = [n for n in ("actions", *(f"obs/{k}" for k in self.obs_keys)) if n not in stats]
+        self.stage = make_features(features, self.obs_keys, self.obs_shapes)
+        names = ["actions", *self.stat_names]
+        missing = [n for n in names if n not in stats]
         if missing:
             raise PipelineError(f"no normalization statistics for {missing}; the data has {sorted(stats)}")
-        self.stats = {n: stats[n] for n in ("actions", *(f"obs/{k}" for k in self.obs_keys))}
+        self.stats = {n: stats[n] for n in names}
         self.obs_normalization: NormalizeMode = obs_normalization
         self.action_normalization: NormalizeMode = action_normalization
         self._obs_norm = Normalizer({n: s for n, s in self.stats.items() if n != "actions"}, obs_normalization)
@@ -77,12 +91,17 @@ class Pipeline:
         self.action_low = None if action_low is None else np.asarray(action_low, dtype=np.float32)
         self.action_high = None if action_high is None else np.asarray(action_high, dtype=np.float32)
 
+    @property
+    def stat_names(self) -> list[str]:
+        """The observation statistics the pipeline normalizes with (``"features"`` or ``"obs/<key>"``)."""
+        return ["features"] if self.features != "raw" else [f"obs/{k}" for k in self.obs_keys]
+
     # -- sizes -------------------------------------------------------------------------------------
 
     @property
     def state_dim(self) -> int:
         """Width of the flattened low-dimensional input: ``F * sum(dims)``."""
-        return self.frame_stack * sum(int(np.prod(self.obs_shapes[k])) for k in self.obs_keys)
+        return self.frame_stack * self.stage.dim
 
     @property
     def chunk_dim(self) -> int:
@@ -98,12 +117,16 @@ class Pipeline:
             ``{"state": (B, F * D) float32}`` (normalized, keys concatenated per frame in ``obs_keys`` order)
             plus ``{"image/<key>": (B, F, H, W, 3) float32 in [0, 1]}`` for every image key.
         """
-        parts = []
-        for key in self.obs_keys:
-            x = np.asarray(obs[key])
-            parts.append(self._obs_norm.normalize(f"obs/{key}", x.reshape(*x.shape[:2], -1)))
-        batch = parts[0].shape[0] if parts else len(next(iter(obs.values())))
-        state = np.concatenate(parts, axis=-1).reshape(batch, -1) if parts else np.zeros((batch, 0), np.float32)
+        if self.features != "raw":
+            x = self._obs_norm.normalize("features", self.stage(obs))
+            state = x.reshape(len(x), -1)
+        else:
+            parts = []
+            for key in self.obs_keys:
+                x = np.asarray(obs[key])
+                parts.append(self._obs_norm.normalize(f"obs/{key}", x.reshape(*x.shape[:2], -1)))
+            batch = parts[0].shape[0] if parts else len(next(iter(obs.values())))
+            state = np.concatenate(parts, axis=-1).reshape(batch, -1) if parts else np.zeros((batch, 0), np.float32)
         out = {"state": state.astype(np.float32, copy=False)}
         for key in self.image_keys:
             out[f"image/{key}"] = np.asarray(obs[key], dtype=np.float32) / 255.0
@@ -134,6 +157,7 @@ class Pipeline:
             "action_chunk": self.action_chunk,
             "obs_normalization": self.obs_normalization,
             "action_normalization": self.action_normalization,
+            "features": self.features,
             "stats": {n: _stats_to_dict(s) for n, s in self.stats.items()},
             "action_low": None if self.action_low is None else self.action_low.tolist(),
             "action_high": None if self.action_high is None else self.action_high.tolist(),
@@ -154,6 +178,7 @@ class Pipeline:
             action_high=data.get("action_high"),
             obs_normalization=data["obs_normalization"],
             action_normalization=data["action_normalization"],
+            features=data.get("features", "raw"),  # checkpoints of version 1 had no feature stage
         )
 
 
@@ -201,6 +226,36 @@ class FrameStacker:
                 frames.append(x)
                 del frames[0]
         return {k: np.stack(self._frames[k])[None] for k in self.keys}
+
+
+def feature_keys(features: str, available: Sequence[str]) -> list[str]:
+    """The observation keys a feature stage reads, from those ``available`` (``"raw"``: all of them)."""
+    return list(available) if features == "raw" else [k for k in TASK_KEYS]
+
+
+def weighted_merge(stats: Sequence[RunningStats], weights: Sequence[float]) -> RunningStats:
+    """Statistics of a mixture of streams drawn with probabilities ``weights`` (normalized to sum 1).
+
+    The mean is the weighted mean, the variance the mixture's (within plus between streams); ``count`` is the
+    total count, so ``std`` is the mixture's standard deviation. Min and max are over every stream with weight.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if len(w) != len(stats) or len(w) == 0 or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"need one non-negative weight per stream with a positive sum, got {list(weights)}")
+    w = w / w.sum()
+    means = np.stack([s.mean for s in stats])
+    variances = np.stack([s.m2 / max(s.count, 1) for s in stats])
+    mean = (w[:, None] * means).sum(axis=0)
+    var = (w[:, None] * (variances + (means - mean) ** 2)).sum(axis=0)
+    count = int(sum(s.count for s in stats))
+    used = [s for s, wi in zip(stats, w) if wi > 0]
+    return RunningStats(
+        count=count,
+        mean=mean,
+        m2=var * count,
+        min=np.min(np.stack([s.min for s in used]), axis=0),
+        max=np.max(np.stack([s.max for s in used]), axis=0),
+    )
 
 
 def _stats_to_dict(s: RunningStats) -> dict[str, Any]:

@@ -2,8 +2,14 @@
 
 The policy satisfies the evaluation protocol's ``Policy`` (``reset(seed)``, ``act(obs)``; docs/protocol.md): it
 stacks the episode's observations as the training data was stacked, predicts an action chunk through the same
-:class:`~r2s2r_envs.policies.pipeline.Pipeline` as training, executes its first ``execute_steps`` actions
-(receding horizon) and predicts again. Its randomness (the flow's noise) comes from the seed of ``reset``.
+:class:`~r2s2r_envs.policies.pipeline.Pipeline` as training, and executes it in one of two ways: receding horizon
+(its first ``execute_steps`` actions, then a new prediction) or temporal ensembling (``temporal_ensemble = k > 0``:
+a prediction every step, and the executed action is the average of every still-running chunk's prediction for
+this step, weighted ``exp(-k * age)``). Its randomness (the flow's noise) comes from the seed of ``reset``.
+
+A CFG policy guides its flow toward a domain label: ``"real"`` unless told otherwise. The evaluation protocol
+tells a policy which domain the env is (:meth:`TrainedPolicy.set_domain`), so in a simulator it is guided toward
+``"sim"``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import numpy as np
 import torch
 
 from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_checkpoint
-from r2s2r_envs.policies.models import PolicyModel
+from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
 
 
@@ -44,28 +50,60 @@ class TrainedPolicy:
         cfg_scale: float,
         metadata: dict[str, Any],
         config: dict[str, Any],
+        temporal_ensemble: float = 0.0,
+        domain: str = "real",
     ) -> None:
+        if execute_steps < 1 or execute_steps > pipeline.action_chunk:
+            raise ValueError(
+                f"execute_steps must be in [1, {pipeline.action_chunk}] (the chunk the policy predicts), "
+                f"got {execute_steps}"
+            )
+        if not temporal_ensemble >= 0:
+            raise ValueError(f"temporal_ensemble must be >= 0 (0: off), got {temporal_ensemble}")
         self.model = model.eval()
         self.pipeline = pipeline
         self.execute_steps = int(execute_steps)
         self.flow_steps = int(flow_steps)
         self.cfg_scale = float(cfg_scale)
+        self.temporal_ensemble = float(temporal_ensemble)
         self.metadata = dict(metadata)
         self.config = dict(config)
         self.name = f"r2s2r-{self.metadata['method']}"
+        self.domain = "real"
+        self.set_domain(domain)
         self._stacker = FrameStacker(pipeline)
         self._queue: list[np.ndarray] = []
+        self._chunks: list[tuple[int, np.ndarray]] = []  # (step predicted at, chunk) for temporal ensembling
+        self._step = 0
         self._generator = torch.Generator().manual_seed(0)
 
     @property
     def settings(self) -> dict[str, Any]:
         """What an evaluation result records about this policy (JSON)."""
-        return {"metadata": self.metadata, "execute_steps": self.execute_steps, "cfg_scale": self.cfg_scale}
+        return {
+            "metadata": self.metadata,
+            "execute_steps": self.execute_steps,
+            "temporal_ensemble": self.temporal_ensemble,
+            "cfg_scale": self.cfg_scale,
+            "guided_toward": self.domain if self.model.cfg else None,
+        }
+
+    def set_domain(self, domain: str) -> None:
+        """Which domain the policy acts in (``"real"`` or ``"sim"``): a CFG policy is guided toward its label.
+
+        Raises:
+            ValueError: another domain name.
+        """
+        if domain not in ("real", "sim"):
+            raise ValueError(f"domain must be 'real' or 'sim', got {domain!r}")
+        self.domain = domain
 
     def reset(self, seed: int | None = None) -> None:
         """Starts an episode: forgets the frame stack and the queued actions; the flow's noise comes from ``seed``."""
         self._stacker.reset()
         self._queue = []
+        self._chunks = []
+        self._step = 0
         self._generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
 
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -76,14 +114,29 @@ class TrainedPolicy:
                 finite.
         """
         stacked = self._stacker.push(obs)
+        if self.temporal_ensemble > 0:
+            return self._ensembled(stacked)
         if not self._queue:
             self._queue = list(self.predict_chunk(stacked)[0, : self.execute_steps])
         return self._queue.pop(0).copy()
 
+    def _ensembled(self, stacked: dict[str, np.ndarray]) -> np.ndarray:
+        horizon = self.pipeline.action_chunk
+        self._chunks = [(t, c) for t, c in self._chunks if self._step - t < horizon]
+        self._chunks.append((self._step, self.predict_chunk(stacked)[0]))
+        ages = np.array([self._step - t for t, _ in self._chunks], dtype=np.float64)
+        weights = np.exp(-self.temporal_ensemble * ages)
+        actions = np.stack([c[self._step - t] for t, c in self._chunks])
+        self._step += 1
+        return (weights[:, None] * actions).sum(axis=0).astype(np.float32) / np.float32(weights.sum())
+
     def predict_chunk(self, stacked: dict[str, np.ndarray]) -> np.ndarray:
         """Action chunks ``(B, H, A)`` in env units for stacked raw observations ``{key: (B, F, ...)}``."""
         inputs = {k: torch.from_numpy(v) for k, v in self.pipeline.encode_obs(stacked).items()}
-        flat = self.model.predict(inputs, self._generator, flow_steps=self.flow_steps, cfg_scale=self.cfg_scale)
+        toward = REAL if self.domain == "real" else SIM
+        flat = self.model.predict(
+            inputs, self._generator, flow_steps=self.flow_steps, cfg_scale=self.cfg_scale, toward=toward
+        )
         return self.pipeline.decode_actions(flat.numpy())
 
     # Sent to evaluation workers as weights, not as a live generator; a worker process runs single-threaded.
@@ -91,6 +144,7 @@ class TrainedPolicy:
         state = self.__dict__.copy()
         state["_generator"] = None
         state["_queue"] = []
+        state["_chunks"] = []
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -107,11 +161,18 @@ def build_model(model_config: dict[str, Any]) -> PolicyModel:
     return PolicyModel(**copy.deepcopy(model_config))
 
 
-def load_policy(path: str | os.PathLike[str]) -> TrainedPolicy:
+def load_policy(
+    path: str | os.PathLike[str],
+    *,
+    execute_steps: int | None = None,
+    temporal_ensemble: float | None = None,
+) -> TrainedPolicy:
     """Loads a policy written by ``r2s2r train --out DIR``.
 
     Args:
         path: the checkpoint directory.
+        execute_steps: actions executed per chunk, instead of the training config's.
+        temporal_ensemble: temporal ensembling weight ``k`` instead of the training config's (0: receding horizon).
 
     Returns:
         A :class:`TrainedPolicy` with ``reset(seed)``, ``act(obs)`` and ``metadata``.
@@ -138,9 +199,10 @@ def load_policy(path: str | os.PathLike[str]) -> TrainedPolicy:
     return TrainedPolicy(
         model,
         pipeline,
-        execute_steps=config["execute_steps"],
+        execute_steps=config["execute_steps"] if execute_steps is None else execute_steps,
         flow_steps=config["flow_steps"],
         cfg_scale=config["cfg_scale"],
+        temporal_ensemble=config.get("temporal_ensemble", 0.0) if temporal_ensemble is None else temporal_ensemble,
         metadata=data["metadata"],
         config=config,
     )

@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -38,7 +39,8 @@ import torch
 from r2s2r_envs._version import __version__
 from r2s2r_envs.datasets.loaders import TrajectoryDataset
 from r2s2r_envs.datasets.mixture import CoTrainingMixture
-from r2s2r_envs.datasets.stats import merge_stats
+from r2s2r_envs.datasets.reader import open_dataset
+from r2s2r_envs.datasets.stats import RunningStats, merge_stats
 from r2s2r_envs.policies.checkpoint import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
@@ -48,9 +50,10 @@ from r2s2r_envs.policies.checkpoint import (
     WEIGHTS_FILE,
 )
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config
-from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets
+from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
+from r2s2r_envs.policies.features import TASK_KEYS, FeatureError
 from r2s2r_envs.policies.models import PolicyModel
-from r2s2r_envs.policies.pipeline import Pipeline
+from r2s2r_envs.policies.pipeline import Pipeline, weighted_merge
 
 #: The class ``load_policy`` returns (recorded as ``policy_class``).
 POLICY_CLASS = "r2s2r_envs.policies.runtime.TrainedPolicy"
@@ -98,13 +101,46 @@ def prepare(config: TrainConfig) -> tuple[list[DatasetRef], Path]:
     return refs, out
 
 
-def load_datasets(config: TrainConfig, refs: list[DatasetRef]) -> list[TrajectoryDataset]:
-    """Loads the datasets (raw values, frame stacks and action chunks of the config).
+def split_demos(config: TrainConfig, refs: list[DatasetRef]) -> list[tuple[list[int], list[int]]]:
+    """``(training demo ids, validation demo ids)`` per dataset.
+
+    ``val_fraction`` of the demos (at least one, rounded up) of every dataset of the domain the validation loss is
+    measured on are held out: the simulated datasets when there are any (the scarce real demos are all trained
+    on), else the real ones. Which demos is drawn from ``seed``. Nothing is held out with ``val_fraction = 0``.
+    """
+    val_domain = "sim" if any(r.domain == "sim" for r in refs) else "real"
+    splits = []
+    for k, ref in enumerate(refs):
+        with open_dataset(ref.path, verify="none") as f:
+            ids = list(f.masks()["success"]) if config.demos == "success" else list(f.demo_ids)
+        n_val = 0
+        if config.val_fraction > 0 and ref.domain == val_domain and len(ids) > 1:
+            n_val = min(len(ids) - 1, max(1, math.ceil(config.val_fraction * len(ids))))
+        rng = np.random.default_rng([config.seed, k, 7919])
+        held = set(rng.choice(ids, size=n_val, replace=False).tolist()) if n_val else set()
+        splits.append(([i for i in ids if i not in held], [i for i in ids if i in held]))
+    return splits
+
+
+def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> list[str]:
+    """The observation keys a run loads: the feature stage's, or ``obs_keys`` (every low-dimensional key if empty).
 
     Raises:
-        ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
+        ConfigError: keys the data lacks, camera keys without ``encoder="cnn"`` (or the reverse).
     """
-    spec = refs[0].obs_spec
+    if config.features == "task":
+        missing = [k for k in TASK_KEYS if k not in spec]
+        if missing:
+            raise ConfigError(
+                f"features='task' needs observation key(s) {missing}, which the data lacks (it has {sorted(spec)}); "
+                "use data recorded with obs_mode 'state', or features='raw'"
+            )
+        if config.obs_keys and sorted(config.obs_keys) != sorted(TASK_KEYS):
+            raise ConfigError(
+                f"features='task' reads its own keys {list(TASK_KEYS)}; leave obs_keys empty (got "
+                f"{list(config.obs_keys)}) or use features='raw'"
+            )
+        return list(TASK_KEYS)
     keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
     unknown = [k for k in keys if k not in spec]
     if unknown:
@@ -115,6 +151,23 @@ def load_datasets(config: TrainConfig, refs: list[DatasetRef]) -> list[Trajector
     if config.encoder == "cnn" and not images:
         cameras = sorted(k for k, s in spec.items() if len(s) == 3)
         raise ConfigError(f"encoder='cnn' needs camera keys in obs_keys (the data has {cameras})")
+    return keys
+
+
+def load_datasets(
+    config: TrainConfig, refs: list[DatasetRef], demo_ids: list[list[int]] | None = None
+) -> list[TrajectoryDataset]:
+    """Loads the datasets (raw values, frame stacks and action chunks of the config).
+
+    Args:
+        config: the run.
+        refs: the datasets.
+        demo_ids: the demos to load of each dataset (default: all the run trains on).
+
+    Raises:
+        ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
+    """
+    keys = observation_keys(config, refs[0].obs_spec)
     return [
         TrajectoryDataset(
             ref.path,
@@ -122,18 +175,68 @@ def load_datasets(config: TrainConfig, refs: list[DatasetRef]) -> list[Trajector
             frame_stack=config.frame_stack,
             action_chunk=config.action_chunk,
             filter_key="success" if config.demos == "success" else None,
+            demo_ids=None if demo_ids is None else demo_ids[k],
             verify=config.verify,
+            labels=config.labels,
         )
-        for ref in refs
+        for k, ref in enumerate(refs)
     ]
 
 
+def mixture_weights(config: TrainConfig, datasets: list[TrajectoryDataset]) -> list[float]:
+    """Each dataset's share of the training batches (``normalization_weights="mixture"``) or of the samples."""
+    sizes = np.array([len(d) for d in datasets], dtype=np.float64)
+    if config.normalization_weights == "samples":
+        return list(sizes / sizes.sum())
+    weights = []
+    for d, n in zip(datasets, sizes):
+        domain_total = sum(len(o) for o in datasets if o.domain == d.domain)
+        share = config.real_fraction if d.domain == "real" else 1.0 - config.real_fraction
+        weights.append(share * n / domain_total)
+    return weights
+
+
+def feature_stats(pipeline_features: Any, dataset: TrajectoryDataset, chunk: int = 8192) -> RunningStats:
+    """Statistics of the feature stage's output over every transition of a dataset (each frame once)."""
+    total: RunningStats | None = None
+    for start in range(0, len(dataset), chunk):
+        batch = dataset.get_batch(np.arange(start, min(start + chunk, len(dataset))))
+        x = pipeline_features(batch["obs"])[:, -1]  # the sample's own step: every transition once
+        part = RunningStats.from_array(x)
+        total = part if total is None else total.merge(part)
+    assert total is not None
+    return total
+
+
 def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pipeline:
-    """The shared pipeline: keys and shapes of the data, statistics merged over every dataset."""
+    """The shared pipeline: keys and shapes of the data, statistics merged over every dataset.
+
+    Statistics are merged with each dataset's share of the batches (``normalization_weights="mixture"``) or its
+    sample count (``"samples"``); the ``"task"`` features' statistics are computed over the training data.
+
+    Raises:
+        ConfigError: the data does not have what the feature stage needs.
+    """
     ref = datasets[0]
     spec = ref.sample_spec()
     shapes = {k: spec[f"obs/{k}"][0][1:] for k in ref.obs_keys}
-    low, high = _action_bounds(ref.env_id)
+    low, high = _action_bounds(ref.env_id, spec["actions"][0][1], ref.domain)
+    weights = mixture_weights(config, datasets)
+    per_dataset = [dict(d.stats) for d in datasets]
+    if config.features != "raw":
+        from r2s2r_envs.policies.features import make_features
+
+        try:
+            stage = make_features(config.features, ref.obs_keys, shapes)
+        except FeatureError as exc:
+            raise ConfigError(str(exc)) from None
+        for stats, d in zip(per_dataset, datasets):
+            stats["features"] = feature_stats(stage, d)
+    if config.normalization_weights == "samples":
+        stats = merge_stats(per_dataset)
+    else:
+        names = [n for n in per_dataset[0] if all(n in s for s in per_dataset)]
+        stats = {n: weighted_merge([s[n] for s in per_dataset], weights) for n in names}
     return Pipeline(
         obs_keys=[k for k in ref.obs_keys if len(shapes[k]) <= 1],
         image_keys=[k for k in ref.obs_keys if len(shapes[k]) == 3],
@@ -141,20 +244,27 @@ def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pi
         action_dim=spec["actions"][0][1],
         frame_stack=config.frame_stack,
         action_chunk=config.action_chunk,
-        stats=merge_stats([d.stats for d in datasets]),
+        stats=stats,
         action_low=low,
         action_high=high,
         action_normalization=config.action_normalization,
+        features=config.features,
     )
 
 
-def _action_bounds(env_id: str) -> tuple[list[float] | None, list[float] | None]:
-    """The action space bounds of a registered env (predictions are clipped to them), else ``None``."""
+def _action_bounds(env_id: str, action_dim: int, domain: str) -> tuple[list[float] | None, list[float] | None]:
+    """The action space bounds of the data's env (predictions are clipped to them), else ``None``.
+
+    Every PickSort id acts in ``[-1, 1]`` (the env's documented action space): no env is made for it, so training
+    never instantiates the lab. Another registered simulated env is made once to read its action space.
+    """
+    if task_family(env_id) == "PickSort":
+        return [-1.0] * action_dim, [1.0] * action_dim
     import gymnasium as gym
 
     import r2s2r_envs  # noqa: F401 - registers the envs
 
-    if env_id not in gym.registry:
+    if domain == "real" or env_id not in gym.registry:
         return None, None
     env = gym.make(env_id)
     try:
@@ -182,6 +292,7 @@ def model_config(config: TrainConfig, pipeline: Pipeline) -> dict[str, Any]:
         "hidden_dim": config.hidden_dim,
         "layers": config.layers,
         "feature_dim": config.feature_dim,
+        "architecture": config.architecture,
     }
 
 
@@ -212,9 +323,72 @@ def resolve_device(device: str) -> torch.device:
 
 
 def lr_factor(config: TrainConfig, step: int) -> float:
-    """Learning rate at ``step`` as a share of ``lr``: cosine decay from 1 to 10% over the run."""
-    progress = min(step, config.steps) / config.steps
+    """Learning rate at ``step`` as a share of ``lr``: linear warm-up over ``warmup_steps``, then cosine decay from
+    1 to 10% at the end of the run."""
+    warm = min(config.warmup_steps, config.steps - 1)
+    if step < warm:
+        return (step + 1) / warm
+    progress = min(step - warm, config.steps - warm) / max(config.steps - warm, 1)
     return _FINAL_LR_SHARE + (1 - _FINAL_LR_SHARE) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+class EMA:
+    """Exponential moving average of a model's parameters and buffers (the weights that are saved).
+
+    The decay at update ``n`` is ``min(decay, (1 + n) / (10 + n))``, so the average follows the fast early changes.
+    """
+
+    def __init__(self, model: torch.nn.Module, decay: float) -> None:
+        self.decay = float(decay)
+        self.updates = 0
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        self.updates += 1
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        for k, v in model.state_dict().items():
+            if v.dtype.is_floating_point:
+                self.state[k].mul_(d).add_(v.detach(), alpha=1 - d)
+            else:
+                self.state[k].copy_(v)
+
+
+@torch.no_grad()
+def validation_loss(
+    model: PolicyModel,
+    pipeline: Pipeline,
+    batches: list[dict[str, Any]],
+    device: torch.device,
+    seed: int,
+) -> float:
+    """Mean action loss of ``model`` on fixed validation batches, with fixed flow noise and times (comparable
+    between checkpoints)."""
+    model.eval()
+    generator = torch.Generator(device=device).manual_seed(seed)
+    total, weight = 0.0, 0.0
+    for batch in batches:
+        inputs, target, w = batch_tensors(pipeline, batch, device)
+        domain = torch.from_numpy(batch["domain"]).to(device)
+        losses = model.losses(inputs, target, w, domain, generator)
+        total += float(losses["action"]) * float(w.sum())
+        weight += float(w.sum())
+    model.train()
+    return total / max(weight, 1.0)
+
+
+def _validation_batches(config: TrainConfig, datasets: list[TrajectoryDataset]) -> list[dict[str, Any]]:
+    """Up to 4,096 samples of the held-out demos, drawn once (seeded), in batches of ``batch_size``."""
+    if not datasets:
+        return []
+    rng = np.random.default_rng([config.seed, 104729])
+    batches = []
+    for d in datasets:
+        n = min(len(d), max(1, 4096 // len(datasets)))
+        idx = np.sort(rng.choice(len(d), size=n, replace=False))
+        for start in range(0, n, config.batch_size):
+            batches.append(d.get_batch(idx[start : start + config.batch_size]))
+    return batches
 
 
 def reversal_scale(config: TrainConfig, step: int) -> float:
@@ -243,7 +417,21 @@ def train(config: TrainConfig) -> TrainResult:
     t0 = time.perf_counter()
     device = resolve_device(config.device)  # before any data is loaded
     refs, out = prepare(config)
-    datasets = load_datasets(config, refs)
+    splits = split_demos(config, refs)
+    datasets = load_datasets(config, refs, [train_ids for train_ids, _ in splits])
+    held_out = [
+        TrajectoryDataset(
+            ref.path,
+            obs_keys=datasets[0].obs_keys,
+            frame_stack=config.frame_stack,
+            action_chunk=config.action_chunk,
+            demo_ids=val_ids,
+            verify="none",  # the same file was verified when its training demos were loaded
+            labels=config.labels,
+        )
+        for ref, (_, val_ids) in zip(refs, splits)
+        if val_ids
+    ]
     pipeline = build_pipeline(config, datasets)
     mixture = CoTrainingMixture(
         datasets,
@@ -257,11 +445,18 @@ def train(config: TrainConfig) -> TrainResult:
     model = build_model(config, pipeline).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(config, s))
+    ema = EMA(model, config.ema_decay) if config.ema_decay > 0 else None
+    val_batches = _validation_batches(config, held_out)
+    # Validation points: 10 over the run, the last at the last step.
+    val_steps = {max(0, round(config.steps * k / 10) - 1) for k in range(1, 11)} if val_batches else set()
+    evaluated = copy.deepcopy(model) if ema is not None and val_batches else None
+    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     load_time = time.perf_counter() - t0
 
     history: dict[str, list[float]] = {"loss": [], "action": []}
     if config.uses_adda:
         history.update(domain=[], domain_accuracy=[], reversal_scale=[])
+    validation: list[dict[str, float]] = []
     real_share: list[float] = []
     t1 = time.perf_counter()
     bar = _progress(config)
@@ -280,9 +475,21 @@ def train(config: TrainConfig) -> TrainResult:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
+        if ema is not None:
+            ema.update(model)
         for key in history:
             history[key].append(scale if key == "reversal_scale" else float(losses[key].detach()))
         real_share.append(float(batch["domain"].mean()))
+        if step in val_steps:
+            state = ema.state if ema is not None else model.state_dict()
+            target_model = model
+            if evaluated is not None:
+                evaluated.load_state_dict(state)
+                target_model = evaluated
+            loss = validation_loss(target_model, pipeline, val_batches, device, config.seed)
+            validation.append({"step": step + 1, "loss": loss})
+            if best is None or loss < best[0]:
+                best = (loss, step + 1, {k: v.detach().clone() for k, v in state.items()})
         if bar is not None:
             bar.update(1)
             if step % 50 == 0 or step == config.steps - 1:
@@ -292,8 +499,14 @@ def train(config: TrainConfig) -> TrainResult:
     if bar is not None:
         bar.close()
     train_time = time.perf_counter() - t1
+    if best is not None:
+        final_state, chosen_step = best[2], best[1]
+    else:
+        final_state = ema.state if ema is not None else model.state_dict()
+        chosen_step = config.steps
+    model.load_state_dict(final_state)
 
-    metadata = _metadata(config, refs, datasets)
+    metadata = _metadata(config, refs, datasets, [len(v) for _, v in splits])
     tail = history["loss"][-max(1, config.steps // 10) :]
     log = {
         "steps": config.steps,
@@ -307,6 +520,10 @@ def train(config: TrainConfig) -> TrainResult:
         "num_samples": {str(d.path): len(d) for d in datasets},
         "threads": config.threads,
         "device": str(device),
+        "validation": validation,
+        "validation_demos": {str(ref.path): val_ids for ref, (_, val_ids) in zip(refs, splits) if val_ids},
+        "checkpoint_step": chosen_step,
+        "ema_decay": config.ema_decay,
     }
     _write(out, config, pipeline, model, metadata, log)
     return TrainResult(
@@ -327,7 +544,10 @@ def _progress(config: TrainConfig) -> Any:
     return tqdm(total=config.steps, desc=f"train {config.method}", unit="step", file=sys.stderr, dynamic_ncols=True)
 
 
-def _metadata(config: TrainConfig, refs: list[DatasetRef], datasets: list[TrajectoryDataset]) -> dict[str, Any]:
+def _metadata(
+    config: TrainConfig, refs: list[DatasetRef], datasets: list[TrajectoryDataset], held_out: list[int]
+) -> dict[str, Any]:
+    # ``episodes``: the demos the policy was given (trained on or held out for its validation loss).
     entries = [
         {
             "name": ref.name,
@@ -335,10 +555,11 @@ def _metadata(config: TrainConfig, refs: list[DatasetRef], datasets: list[Trajec
             "sha256": ref.content_hash,
             "domain": ref.domain,
             "env_id": ref.env_id,
-            "episodes": ds.num_demos,
+            "episodes": ds.num_demos + n_val,
+            "validation_episodes": n_val,
             "samples": len(ds),
         }
-        for ref, ds in zip(refs, datasets)
+        for ref, ds, n_val in zip(refs, datasets, held_out)
     ]
     variants = sorted({v for ref in refs if ref.domain == "sim" and (v := grounding_variant(ref.env_id))})
     real_env = [ref.env_id for ref in refs if ref.domain == "real"]
@@ -354,11 +575,21 @@ def _metadata(config: TrainConfig, refs: list[DatasetRef], datasets: list[Trajec
         "demos": config.demos,
         "env_id": real_env[0] if real_env else refs[0].env_id,
         "steps": config.steps,
+        "recipe": config.recipe,
+        "features": config.features,
         "versions": {"r2s2r_envs": __version__, "torch": torch.__version__},
     }
 
 
-_TRAINING_SUMMARY = ("final_loss", "load_time_s", "train_time_s", "samples_per_s", "threads", "device")
+_TRAINING_SUMMARY = (
+    "final_loss",
+    "load_time_s",
+    "train_time_s",
+    "samples_per_s",
+    "threads",
+    "device",
+    "checkpoint_step",
+)
 
 
 def _write(
