@@ -70,7 +70,8 @@ class DirectoryPolicy:
 
 
 def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
-    """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`) or ``module:attribute``.
+    """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`), ``zoo:NAME`` (a reference
+    checkpoint shipped with the package) or ``module:attribute``.
 
     ``module:attribute`` (or ``path/to/file.py:attribute``) is imported (the current directory, or the file's
     folder, first on ``sys.path``, as ``python -m`` does) and
@@ -79,6 +80,13 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
     Raises:
         PolicySpecError: neither an existing directory nor an importable ``module:attribute``.
     """
+    if spec.startswith("zoo:"):  # a reference checkpoint that ships with the package
+        from r2s2r_envs.policies.zoo import ZooError, resolve_checkpoint
+
+        try:
+            return DirectoryPolicy(resolve_checkpoint(spec), threads=threads)
+        except ZooError as e:
+            raise PolicySpecError(f"--policy {spec!r}: {e}") from e
     path = Path(spec)
     if path.is_dir():
         return DirectoryPolicy(path, threads=threads)

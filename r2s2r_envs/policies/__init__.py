@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from r2s2r_envs.policies import zoo
 from r2s2r_envs.policies.checkpoint import CheckpointError, read_checkpoint
-from r2s2r_envs.policies.config import METHODS, TrainConfig
+from r2s2r_envs.policies.config import METHODS, RECIPES, TrainConfig
 
 if TYPE_CHECKING:
     from r2s2r_envs.policies.runtime import TrainedPolicy
@@ -33,7 +34,8 @@ def load_policy(path: str | os.PathLike[str], **settings: Any) -> TrainedPolicy:
     """Loads a policy written by ``r2s2r train --out DIR`` (needs torch).
 
     Args:
-        path: the checkpoint directory.
+        path: the checkpoint directory, or ``zoo:NAME`` for a reference checkpoint that ships with the package
+            (:mod:`r2s2r_envs.policies.zoo`, docs/baselines.md#model-zoo).
         settings: execution settings instead of the training config's: ``execute_steps``, ``temporal_ensemble``.
 
     Returns:
@@ -54,4 +56,4 @@ def load_policy(path: str | os.PathLike[str], **settings: Any) -> TrainedPolicy:
     return _load(path, **settings)
 
 
-__all__ = ["METHODS", "CheckpointError", "TrainConfig", "load_policy", "read_checkpoint"]
+__all__ = ["METHODS", "RECIPES", "CheckpointError", "TrainConfig", "load_policy", "read_checkpoint", "zoo"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 #: The ``format`` field of ``config.json``.
@@ -52,14 +51,17 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Checks a checkpoint directory and returns the content of its ``config.json``.
 
     Args:
-        path: a directory written by ``r2s2r train --out DIR``.
+        path: a directory written by ``r2s2r train --out DIR``, or ``zoo:NAME`` (a shipped reference checkpoint,
+            :mod:`r2s2r_envs.policies.zoo`).
 
     Raises:
         FileNotFoundError: the directory does not exist.
         CheckpointError: it is not a checkpoint (no ``config.json`` or ``policy.pt``), the file is not a checkpoint
             config, or it has another checkpoint version (the message names the one this package reads).
     """
-    root = Path(path)
+    from r2s2r_envs.policies.zoo import resolve_checkpoint
+
+    root = resolve_checkpoint(path)
     if not root.exists():
         raise FileNotFoundError(
             f"no policy checkpoint at {root}: the directory does not exist (write one with r2s2r train --out DIR)"

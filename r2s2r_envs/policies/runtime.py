@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_checkpoint
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
+from r2s2r_envs.policies.zoo import resolve_checkpoint
 
 
 class TrainedPolicy:
@@ -170,7 +170,7 @@ def load_policy(
     """Loads a policy written by ``r2s2r train --out DIR``.
 
     Args:
-        path: the checkpoint directory.
+        path: the checkpoint directory, or ``zoo:NAME`` (a shipped reference checkpoint).
         execute_steps: actions executed per chunk, instead of the training config's.
         temporal_ensemble: temporal ensembling weight ``k`` instead of the training config's (0: receding horizon).
 
@@ -182,7 +182,7 @@ def load_policy(
         CheckpointError: not a checkpoint, another checkpoint version, or weights that do not fit the config.
     """
     data = read_checkpoint(path)
-    root = Path(path)
+    root = resolve_checkpoint(path)
     try:
         state = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: torch raises several types
