@@ -9,6 +9,7 @@ slow test, a few real PickSort episodes made with ``generate``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import pickle
 import subprocess
@@ -346,8 +347,12 @@ def test_load_policy_refuses_what_is_not_a_checkpoint(data: dict[str, Path], tmp
         load_policy(variant("v99", {**doc, "checkpoint_version": 99}))
     with pytest.raises(CheckpointError, match="not a policy checkpoint config"):
         load_policy(variant("foreign", {"format": "something else"}))
+    truncated = (good / WEIGHTS_FILE).read_bytes()[:100]
+    with pytest.raises(CheckpointError, match="does not match the weights its config.json records"):
+        load_policy(variant("truncated", doc, weights=truncated))
+    rehashed = {**doc, "weights_sha256": hashlib.sha256(truncated).hexdigest()}
     with pytest.raises(CheckpointError, match="cannot be read as policy weights"):
-        load_policy(variant("truncated", doc, weights=(good / WEIGHTS_FILE).read_bytes()[:100]))
+        load_policy(variant("truncated-rehashed", rehashed, weights=truncated))
     with pytest.raises(CheckpointError, match="do not fit"):
         load_policy(variant("resized", {**doc, "model": {**doc["model"], "hidden_dim": 64}}))
     assert read_checkpoint(good)["metadata"]["method"] == "bc"

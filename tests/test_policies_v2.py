@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import gymnasium as gym
@@ -294,3 +295,39 @@ def test_a_version_1_checkpoint_still_loads_and_acts_the_same(data: dict[str, Pa
     legacy = load_policy(old)
     legacy.reset(0)
     np.testing.assert_array_equal(legacy.act(obs), expected)
+
+
+def test_damaged_or_non_finite_checkpoints_are_refused_at_load(data: dict[str, Path], tmp_path: Path) -> None:
+    from r2s2r_envs.policies import CheckpointError
+    from r2s2r_envs.policies.checkpoint import weights_digest
+
+    out = train(_config(data, tmp_path / "good", "bc")).out
+
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(out, target)
+        return target
+
+    flipped = copy("flipped")
+    raw = bytearray((flipped / WEIGHTS_FILE).read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    (flipped / WEIGHTS_FILE).write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="does not match the weights its config.json records"):
+        load_policy(flipped)
+
+    nan = copy("nan")
+    state = torch.load(nan / WEIGHTS_FILE, weights_only=True)
+    next(v for v in state.values() if v.is_floating_point()).view(-1)[0] = float("nan")
+    torch.save(state, nan / WEIGHTS_FILE)
+    doc = json.loads((nan / CONFIG_FILE).read_text())
+    doc["weights_sha256"] = weights_digest(nan / WEIGHTS_FILE)  # consistent, but not finite
+    (nan / CONFIG_FILE).write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="not finite"):
+        load_policy(nan)
+
+    zero = copy("zero")
+    doc = json.loads((zero / CONFIG_FILE).read_text())
+    doc["config"]["execute_steps"] = 0
+    (zero / CONFIG_FILE).write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match=r"execute_steps 0 in config.json is not in \[1, 4\]"):
+        load_policy(zero)

@@ -7,7 +7,8 @@ Layout (docs/baselines.md, "Checkpoints"):
   and sim demos, policy class), the observation/action ``pipeline`` (keys, shapes, normalization statistics) and
   the ``model`` sizes;
 * ``policy.pt``: the network weights (a plain ``state_dict``, read with ``torch.load(weights_only=True)``: a
-  checkpoint is data, never code);
+  checkpoint is data, never code), whose SHA-256 ``config.json`` records (``weights_sha256``, from version 2:
+  a changed or damaged file is refused);
 * ``train_log.json``: loss curve and training time; ``loss.png``: the loss curve.
 
 :func:`read_checkpoint` checks a directory and returns its ``config.json`` without importing torch (so an
@@ -16,6 +17,7 @@ evaluation or a leaderboard can read the metadata of a policy on a machine witho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -45,6 +47,15 @@ METADATA_KEYS: tuple[str, ...] = (
 
 class CheckpointError(ValueError):
     """A directory that is not a usable policy checkpoint; the message names the path and what is wrong."""
+
+
+def weights_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a weights file's bytes (recorded in ``config.json`` as ``weights_sha256`` from version 2)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -95,4 +106,11 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"{config_path}: metadata lacks {missing}")
     if not (root / WEIGHTS_FILE).is_file():
         raise CheckpointError(f"{root} has no {WEIGHTS_FILE} (the weights); the training run did not finish")
+    expected = data.get("weights_sha256")
+    if version >= 2 and expected != (actual := weights_digest(root / WEIGHTS_FILE)):
+        raise CheckpointError(
+            f"{root / WEIGHTS_FILE} does not match the weights its config.json records (sha256 "
+            f"{str(expected)[:16]}..., the file has {actual[:16]}...): the file was changed or damaged; retrain or "
+            "restore it"
+        )
     return data

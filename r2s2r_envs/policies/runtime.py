@@ -195,7 +195,15 @@ def load_policy(
         pipeline = Pipeline.from_dict(data["pipeline"])
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{root}: the weights do not fit the model in {root / 'config.json'} ({exc})") from None
+    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    bad += [f"pipeline statistics {n}" for n, s in pipeline.stats.items() if not np.all(np.isfinite(s.mean))]
+    if bad:
+        raise CheckpointError(f"{root}: not finite: {bad[:5]}; the training diverged or the file is damaged")
     config = data["config"]
+    chunk = pipeline.action_chunk
+    stored = config.get("execute_steps")
+    if not isinstance(stored, int) or isinstance(stored, bool) or not 1 <= stored <= chunk:
+        raise CheckpointError(f"{root}: execute_steps {stored!r} in config.json is not in [1, {chunk}]")
     return TrainedPolicy(
         model,
         pipeline,

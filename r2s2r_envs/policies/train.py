@@ -48,6 +48,7 @@ from r2s2r_envs.policies.checkpoint import (
     LOG_FILE,
     LOSS_PLOT,
     WEIGHTS_FILE,
+    weights_digest,
 )
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config
 from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
@@ -612,6 +613,7 @@ def _write(
         "pipeline": pipeline.to_dict(),
         "model": model_config(config, pipeline),
         "training": {k: log[k] for k in _TRAINING_SUMMARY},
+        "weights_sha256": weights_digest(out / WEIGHTS_FILE),
     }
     # config.json last, atomically: its presence marks a finished checkpoint.
     tmp = out / (CONFIG_FILE + ".tmp")
