@@ -209,10 +209,10 @@ def test_lab_result_holds_its_name_never_its_physics(tmp_path):
         RandomPolicy(),
         episodes=1,
         progress=False,
-        env_kwargs={**FAST, "lab": {"world": {"control_latency": 0.0437}}},
+        env_kwargs={**FAST, "lab": {"world": {"control_latency": 0.043712345}}},
     )
     assert inline.env_kwargs["lab"] == protocol.LAB_WITHHELD
-    assert "0.0437" not in inline.to_json()
+    assert "0.043712345" not in inline.to_json()  # digits no timing figure would share by chance
     EvaluationResult.from_json(inline.to_json())
 
 
