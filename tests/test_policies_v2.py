@@ -331,3 +331,15 @@ def test_damaged_or_non_finite_checkpoints_are_refused_at_load(data: dict[str, P
     (zero / CONFIG_FILE).write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match=r"execute_steps 0 in config.json is not in \[1, 4\]"):
         load_policy(zero)
+
+
+def test_evaluate_cli_execution_settings_reach_the_checkpoint(data: dict[str, Path], tmp_path: Path) -> None:
+    from r2s2r_envs.evaluation.cli import PolicySpecError, resolve_policy_spec
+
+    out = train(_config(data, tmp_path / "cli", "flow")).out
+    policy = resolve_policy_spec(str(out), execute_steps=1, temporal_ensemble=0.3)(None)
+    assert (policy.execute_steps, policy.temporal_ensemble) == (1, 0.3)
+    with pytest.raises(PolicySpecError, match="apply to a checkpoint"):
+        resolve_policy_spec("r2s2r_envs.behavior:make_demonstrator", execute_steps=2)
+    with pytest.raises(PolicySpecError, match="temporal_ensemble must be >= 0"):
+        resolve_policy_spec(str(out), temporal_ensemble=-1.0)(None)

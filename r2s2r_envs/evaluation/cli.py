@@ -45,12 +45,14 @@ class DirectoryPolicy:
     """Factory ``f(env) -> Policy`` for a ``r2s2r train --out DIR`` checkpoint (``r2s2r_envs.policies.load_policy``).
 
     Picklable (it holds only the path), so each worker process loads its own copy; ``threads`` caps torch's
-    intra-op threads there, so parallel workers do not oversubscribe the cores.
+    intra-op threads there, so parallel workers do not oversubscribe the cores. ``settings`` are passed to
+    ``load_policy`` (``execute_steps``, ``temporal_ensemble``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], threads: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], threads: int | None = None, **settings: Any) -> None:
         self.path = os.fspath(path)
         self.threads = threads
+        self.settings = settings
 
     def __call__(self, env: Any) -> Any:
         try:
@@ -61,7 +63,7 @@ class DirectoryPolicy:
                 f"({e}); install the torch extra (pip install 'r2s2r_envs[torch]')"
             ) from e
         try:
-            policy = load_policy(self.path)
+            policy = load_policy(self.path, **self.settings)
         except (FileNotFoundError, ImportError, ValueError) as e:  # CheckpointError is a ValueError
             raise PolicySpecError(f"cannot load the policy directory {self.path}: {e}") from e
         if self.threads is not None and "torch" in sys.modules:
@@ -69,13 +71,14 @@ class DirectoryPolicy:
         return policy
 
 
-def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
+def resolve_policy_spec(spec: str, *, threads: int | None = None, **settings: Any) -> Any:
     """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`), ``zoo:NAME`` (a reference
     checkpoint shipped with the package) or ``module:attribute``.
 
     ``module:attribute`` (or ``path/to/file.py:attribute``) is imported (the current directory, or the file's
     folder, first on ``sys.path``, as ``python -m`` does) and
-    may be a factory ``f(env) -> Policy``, a policy class (:class:`ClassPolicy`) or a policy object.
+    may be a factory ``f(env) -> Policy``, a policy class (:class:`ClassPolicy`) or a policy object. ``settings``
+    (execution settings of a checkpoint: ``execute_steps``, ``temporal_ensemble``) apply to checkpoints only.
 
     Raises:
         PolicySpecError: neither an existing directory nor an importable ``module:attribute``.
@@ -84,12 +87,14 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None) -> Any:
         from r2s2r_envs.policies.zoo import ZooError, resolve_checkpoint
 
         try:
-            return DirectoryPolicy(resolve_checkpoint(spec), threads=threads)
+            return DirectoryPolicy(resolve_checkpoint(spec), threads=threads, **settings)
         except ZooError as e:
             raise PolicySpecError(f"--policy {spec!r}: {e}") from e
     path = Path(spec)
     if path.is_dir():
-        return DirectoryPolicy(path, threads=threads)
+        return DirectoryPolicy(path, threads=threads, **settings)
+    if settings:
+        raise PolicySpecError(f"--policy {spec!r}: {sorted(settings)} apply to a checkpoint (a directory or zoo:NAME)")
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise PolicySpecError(
@@ -178,7 +183,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             if args.env != LAB_ENV_ID:
                 raise PolicySpecError(f"--lab selects the lab of {LAB_ENV_ID}; {args.env} is a simulator")
             env_kwargs["lab"] = args.lab
-        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None)
+        settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
+        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
         result = evaluate(
             args.env,
             policy,
@@ -259,6 +265,16 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     ev.add_argument("--num-objects", type=positive_int, default=None, metavar="K", help="objects per episode")
     ev.add_argument("--episode-steps", type=positive_int, default=None, metavar="T", help="time limit, steps")
     ev.add_argument("--method", default=None, metavar="NAME", help="method name in the result (overrides metadata)")
+    ev.add_argument(
+        "--execute-steps", type=positive_int, default=None, metavar="N", help="a checkpoint's actions per chunk"
+    )
+    ev.add_argument(
+        "--temporal-ensemble",
+        type=float,
+        default=None,
+        metavar="K",
+        help="a checkpoint's temporal ensembling weight (0: receding horizon)",
+    )
     ev.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     ev.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result JSON here")
     ev.add_argument("--json", action="store_true", help="print the result JSON instead of a summary")
