@@ -9,7 +9,8 @@ published seeds (``--episodes`` each, 100 by default):
   end (real_fraction ``sqrt(50 / 1000) = 0.224``, docs/concepts.md), evaluated in the lab.
 
 Methods: ``flow`` and ``bc`` for the sim-only and real-only rows, ``flow`` and ``flow-cfg-adda`` co-trained, with the
-variants WorldGrounded, BehaviorGrounded and FullyGrounded. Nothing is chosen on lab episodes: the recipe, the
+grounded variants WorldGrounded, BehaviorGrounded and FullyGrounded and, as the reference without grounding,
+Ungrounded. Nothing is chosen on lab episodes: the recipe, the
 checkpoint (validation loss on held-out *demos*) and real_fraction (the mixing rule) are fixed before any lab
 episode runs.
 
@@ -92,7 +93,7 @@ def all_rows() -> dict[str, Row]:
         *(
             Row(f"co-trained/{m}/{v}", m, (REAL_DATA,), (SIM_DATA[v],), CO_TRAINING_FRACTION, LAB_ID)
             for m in ("flow", "flow-cfg-adda")
-            for v in ("WorldGrounded", "BehaviorGrounded", "FullyGrounded")
+            for v in ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded")
         ),
     ]
     return {r.name: r for r in rows}

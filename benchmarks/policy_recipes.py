@@ -1,10 +1,10 @@
 """Which training recipe makes a policy solve PickSort in simulation: data (clean or noise-injected demos), method,
 steps and batch size, each trained and evaluated with the protocol.
 
-The sweep behind docs/baselines.md#measured (run there on a lent GPU machine with 16 cores: ``--device cuda
---workers 16``). Sim only: the demos come from ``PickSort-Ungrounded-v0``'s scripted planner, the policies are
-trained with ``real_fraction=0`` and evaluated in the same env on the published seeds. Trainings run in parallel
-subprocesses (``--parallel``); each policy is evaluated as soon as it is trained.
+The sweep behind benchmarks/results/policies-v1/README.md (recipe v1; run there on a lent GPU machine with 16
+cores: ``--device cuda --workers 16``). Sim only: the demos come from ``PickSort-Ungrounded-v0``'s scripted
+planner, the policies are trained with ``real_fraction=0`` and evaluated in the same env on the published seeds.
+Trainings run in parallel subprocesses (``--parallel``); each policy is evaluated as soon as it is trained.
 
 Example:
     python benchmarks/policy_recipes.py --demos 1000 --action-noise 0,0.1 --recipes bc-12k-b1024,flow-12k-b1024 \\
@@ -44,8 +44,8 @@ import json, sys
 from r2s2r_envs.policies.config import TrainConfig
 from r2s2r_envs.policies.train import train
 fields = json.loads(sys.argv[1])
-r = train(TrainConfig(sim=(sys.argv[2],), real_fraction=0.0, seed=0, out=sys.argv[3], verify="none", progress=False,
-                      overwrite=True, **fields))
+r = train(TrainConfig(recipe="v1", sim=(sys.argv[2],), real_fraction=0.0, seed=0, out=sys.argv[3], verify="none",
+                      progress=False, overwrite=True, **fields))
 print(json.dumps({"train_time_s": r.train_time_s, "samples_per_s": r.samples_per_s, "final_loss": r.final_loss}))
 """
 

@@ -39,7 +39,7 @@ from r2s2r_envs.policies.config import TrainConfig
 from r2s2r_envs.policies.train import train
 fields = json.loads(sys.argv[1])
 fields["real"], fields["sim"] = tuple(fields["real"]), tuple(fields["sim"])
-r = train(TrainConfig(method="flow", verify="none", progress=False, overwrite=True, **fields))
+r = train(TrainConfig(recipe="v1", method="flow", verify="none", progress=False, overwrite=True, **fields))
 print(json.dumps({"train_time_s": r.train_time_s, "samples_per_s": r.samples_per_s, "final_loss": r.final_loss}))
 """
 
