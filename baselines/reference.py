@@ -18,8 +18,8 @@ Every training and every evaluation is a file under ``--out`` (``train/<row>-s<s
 ``results/<row>-s<seed>.json``): a second run skips what exists, so the script resumes after an interruption and
 a row can be added later. At the end it writes the leaderboard of ``results/`` (``leaderboard/``) and
 ``summary.json`` / ``summary.md``: per row, the mean over seeds and episodes of episode success and sort
-accuracy with 95% bootstrap intervals (seeds and episodes resampled), and each co-trained row against real-only
-(paired over the protocol's episodes).
+accuracy with 95% bootstrap intervals (seeds and episodes resampled), each co-trained row against real-only and
+each grounded co-trained row against the Ungrounded one of its method (paired over the protocol's episodes).
 
 Example::
 
@@ -152,7 +152,7 @@ def _failures(paths: list[Path]) -> dict[str, int]:
 def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 2000) -> dict[str, Any]:
     """Per row: success and sort accuracy with 95% bootstrap intervals; co-trained rows against real-only."""
     cells = {name: _matrices(paths) for name, paths in done.items() if paths}
-    summary: dict[str, Any] = {"rows": {}, "versus_real_only": {}}
+    summary: dict[str, Any] = {"rows": {}, "versus_real_only": {}, "versus_ungrounded": {}}
     for row in rows:
         if row.name not in cells:
             continue
@@ -167,6 +167,16 @@ def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 20
                     metric: bootstrap_contrast(
                         {row.name: cells[row.name][metric], base: cells[base][metric]},
                         {row.name: 1.0, base: -1.0},
+                        replicates=replicates,
+                    )
+                    for metric in ("success", "sort_accuracy")
+                }
+            ungrounded = f"co-trained/{row.method}/Ungrounded"
+            if row.name != ungrounded and ungrounded in cells:
+                summary["versus_ungrounded"][row.name] = {
+                    metric: bootstrap_contrast(
+                        {row.name: cells[row.name][metric], ungrounded: cells[ungrounded][metric]},
+                        {row.name: 1.0, ungrounded: -1.0},
                         replicates=replicates,
                     )
                     for metric in ("success", "sort_accuracy")
@@ -200,6 +210,14 @@ def to_markdown(summary: dict[str, Any], recipe: str, episodes: int) -> str:
     if summary["versus_real_only"]:
         lines += ["", "| co-trained minus real-only (lab) | success, points | sort accuracy, points |", "|---|---|---|"]
         for name, c in summary["versus_real_only"].items():
+            lines.append(f"| {name} | {_pts(c['success'])} | {_pts(c['sort_accuracy'])} |")
+    if summary["versus_ungrounded"]:
+        lines += [
+            "",
+            "| grounded minus Ungrounded sim data (lab) | success, points | sort accuracy, points |",
+            "|---|---|---|",
+        ]
+        for name, c in summary["versus_ungrounded"].items():
             lines.append(f"| {name} | {_pts(c['success'])} | {_pts(c['sort_accuracy'])} |")
     return "\n".join(lines) + "\n"
 
