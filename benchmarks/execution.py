@@ -24,9 +24,11 @@ from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED
 from r2s2r_envs.policies import load_policy
 
-SETTINGS = [{"execute_steps": n} for n in (1, 2, 4, 8)] + [
-    {"execute_steps": 1, "temporal_ensemble": k} for k in (0.1, 0.5)
-]
+#: Named execution settings: ``hN`` receding horizon with N actions per chunk, ``teK`` temporal ensembling.
+SETTINGS = {
+    **{f"h{n}": {"execute_steps": n, "temporal_ensemble": 0.0} for n in (1, 2, 4, 8)},
+    **{f"te{k}": {"execute_steps": 1, "temporal_ensemble": k} for k in (0.1, 0.5)},
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,17 +38,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--base-seed", type=int, default=424242)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, of {list(SETTINGS)}")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here (rows are merged)")
     args = parser.parse_args(argv)
+    names = [n for n in args.settings.split(",") if n]
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        parser.error(f"unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
     if "Real" in args.env:
         parser.error("the lab is the test set: choose execution settings in a simulator")
     if args.base_seed == EVALUATION_BASE_SEED:
         parser.error("use a base seed other than the protocol's")
     rows = []
+    if args.out is not None and args.out.is_file():  # earlier rows of the same checkpoint, env and seeds are kept
+        earlier = json.loads(args.out.read_text())
+        if (earlier["checkpoint"], earlier["env"], earlier["episodes"], earlier["base_seed"]) == (
+            args.checkpoint,
+            args.env,
+            args.episodes,
+            args.base_seed,
+        ):
+            rows = [r for r in earlier["rows"] if r["name"] not in names]
     print(f"{'setting':<40} {'success':>8} {'sort acc':>8} {'s':>6}  failures", flush=True)
-    for setting in SETTINGS:
+    for name in names:
+        setting = SETTINGS[name]
         t = time.perf_counter()
-        policy = load_policy(args.checkpoint, temporal_ensemble=0.0, **setting)
+        policy = load_policy(args.checkpoint, **setting)
         result = evaluate(
             args.env, policy, episodes=args.episodes, base_seed=args.base_seed, workers=args.workers, progress=False
         )
@@ -55,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             if r.failure_cause:
                 causes[r.failure_cause] = causes.get(r.failure_cause, 0) + 1
         row = {
+            "name": name,
             "setting": setting,
             "success_rate": result.summary["success_rate"],
             "success_rate_ci95": result.summary["success_rate_ci95"],
