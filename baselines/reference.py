@@ -46,7 +46,7 @@ from r2s2r_envs.ablation.analysis import bootstrap_contrast
 from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.evaluation.leaderboard import build_leaderboard
 from r2s2r_envs.evaluation.protocol import EvaluationResult
-from r2s2r_envs.policies.config import RECIPES, TrainConfig, check_config
+from r2s2r_envs.policies.config import RECIPES, ConfigError, TrainConfig, check_config
 
 LAB_ID = "PickSort-Real-v0"
 SIM_ID = "PickSort-Ungrounded-v0"
@@ -253,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides["device"] = args.device
     out = Path(args.out)
     for name in chosen:  # every setting checked before any work
-        check_config(rows[name].config(seed=seeds[0], out=out / "check", recipe=args.recipe, overrides=overrides))
+        try:
+            check_config(rows[name].config(seed=seeds[0], out=out / "check", recipe=args.recipe, overrides=overrides))
+        except ConfigError as exc:
+            parser.error(f"row {name}: {exc}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "command.txt").write_text(" ".join(["python", "baselines/reference.py", *(argv or sys.argv[1:])]) + "\n")
 
