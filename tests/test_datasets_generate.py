@@ -834,7 +834,7 @@ def test_a_version_2_build_of_a_canonical_recipe_needs_a_rebuild(
         path.write_text(json.dumps({"spec_version": 1, "datasets": [{**entry, "sha256": pinned}]}))
         (report,) = make_datasets(path, cache_dir=cache, progress=False)
         assert report.status == "failed" and not report.ok
-        assert report.message == "built with schema version 2; delete it to rebuild"
+        assert report.message == "built with schema version 2; delete it, or make it with --rebuild-stale"
     import r2s2r_envs.policies.data as selection
 
     path.write_text(json.dumps({"spec_version": 1, "datasets": [entry]}))  # nothing pinned, as shipped now
@@ -842,6 +842,30 @@ def test_a_version_2_build_of_a_canonical_recipe_needs_a_rebuild(
     monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
     with pytest.raises(selection.DataSelectionError, match=r"stale or foreign \(dataset schema version 2"):
         selection.resolve_datasets([], ["toy"])
+
+
+def test_rebuild_stale_moves_an_older_schema_aside_and_builds_again(tmp_path: Path) -> None:
+    entry = {"name": "toy", "env_id": TOY, "episodes": 3, "seed": 0, "demonstrator": TOY_DEMONSTRATOR}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"spec_version": 1, "datasets": [entry]}))
+    cache = tmp_path / "cache"
+    (built,) = make_datasets(path, cache_dir=cache, progress=False)
+    current = built.sha256
+    old_hash = downgrade_to_v2(cache / "toy.hdf5")
+    (rebuilt,) = make_datasets(path, cache_dir=cache, progress=False, rebuild_stale=True)
+    assert rebuilt.ok and rebuilt.status == "built" and rebuilt.sha256 == current
+    assert rebuilt.message.endswith("(the schema-2 file was moved to toy.schema-v2.hdf5)")
+    with open_dataset(cache / "toy.schema-v2.hdf5") as f:  # nothing already written is lost
+        assert f.schema_version == 2 and f.content_hash == old_hash
+    (again,) = make_datasets(path, cache_dir=cache, progress=False, rebuild_stale=True)
+    assert again.status == "present" and "moved" not in again.message  # a current file stays where it is
+    from r2s2r_envs.cli import main
+
+    downgrade_to_v2(cache / "toy.hdf5")
+    code = main(
+        ["datasets", "make", "toy", "--spec", str(path), "--cache-dir", str(cache), "--rebuild-stale", "--no-progress"]
+    )
+    assert code == 0 and (cache / "toy.schema-v2.1.hdf5").is_file()
 
 
 def test_a_file_from_an_older_grounding_or_planner_does_not_follow_the_recipe(tmp_path: Path) -> None:

@@ -232,6 +232,7 @@ def make_datasets(
     workers: int = 1,
     update_spec: bool = False,
     progress: bool = True,
+    rebuild_stale: bool = False,
 ) -> list[MakeReport]:
     """Builds missing canonical datasets into the cache and verifies every hash.
 
@@ -243,6 +244,9 @@ def make_datasets(
         update_spec: write the hashes of datasets that have none into the spec file (the package's own spec
             when ``spec_path`` is ``None``: meant for a source checkout).
         progress: show progress bars.
+        rebuild_stale: a cached file of an older dataset schema is moved aside (renamed
+            ``<name>.schema-v<N>.hdf5``, never deleted) and the dataset built again; without it such a file is
+            reported as failed.
 
     Returns:
         One report per dataset.
@@ -267,7 +271,14 @@ def make_datasets(
     reports: list[MakeReport] = []
     pinned: dict[str, str] = {}
     for entry in selected:
-        report = _make_one(entry, cache / entry.file, workers=workers, progress=progress, update_spec=update_spec)
+        report = _make_one(
+            entry,
+            cache / entry.file,
+            workers=workers,
+            progress=progress,
+            update_spec=update_spec,
+            rebuild_stale=rebuild_stale,
+        )
         if entry.sha256 is None and report.ok and report.sha256 is not None:
             pinned[entry.name] = report.sha256
         reports.append(report)
@@ -276,17 +287,25 @@ def make_datasets(
     return reports
 
 
-def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bool, update_spec: bool) -> MakeReport:
+def _make_one(
+    entry: CanonicalDataset, path: Path, *, workers: int, progress: bool, update_spec: bool, rebuild_stale: bool
+) -> MakeReport:
     """Builds one canonical dataset if it is missing or incomplete, verifies it and reports on it."""
     import gymnasium as gym
 
     from r2s2r_envs.datasets.generate import GenerationError, generate
 
+    moved = ""
+
     def report(status: Status, sha256: str | None, message: str) -> MakeReport:
-        return MakeReport(name=entry.name, path=path, status=status, sha256=sha256, message=message)
+        return MakeReport(name=entry.name, path=path, status=status, sha256=sha256, message=message + moved)
 
     if entry.env_id not in gym.registry:
         return report("skipped", None, f"env {entry.env_id!r} is not registered in this installation")
+    if rebuild_stale and path.exists() and (old := _schema_version(path)) not in (None, SCHEMA_VERSION):
+        aside = _aside(path, old)
+        path.rename(aside)
+        moved = f" (the schema-{old} file was moved to {aside.name})"
     status: Status = "present"
     try:
         if not path.exists() or not _complete(path):
@@ -310,7 +329,9 @@ def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bo
         return report("failed", None, str(exc))
     if version != SCHEMA_VERSION:
         # An older file's hash follows older rules: it can never match (or be pinned as) a current hash.
-        return report("failed", digest, f"built with schema version {version}; delete it to rebuild")
+        return report(
+            "failed", digest, f"built with schema version {version}; delete it, or make it with --rebuild-stale"
+        )
     if not complete:
         return report("failed", digest, "generation was interrupted; run the command again to resume")
     if digest == entry.sha256:
@@ -327,6 +348,25 @@ def _make_one(entry: CanonicalDataset, path: Path, *, workers: int, progress: bo
         note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
         return report(status, digest, note)
     return report("hash-mismatch", digest, mismatch_message(entry, path, digest))
+
+
+def _schema_version(path: Path) -> int | None:
+    """The schema version of a dataset file, or ``None`` if it cannot be read as one."""
+    try:
+        with open_dataset(path, verify="none") as f:
+            return int(f.schema_version)
+    except DatasetError:
+        return None
+
+
+def _aside(path: Path, version: int) -> Path:
+    """A free name beside ``path`` for its schema-``version`` file: ``<stem>.schema-v<N>[.k].hdf5``."""
+    candidate = path.with_name(f"{path.stem}.schema-v{version}{path.suffix}")
+    k = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}.schema-v{version}.{k}{path.suffix}")
+        k += 1
+    return candidate
 
 
 def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) -> list[str]:

@@ -110,6 +110,11 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
     _add_env_source_options(make, datasets=True)
     make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec (a checkout's)")
+    make.add_argument(
+        "--rebuild-stale",
+        action="store_true",
+        help="move a cached file of an older dataset schema aside (NAME.schema-vN.hdf5) and build the dataset again",
+    )
     make.add_argument("--no-progress", action="store_true", help="no progress bars")
     make.set_defaults(func=cmd_datasets_make)
     lst = ds_sub.add_parser("list", help="list the canonical datasets and whether they are cached")
@@ -218,6 +223,7 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
             cache_dir=args.cache_dir,
             workers=args.workers,
             update_spec=args.update_spec,
+            rebuild_stale=args.rebuild_stale,
             progress=not args.no_progress,
         )
     except (OSError, KeyError, ValueError) as exc:
