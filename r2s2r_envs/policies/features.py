@@ -87,17 +87,19 @@ class CellGeometry:
     @functools.cache
     def nominal(cls) -> CellGeometry:
         """The scene's geometry (read once from the nominal model)."""
-        from r2s2r_envs.world.builder import scene_layout
-        from r2s2r_envs.world.constants import CATEGORIES
+        from r2s2r_envs.world.builder import build_model, scene_layout
+        from r2s2r_envs.world.constants import BIN_SITES, CATEGORIES
+        from r2s2r_envs.world.params import WorldParams
 
         lay = scene_layout()
-        z_half = float(lay.bin_centers[CATEGORIES[0]][2] - 0.01)  # bins reach from the floor plate to their rim
+        model = build_model(WorldParams(), 1)
+        half = np.stack([model.site(BIN_SITES[c]).size[:3] for c in CATEGORIES])  # each bin's region, as the rules
         return cls(
             belt_top=lay.belt_top,
             belt_center_x=lay.belt_center_x,
             belt_half_width=lay.belt_half_width,
             bin_center=np.stack([lay.bin_centers[c] for c in CATEGORIES]),
-            bin_half_size=np.tile(np.append(lay.bin_half_size, z_half), (len(CATEGORIES), 1)),
+            bin_half_size=half.astype(np.float64),
         )
 
 
