@@ -113,7 +113,12 @@ def split_demos(config: TrainConfig, refs: list[DatasetRef]) -> list[tuple[list[
     splits = []
     for k, ref in enumerate(refs):
         with open_dataset(ref.path, verify="none") as f:
-            ids = list(f.masks()["success"]) if config.demos == "success" else list(f.demo_ids)
+            masks = f.masks()
+            if config.demos == "success" and "success" not in masks:
+                raise ConfigError(
+                    f"{ref.path} has no mask/success (its masks: {sorted(masks)}); train on every demo with demos='all'"
+                )
+            ids = list(masks["success"]) if config.demos == "success" else list(f.demo_ids)
         n_val = 0
         if config.val_fraction > 0 and ref.domain == val_domain and len(ids) > 1:
             n_val = min(len(ids) - 1, max(1, math.ceil(config.val_fraction * len(ids))))
