@@ -234,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per training (default 1)")
     parser.add_argument("--episodes", type=int, default=100, help="protocol episodes per policy (default 100)")
     parser.add_argument("--workers", type=int, default=2, help="evaluation worker processes (default 2)")
+    parser.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="train and evaluate nothing: summarize the results under --out of the chosen rows, whatever seeds exist",
+    )
     args = parser.parse_args(argv)
 
     chosen = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -265,12 +270,20 @@ def main(argv: list[str] | None = None) -> int:
         with open(out / "run_log.txt", "a") as f:
             f.write(text + "\n")
 
-    log(f"reference: rows {chosen}, seeds {seeds}, recipe {args.recipe}, {args.episodes} episodes")
     done: dict[str, list[Path]] = {}
-    for name in chosen:
-        done[name] = [run_row(rows[name], seed, args, overrides, log) for seed in seeds]
+    if args.summary_only:
+        for name in chosen:
+            done[name] = sorted((out / "results").glob(f"{_slug(name, 0)[: -len('0')]}*.json"))
+        seeds = sorted({int(p.stem.rpartition("-s")[2]) for paths in done.values() for p in paths})
+    else:
+        log(f"reference: rows {chosen}, seeds {seeds}, recipe {args.recipe}, {args.episodes} episodes")
+        for name in chosen:
+            done[name] = [run_row(rows[name], seed, args, overrides, log) for seed in seeds]
     summary = summarize([rows[n] for n in chosen], done)
     summary.update(recipe=args.recipe, seeds=seeds, episodes=args.episodes, overrides=overrides)
+    for name, paths in done.items():
+        if name in summary["rows"]:
+            summary["rows"][name]["results"] = [p.name for p in paths]
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     markdown = to_markdown(summary, args.recipe, args.episodes)
     (out / "summary.md").write_text(markdown)
