@@ -99,8 +99,12 @@ def all_rows() -> dict[str, Row]:
     return {r.name: r for r in rows}
 
 
+def _stem(name: str) -> str:
+    return name.replace("/", "-")
+
+
 def _slug(name: str, seed: int) -> str:
-    return f"{name.replace('/', '-')}-s{seed}"
+    return f"{_stem(name)}-s{seed}"
 
 
 def run_row(row: Row, seed: int, args: argparse.Namespace, overrides: dict[str, Any], log: Any) -> Path:
@@ -149,6 +153,16 @@ def _failures(paths: list[Path]) -> dict[str, int]:
     return dict(sorted(causes.items(), key=lambda kv: -kv[1]))
 
 
+def _paired(cells: dict[str, dict[str, np.ndarray]], row: str, base: str, replicates: int) -> dict[str, Any]:
+    """``row`` minus ``base`` for each metric, paired over the protocol's episodes."""
+    return {
+        metric: bootstrap_contrast(
+            {row: cells[row][metric], base: cells[base][metric]}, {row: 1.0, base: -1.0}, replicates=replicates
+        )
+        for metric in ("success", "sort_accuracy")
+    }
+
+
 def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 2000) -> dict[str, Any]:
     """Per row: success and sort accuracy with 95% bootstrap intervals; co-trained rows against real-only."""
     cells = {name: _matrices(paths) for name, paths in done.items() if paths}
@@ -163,24 +177,10 @@ def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 20
         if row.name.startswith("co-trained/"):
             base = f"real-only/{'flow' if row.method.startswith('flow') else row.method}"
             if base in cells:
-                summary["versus_real_only"][row.name] = {
-                    metric: bootstrap_contrast(
-                        {row.name: cells[row.name][metric], base: cells[base][metric]},
-                        {row.name: 1.0, base: -1.0},
-                        replicates=replicates,
-                    )
-                    for metric in ("success", "sort_accuracy")
-                }
+                summary["versus_real_only"][row.name] = _paired(cells, row.name, base, replicates)
             ungrounded = f"co-trained/{row.method}/Ungrounded"
             if row.name != ungrounded and ungrounded in cells:
-                summary["versus_ungrounded"][row.name] = {
-                    metric: bootstrap_contrast(
-                        {row.name: cells[row.name][metric], ungrounded: cells[ungrounded][metric]},
-                        {row.name: 1.0, ungrounded: -1.0},
-                        replicates=replicates,
-                    )
-                    for metric in ("success", "sort_accuracy")
-                }
+                summary["versus_ungrounded"][row.name] = _paired(cells, row.name, ungrounded, replicates)
     return summary
 
 
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     done: dict[str, list[Path]] = {}
     if args.summary_only:
         for name in chosen:
-            done[name] = sorted((out / "results").glob(f"{_slug(name, 0)[: -len('0')]}*.json"))
+            done[name] = sorted((out / "results").glob(f"{_stem(name)}-s*.json"))
         seeds = sorted({int(p.stem.rpartition("-s")[2]) for paths in done.values() for p in paths})
     else:
         log(f"reference: rows {chosen}, seeds {seeds}, recipe {args.recipe}, {args.episodes} episodes")

@@ -52,7 +52,7 @@ from r2s2r_envs.policies.checkpoint import (
 )
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config
 from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
-from r2s2r_envs.policies.features import TASK_KEYS, FeatureError
+from r2s2r_envs.policies.features import TASK_KEYS, FeatureError, make_features
 from r2s2r_envs.policies.models import PolicyModel
 from r2s2r_envs.policies.pipeline import Pipeline, weighted_merge
 
@@ -161,7 +161,10 @@ def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> l
 
 
 def load_datasets(
-    config: TrainConfig, refs: list[DatasetRef], demo_ids: list[list[int]] | None = None
+    config: TrainConfig,
+    refs: list[DatasetRef],
+    demo_ids: list[list[int]] | None = None,
+    verify: str | None = None,
 ) -> list[TrajectoryDataset]:
     """Loads the datasets (raw values, frame stacks and action chunks of the config).
 
@@ -169,6 +172,7 @@ def load_datasets(
         config: the run.
         refs: the datasets.
         demo_ids: the demos to load of each dataset (default: all the run trains on).
+        verify: the hash check, instead of the config's (``"none"`` for a file already verified).
 
     Raises:
         ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
@@ -182,7 +186,7 @@ def load_datasets(
             action_chunk=config.action_chunk,
             filter_key="success" if config.demos == "success" else None,
             demo_ids=None if demo_ids is None else demo_ids[k],
-            verify=config.verify,
+            verify=config.verify if verify is None else verify,
             labels=config.labels,
         )
         for k, ref in enumerate(refs)
@@ -190,15 +194,12 @@ def load_datasets(
 
 
 def mixture_weights(config: TrainConfig, datasets: list[TrajectoryDataset]) -> list[float]:
-    """Each dataset's share of the training batches (``normalization_weights="mixture"``) or of the samples."""
-    sizes = np.array([len(d) for d in datasets], dtype=np.float64)
-    if config.normalization_weights == "samples":
-        return list(sizes / sizes.sum())
+    """Each dataset's expected share of the training batches (its domain's share, split by sample counts)."""
     weights = []
-    for d, n in zip(datasets, sizes):
+    for d in datasets:
         domain_total = sum(len(o) for o in datasets if o.domain == d.domain)
         share = config.real_fraction if d.domain == "real" else 1.0 - config.real_fraction
-        weights.append(share * n / domain_total)
+        weights.append(share * len(d) / domain_total)
     return weights
 
 
@@ -227,11 +228,8 @@ def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pi
     spec = ref.sample_spec()
     shapes = {k: spec[f"obs/{k}"][0][1:] for k in ref.obs_keys}
     low, high = _action_bounds(ref.env_id, spec["actions"][0][1], ref.domain)
-    weights = mixture_weights(config, datasets)
     per_dataset = [dict(d.stats) for d in datasets]
     if config.features != "raw":
-        from r2s2r_envs.policies.features import make_features
-
         try:
             stage = make_features(config.features, ref.obs_keys, shapes)
         except FeatureError as exc:
@@ -241,6 +239,7 @@ def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pi
     if config.normalization_weights == "samples":
         stats = merge_stats(per_dataset)
     else:
+        weights = mixture_weights(config, datasets)
         names = [n for n in per_dataset[0] if all(n in s for s in per_dataset)]
         stats = {n: weighted_merge([s[n] for s in per_dataset], weights) for n in names}
     return Pipeline(
@@ -425,19 +424,11 @@ def train(config: TrainConfig) -> TrainResult:
     refs, out = prepare(config)
     splits = split_demos(config, refs)
     datasets = load_datasets(config, refs, [train_ids for train_ids, _ in splits])
-    held_out = [
-        TrajectoryDataset(
-            ref.path,
-            obs_keys=datasets[0].obs_keys,
-            frame_stack=config.frame_stack,
-            action_chunk=config.action_chunk,
-            demo_ids=val_ids,
-            verify="none",  # the same file was verified when its training demos were loaded
-            labels=config.labels,
-        )
-        for ref, (_, val_ids) in zip(refs, splits)
-        if val_ids
-    ]
+    with_val = [(ref, val_ids) for ref, (_, val_ids) in zip(refs, splits) if val_ids]
+    # The same files were verified when their training demos were loaded.
+    held_out = (
+        load_datasets(config, [r for r, _ in with_val], [v for _, v in with_val], verify="none") if with_val else []
+    )
     pipeline = build_pipeline(config, datasets)
     mixture = CoTrainingMixture(
         datasets,
