@@ -1,6 +1,8 @@
 """Demonstrators: the scripted planner and the human-like generator, the registry, and behavior metrics.
 
 * ``scripted``: the planner that comes with the simulated variants.
+* ``scripted-reactive``: the same planner deciding from each observation alone (``behavior.reactive``): the
+  labelling expert of DAgger.
 * ``humanlike``: the generator fitted to real demonstrations (``behavior.fit``, ``behavior.humanlike``;
   docs/behavior.md), the demonstrator of ``PickSort-BehaviorGrounded-v0`` (``behavior.variants``).
 * ``behavior.metrics``: how alike two demonstration sets move.
@@ -9,6 +11,7 @@
 from typing import Any
 
 from r2s2r_envs.behavior.base import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
+from r2s2r_envs.behavior.reactive import ReactivePlanner
 from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
 
 
@@ -34,6 +37,7 @@ __all__ = [
     "Demonstrator",
     "HumanlikeGenerator",
     "PlannerConfig",
+    "ReactivePlanner",
     "ScriptedPlanner",
     "demonstrator_names",
     "make_demonstrator",

@@ -297,6 +297,9 @@ def rollout(
     The simulator state before every step is recorded for simulated envs only: a lab env (``env.unwrapped.domain
     == "real"``) is a black box whose state is never read (docs/concepts.md, "Honesty rules").
 
+    A demonstrator with an ``executed_action()`` method only labels: ``act(obs)`` returns the label and
+    ``executed_action()`` then the action executed in that state (DAgger: the learner's; docs/baselines.md#dagger).
+
     Args:
         env: the env (its observations must include the state keys the demonstrator reads).
         demonstrator: object with ``reset(seed)`` and ``act(obs) -> action``.
@@ -331,12 +334,19 @@ def rollout(
     executed = getattr(demonstrator, "executed", None) if perturb is not None else None
     if not callable(executed):
         executed = None
+    # A labelling demonstrator (DAgger's expert with a learner at the wheel) labels the state with ``act`` and says
+    # what is executed instead with ``executed_action()``.
+    driver = getattr(demonstrator, "executed_action", None)
+    if not callable(driver):
+        driver = None
     while not (terminated or truncated):
         if record_states:
             states.append(np.array(unwrapped.get_state(), dtype=np.float64, copy=True))
         action = np.asarray(demonstrator.act(obs), dtype=np.float32)
         # The demonstrator's own action, before noise injection: the label for the state it saw (DART).
         labels.append(np.array(action, copy=True))
+        if driver is not None:
+            action = np.asarray(driver(), dtype=np.float32)
         if perturb is not None:
             action = perturb(action)
             if executed is not None:

@@ -1,4 +1,5 @@
-"""``r2s2r train``: trains a baseline policy (a thin shell over :func:`r2s2r_envs.policies.train.train`).
+"""``r2s2r train``: trains a baseline policy (a thin shell over :func:`r2s2r_envs.policies.train.train`); ``r2s2r
+dagger``: DAgger rounds from a trained one (over :func:`r2s2r_envs.policies.dagger.dagger`).
 
 The options are built from the fields of :class:`~r2s2r_envs.policies.config.TrainConfig` (one option per field,
 ``--real-fraction`` for ``real_fraction``; help text from the field's documentation), so the CLI and the library
@@ -113,6 +114,83 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         parser.add_argument(flag, **kwargs)
     parser.add_argument("--json", action="store_true", help="print the result (metadata, timings) as JSON")
     parser.set_defaults(func=_cmd_train)
+    _add_dagger(subparsers)
+
+
+def _add_dagger(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from r2s2r_envs.policies.dagger import DAGGER_BASE_SEED
+
+    parser = subparsers.add_parser(
+        "dagger",
+        help="DAgger: roll a trained policy out in a simulated variant, label its states with the reactive "
+        "planner, aggregate and retrain",
+        description="DAgger with a programmatic expert (docs/baselines.md#dagger). Each round rolls the policy out "
+        "in ENV (a simulated variant; the lab is refused), labels every visited state with the reactive planner "
+        "(which decides from the current observation; the env's tuned planner settings where it has them), adds "
+        "the rollouts to the policy's simulated datasets, retrains with the policy's own training config, and "
+        "evaluates the new policy on held-out simulated episodes. Writes OUT/round-N/{rollouts.hdf5,policy/,"
+        "eval.json} and OUT/dagger_log.json; an interrupted run resumes. Needs the torch extra.",
+    )
+    parser.add_argument("--policy", required=True, metavar="DIR", help="round-0 checkpoint (DIR or zoo:NAME)")
+    parser.add_argument("--env", required=True, dest="env_id", metavar="ENV", help="simulated env id to roll out in")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if it exists)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds (default 1)")
+    parser.add_argument("--episodes", type=int, default=200, help="rollouts per round (default 200)")
+    parser.add_argument(
+        "--beta", type=float, default=0.0, help="share of rollouts the expert drives instead (default 0)"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="training steps per round (default: the policy's)")
+    parser.add_argument(
+        "--eval-episodes", type=int, default=100, help="held-out sim episodes per round's policy (default 100; 0: none)"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="rollout and evaluation processes (default 1)")
+    parser.add_argument(
+        "--seed", type=int, default=DAGGER_BASE_SEED, help=f"rollout base seed (default {DAGGER_BASE_SEED})"
+    )
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+    parser.set_defaults(func=_cmd_dagger)
+
+
+def _cmd_dagger(args: argparse.Namespace) -> int:
+    from r2s2r_envs.datasets.schema import DatasetError
+    from r2s2r_envs.policies.checkpoint import CheckpointError
+    from r2s2r_envs.policies.dagger import DaggerConfig
+
+    fields = ("policy", "env_id", "out", "rounds", "episodes", "beta", "steps", "eval_episodes", "workers", "seed")
+    config = DaggerConfig(**{name: getattr(args, name) for name in fields}, progress=args.progress)
+    try:
+        config.check()
+    except ConfigError as exc:
+        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from r2s2r_envs.policies.dagger import dagger
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "torch":
+            raise
+        from r2s2r_envs.policies import TORCH_HINT
+
+        print(f"r2s2r dagger: error: {TORCH_HINT}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        log = dagger(config)
+    except (ConfigError, CheckpointError, FileNotFoundError) as exc:
+        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DatasetError as exc:
+        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("r2s2r dagger: interrupted (finished rounds are kept; run again to resume)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    for entry in [{"round": 0, "eval": log["round_0_eval"]}] * ("round_0_eval" in log) + log["rounds"]:
+        ev = entry.get("eval")
+        figures = (
+            f"held-out sim success {100 * ev['success_rate']:.1f}%, sort accuracy {100 * ev['sort_accuracy']:.1f}%"
+        )
+        print(f"round {entry['round']}: {figures if ev else 'not evaluated'}")
+    print(f"log: {config.out}/dagger_log.json")
+    return EXIT_OK
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
