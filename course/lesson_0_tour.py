@@ -121,7 +121,7 @@ plt.show()
 
 # %% [markdown]
 # Over the protocol's first 100 episodes the planner sorts everything in **97%** of episodes in the simulator
-# and in **60%** in the lab (README, "Measured"). That drop is the *sim-to-real gap*. The rest of the course
+# and in **60%** in the lab (docs/measured.md). That drop is the *sim-to-real gap*. The rest of the course
 # takes it apart layer by layer (interface, timing, actuators and contact, sensing), then treats it with the
 # remedies (system identification, domain randomization, real data, behavior grounding) and finally asks how to
 # tell whether a simulator is good enough to evaluate policies in.
@@ -169,7 +169,7 @@ plt.show()
 # The simulator's belt runs at its nominal 0.08 m/s; the lab's belt is faster, and its tracks are noisy (sensor
 # noise) and not quite straight (the lab's belt speed fluctuates). Averaging over several objects and episodes
 # tames both. (The suite's own identification, `r2s2r sysid`, measures the default lab's belt at 0.0888 m/s,
-# 95% interval 0.0872-0.0903: README, "Measured".)
+# 95% interval 0.0872-0.0903: docs/measured.md.)
 #
 # ## Exercise 0: the tour lab
 #

@@ -152,7 +152,7 @@ plt.show()
 # %% [markdown]
 # The cost has one clear minimum. The suite's full identification (`r2s2r sysid`, lesson 5) fits latency and
 # finger gains together with `mujoco.sysid` and finds 41 ms (95% interval 39-43 ms) for the default lab
-# (README, "Measured"); the grid above, with 2.5 ms steps, lands within a few milliseconds of that.
+# (docs/measured.md); the grid above, with 2.5 ms steps, lands within a few milliseconds of that.
 #
 # Let us look at what it matched: the lab's fingers against the simulator with and without the fitted latency.
 

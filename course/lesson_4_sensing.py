@@ -117,7 +117,7 @@ def offset(readings: dict[str, np.ndarray], reference: dict[str, np.ndarray]) ->
 print("default lab offset (mm):", (offset(lab, sim) * 1000).round(1))
 
 # %% [markdown]
-# The suite's identification finds (6.9, -5.0, -0.2) mm for the default lab (README, "Measured"), from six
+# The suite's identification finds (6.9, -5.0, -0.2) mm for the default lab (docs/measured.md), from six
 # such set-ups and a regression that separates the height offset from the objects' size. A planner aiming
 # 7 mm beside the object still often closes its hand around it; a 2 cm error does not.
 #

@@ -28,7 +28,7 @@
 # r2s2r demo --env PickSort-WorldGrounded-v0 --grounding my_grounding.json --episodes 20
 # ```
 #
-# The full run takes about 155 s on a 2-core machine (README, "Measured"); the quick one took 124 s in one
+# The full run takes about 155 s on a 2-core machine (docs/measured.md); the quick one took 124 s in one
 # full-mode run of this notebook on a loaded 2-core machine (its fit is rougher, below). In quick mode this
 # notebook uses the grounding that ships with the suite (the output of the full command on the default lab); in
 # full mode it runs `r2s2r sysid --quick` itself.
@@ -188,7 +188,7 @@ for name, dr in {
 # good across all the worlds drawn, which makes learning harder. In practice: identify first, then randomize
 # over what remains (the intervals, widened). The suite's RL baseline, `baselines/rl_dr.py` (PPO with domain
 # randomization, zero-shot in the lab), shows how hard randomization alone is at a small budget: 2/100 in the
-# lab after 25 minutes of training (README, "Measured").
+# lab after 25 minutes of training (docs/measured.md).
 #
 # ## Exercise 5: the world lab
 #
