@@ -134,7 +134,7 @@ def test_a_missing_dataset_is_refused_with_the_command_that_builds_it(tmp_path, 
         preflight(full_design(), tmp_path / "out")
     assert "r2s2r datasets make lab-50" in str(e.value)
     assert not (tmp_path / "out").exists()
-    # The quick design generates all its data: it needs no canonical dataset (README's second command).
+    # The quick design generates all its data: it needs no canonical dataset (README, "Next").
     tasks = preflight(quick_design(), tmp_path / "quick")
     data = [t for t in tasks if t.kind == "data"]
     assert len(data) == 5 and all(t.config["canonical"] is None for t in data)
