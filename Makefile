@@ -56,7 +56,7 @@ $(STAMP): pyproject.toml | egl
 	$(PIP) install -q six tqdm termcolor psutil matplotlib
 	$(PIP) install -q --no-deps robomimic==$(ROBOMIMIC_VERSION)
 	@echo "robomimic $(ROBOMIMIC_VERSION) installed without its training-script pins (not needed to read datasets)"
-	$(PIP) install -q --no-warn-conflicts -e '.[torch,rl,ray,course,test]'
+	$(PIP) install -q --no-warn-conflicts -e '.[torch,rl,ray,course,interop,test]'
 	touch $@
 
 demo: $(STAMP)

@@ -1,4 +1,5 @@
-"""``r2s2r`` subcommands of the datasets module: ``generate``, ``replay`` and ``datasets {make,list,info,verify}``.
+"""``r2s2r`` subcommands of the datasets module: ``generate``, ``replay``, ``datasets {make,list,info,verify}`` and
+``datasets export``.
 
 ``r2s2r_envs.cli`` calls :func:`add_subcommands` on its subparsers; every handler takes the parsed
 arguments and returns an exit code (0 ok, 1 error, 130 interrupted).
@@ -8,6 +9,7 @@ Examples:
     r2s2r replay ungrounded.hdf5 --demo 3 --video demo3.mp4 --check
     r2s2r datasets make --all
     r2s2r datasets info ungrounded.hdf5
+    r2s2r datasets export ungrounded.hdf5 --format lerobot --out ungrounded-lerobot
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     rep.set_defaults(func=cmd_replay)
 
     ds = subparsers.add_parser("datasets", help="canonical datasets and dataset files")
-    ds_sub = ds.add_subparsers(dest="datasets_command", metavar="{make,list,info,verify}")
+    ds_sub = ds.add_subparsers(dest="datasets_command", metavar="{make,list,info,verify,export}")
     ds_sub.required = True
     make = ds_sub.add_parser("make", help="build missing canonical datasets into the cache and verify hashes")
     make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
@@ -128,6 +130,26 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     ver = ds_sub.add_parser("verify", help="check files' schema and content hashes")
     ver.add_argument("files", type=Path, nargs="+", metavar="FILE")
     ver.set_defaults(func=cmd_datasets_verify)
+    exp = ds_sub.add_parser(
+        "export",
+        help="export a dataset file to LeRobot (v3.0) or Minari (docs/interop.md)",
+        description="Write a dataset file in another tool's format, streaming one demo at a time. The output "
+        "folder must be new or empty; a failed export leaves nothing there.",
+    )
+    exp.add_argument("file", type=Path, metavar="FILE", help="dataset file")
+    exp.add_argument("--format", required=True, metavar="{lerobot,minari}", help="lerobot (v3.0 layout) or minari")
+    exp.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder (new or empty)")
+    exp.add_argument(
+        "--verify",
+        choices=("full", "quick"),
+        default="quick",
+        help="check every hash but the arrays' (quick, default: the arrays' HDF5 checksums are checked as they are "
+        "read) or also recompute the array hashes first (full: reads the file twice)",
+    )
+    exp.add_argument("--fps", type=int, default=None, help="lerobot: frames per second (default: the control rate)")
+    exp.add_argument("--dataset-id", default=None, help="minari: the dataset id (default r2s2r/<file stem>-v0)")
+    exp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    exp.set_defaults(func=cmd_datasets_export)
 
 
 # -- handlers --------------------------------------------------------------------------------------
@@ -294,6 +316,36 @@ def cmd_datasets_verify(args: argparse.Namespace) -> int:
             print(f"FAILED  {path}: {exc}", file=sys.stderr)
             status = EXIT_ERROR
     return status
+
+
+def cmd_datasets_export(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets export``."""
+    from r2s2r_envs.datasets.export import export_dataset
+
+    options: dict[str, Any] = {}
+    if args.fps is not None:
+        if args.format != "lerobot":
+            return _fail(ValueError("--fps applies to --format lerobot"))
+        options["fps"] = args.fps
+    if args.dataset_id is not None:
+        if args.format != "minari":
+            return _fail(ValueError("--dataset-id applies to --format minari"))
+        options["dataset_id"] = args.dataset_id
+    try:
+        result = export_dataset(
+            args.file, args.out, format=args.format, progress=not args.no_progress, verify=args.verify, **options
+        )
+    except (DatasetError, ValueError, FileNotFoundError, OSError) as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing was written to {args.out}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    what = f"Minari dataset {result.dataset_id!r} (MINARI_DATASETS_PATH={result.out})" if result.dataset_id else ""
+    print(
+        f"wrote {result.out}: {what or 'LeRobot v3.0 dataset'}, {result.episodes} episodes, {result.frames} frames "
+        f"in {result.seconds:.1f} s, from sha256 {result.source_sha256}"
+    )
+    return EXIT_OK
 
 
 # -- --lab and --grounding -------------------------------------------------------------------------
