@@ -557,7 +557,7 @@ def component_names(key: str, dim: int) -> list[str]:
     parts = known.get(key)
     if parts is None or len(parts) != dim:
         parts = tuple(str(i) for i in range(dim))
-    return [f"{key}.{p}" for p in parts]
+    return [f"{key}.{_short(p)}" for p in parts]
 
 
 def action_component_names(dim: int, env_kwargs: Mapping[str, Any]) -> list[str]:
@@ -568,9 +568,9 @@ def action_component_names(dim: int, env_kwargs: Mapping[str, Any]) -> list[str]
     mode = env_kwargs.get("control_mode", "task")
     tcp = ("tcp_dx", "tcp_dy", "tcp_dz", "tcp_rx", "tcp_ry", "tcp_rz")
     if mode == "task" and dim == len(tcp) + len(C.HAND_JOINTS):
-        return [*tcp, *(f"finger.{j}" for j in C.HAND_JOINTS)]
+        return [*tcp, *(f"finger.{_short(j)}" for j in C.HAND_JOINTS)]
     if mode == "joint" and dim == len(C.ARM_JOINTS) + len(C.HAND_JOINTS):
-        return [*(f"arm.{j}" for j in C.ARM_JOINTS), *(f"finger.{j}" for j in C.HAND_JOINTS)]
+        return [*(f"arm.{_short(j)}" for j in C.ARM_JOINTS), *(f"finger.{_short(j)}" for j in C.HAND_JOINTS)]
     return [f"action.{i}" for i in range(dim)]
 
 
@@ -774,6 +774,11 @@ def _import_pyarrow() -> tuple[Any, Any]:
             f"--format lerobot needs pyarrow ({exc}); install the interop extra: pip install 'r2s2r_envs[interop]'"
         ) from None
     return pa, pq
+
+
+def _short(name: str) -> str:
+    """A MuJoCo joint name without its model prefix (``arm/joint1`` -> ``joint1``)."""
+    return name.rsplit("/", 1)[-1]
 
 
 def _size(path: Path) -> int:
