@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -182,7 +183,7 @@ def export_lerobot(
         finally:
             writer.close()
         writer.write_meta()
-        frames, episodes, source = writer.frames, len(writer.episode_rows), f.content_hash
+        frames, episodes, source = writer.frames, writer.episodes, f.content_hash
     return ExportResult(
         format="lerobot",
         out=out,
@@ -223,7 +224,10 @@ class _LeRobotWriter:
         self.features = self._features(spec)
         self.stats: dict[str, RunningStats] = {}
         self.quantiles: dict[str, np.ndarray] = {}
-        self.episode_rows: list[dict[str, Any]] = []
+        self.episodes = 0
+        # Episode metadata is written in batches, so that it too takes bounded memory.
+        self._episode_rows: list[dict[str, Any]] = []
+        self._episodes_writer: Any = None
         self.frames = 0
         self._data: _RollingFile | None = None
         self._videos = {
@@ -281,7 +285,7 @@ class _LeRobotWriter:
 
     def add_episode(self, demo_id: int) -> None:
         f, pa = self.f, self.pa
-        episode = len(self.episode_rows)
+        episode = self.episodes
         n = f.demo_length(demo_id)
         obs = {k: f.read(demo_id, f"obs/{k}").reshape(n, -1).astype(np.float32, copy=False) for k in self.low_dim}
         executed = f.read(demo_id, "actions")
@@ -303,7 +307,8 @@ class _LeRobotWriter:
         columns["index"] = frame_index + self.frames
         columns["task_index"] = np.zeros(n, dtype=np.int64)
         for name, arr in columns.items():
-            self._add_stats(name, arr)
+            if name != "observation.state":  # its statistics are its keys', concatenated (write_meta)
+                self._add_stats(name, arr)
 
         arrays, fields = [], []
         for name, arr in columns.items():
@@ -341,14 +346,34 @@ class _LeRobotWriter:
         row["r2s2r/success"] = bool(attrs.get("success", False))
         row["r2s2r/episode_return"] = float(attrs.get("episode_return", float(np.sum(columns["next.reward"]))))
         row["r2s2r/demo_sha256"] = str(attrs.get("sha256", ""))
-        self.episode_rows.append(row)
+        self._episode_rows.append(row)
+        if len(self._episode_rows) >= _EPISODE_ROWS_PER_WRITE:
+            self._write_episode_rows()
+        self.episodes += 1
         self.frames += n
 
+    def _write_episode_rows(self) -> None:
+        if not self._episode_rows:
+            return
+        if self._episodes_writer is None:
+            table = self.pa.Table.from_pylist(self._episode_rows)
+            path = self.root / _EPISODES_PATH.format(chunk_index=0, file_index=0)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._episodes_writer = self.pq.ParquetWriter(path, table.schema, compression="snappy")
+        else:
+            table = self.pa.Table.from_pylist(self._episode_rows, schema=self._episodes_writer.schema)
+        self._episodes_writer.write_table(table)
+        self._episode_rows.clear()
+
     def _add_stats(self, name: str, arr: np.ndarray) -> None:
-        x = arr.reshape(len(arr), -1).astype(np.float64)
-        new = RunningStats.from_array(x)
-        old = self.stats.get(name)
-        self.stats[name] = new if old is None else old.merge(new)
+        x = arr.reshape(len(arr), -1)
+        if x.dtype.kind != "f":  # flags and indices
+            x = x.astype(np.float64)
+        # In slices of rows: the float64 temporaries of RunningStats stay small beside the demo's arrays.
+        for i in range(0, len(x), _STATS_ROWS):
+            new = RunningStats.from_array(x[i : i + _STATS_ROWS])
+            old = self.stats.get(name)
+            self.stats[name] = new if old is None else old.merge(new)
         # Quantiles cannot be merged exactly in bounded memory: like LeRobot's own aggregation of episode
         # statistics, the dataset's are the frame-weighted mean of the episodes'.
         q = np.quantile(x, list(_QUANTILES.values()), axis=0) * len(x)
@@ -360,6 +385,10 @@ class _LeRobotWriter:
         self._add_stats(name, x)
 
     def close(self) -> None:
+        self._write_episode_rows()
+        if self._episodes_writer is not None:
+            self._episodes_writer.close()
+            self._episodes_writer = None
         if self._data is not None:
             self._data.close()
         for videos in self._videos.values():
@@ -371,7 +400,7 @@ class _LeRobotWriter:
         pa, pq = self.pa, self.pq
         meta = self.root / "meta"
         meta.mkdir(parents=True, exist_ok=True)
-        episodes = len(self.episode_rows)
+        episodes = self.episodes
         info = {
             "codebase_version": LEROBOT_CODEBASE_VERSION,
             "robot_type": self.robot_type,
@@ -394,10 +423,6 @@ class _LeRobotWriter:
         tasks = pa.table({"task_index": pa.array([0], pa.int64()), "task": pa.array([self.task], pa.string())})
         tasks = tasks.replace_schema_metadata({b"pandas": json.dumps(_PANDAS_TASKS_METADATA).encode()})
         pq.write_table(tasks, meta / "tasks.parquet")
-        path = self.root / _EPISODES_PATH.format(chunk_index=0, file_index=0)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        columns = {key: [row[key] for row in self.episode_rows] for key in self.episode_rows[0]}
-        pq.write_table(pa.table(columns), path)
 
     def _provenance(self) -> dict[str, Any]:
         f = self.f
@@ -422,6 +447,14 @@ class _LeRobotWriter:
 
     def _stats_json(self) -> dict[str, dict[str, list[Any]]]:
         out: dict[str, dict[str, list[Any]]] = {}
+        keys = [f"observation.{k}" for k in self.low_dim]
+        if keys and all(k in self.stats for k in keys):
+            parts = [self.stats[k] for k in keys]
+            self.stats["observation.state"] = RunningStats(
+                count=parts[0].count,
+                **{field: np.concatenate([getattr(p, field) for p in parts]) for field in ("mean", "m2", "min", "max")},
+            )
+            self.quantiles["observation.state"] = np.concatenate([self.quantiles[k] for k in keys], axis=1)
         for name, stats in self.stats.items():
             shape = self._stats_shape(name)
             entry = {
@@ -443,6 +476,9 @@ class _LeRobotWriter:
             return (feature["shape"][2], 1, 1)  # per channel, as LeRobot's (C, 1, 1)
         return tuple(feature["shape"])
 
+
+_STATS_ROWS = 64  # rows per slice of the statistics' computation
+_EPISODE_ROWS_PER_WRITE = 256  # rows of meta/episodes per parquet row group
 
 _PANDAS_TASKS_METADATA = {
     "index_columns": ["task"],
@@ -671,7 +707,9 @@ def export_minari(
             "actions": label_array,
             "provenance": f.provenance,
         }
-        with _minari_root(tmp):
+        with _minari_root(tmp), warnings.catch_warnings():
+            # Minari warns of every optional field left unset (code permalink, author email, eval env, env spec).
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"minari\.")
             dataset = minari.create_dataset_from_buffers(
                 dataset_id=dataset_id,
                 buffer=episodes(),  # consumed one episode at a time by Minari's storage
