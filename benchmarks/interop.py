@@ -103,11 +103,20 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
             record["episode_heap_rise_over_largest_demo"] = round(max(episode_peaks) / demo_bytes, 2)
         record["pyarrow_pool_peak_bytes"] = int(pa.default_memory_pool().max_memory())
     else:
-        peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        peak_rss = _peak_rss()
         record["rss_before_bytes"] = int(rss_before)
         record["peak_rss_growth_bytes"] = int(max(0, peak_rss - rss_before))
     record["output_bytes"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     return record
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory, bytes: VmHWM, which starts anew at exec (``ru_maxrss`` would keep the
+    parent's peak across fork and exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # not Linux: KiB there too on most systems
 
 
 def _warm_up(folder: Path, fmt: str) -> None:

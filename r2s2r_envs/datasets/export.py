@@ -229,7 +229,7 @@ class _LeRobotWriter:
         self._episode_rows: list[dict[str, Any]] = []
         self._episodes_writer: Any = None
         self.frames = 0
-        self._data: _RollingFile | None = None
+        self._frame_files: _RollingFile | None = None
         self._videos = {
             key: _VideoFiles(root, f"observation.images.{key}", fps, video_file_bytes) for key in self.images
         }
@@ -320,9 +320,9 @@ class _LeRobotWriter:
             arrays.append(values)
             fields.append(pa.field(name, values.type, nullable=False))
         table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-        if self._data is None:
-            self._data = _RollingFile(self.root, _DATA_PATH, self.data_file_bytes, self.pq, table.schema)
-        chunk, file = self._data.write(table)
+        if self._frame_files is None:
+            self._frame_files = _RollingFile(self.root, _DATA_PATH, self.data_file_bytes, self.pq, table.schema)
+        chunk, file = self._frame_files.write(table)
 
         row: dict[str, Any] = {
             "episode_index": episode,
@@ -389,8 +389,8 @@ class _LeRobotWriter:
         if self._episodes_writer is not None:
             self._episodes_writer.close()
             self._episodes_writer = None
-        if self._data is not None:
-            self._data.close()
+        if self._frame_files is not None:
+            self._frame_files.close()
         for videos in self._videos.values():
             videos.close()
 
