@@ -66,6 +66,20 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
         lengths = [f.demo_length(d) for d in f.demo_ids]
     rss_before = psutil.Process().memory_info().rss
     episode_peaks: list[int] = []
+    rss_trace: list[list[int]] = []
+    if not trace and fmt == "lerobot":
+        # Resident memory after the file is opened (before the first episode) and after every 100th episode.
+        original_add = export._LeRobotWriter.add_episode
+        proc = psutil.Process()
+
+        def sampled(self: Any, demo_id: int) -> None:
+            if self.episodes == 0:
+                rss_trace.append([0, proc.memory_info().rss >> 20])
+            original_add(self, demo_id)
+            if self.episodes % 100 == 0 or self.episodes == len(lengths):
+                rss_trace.append([self.episodes, proc.memory_info().rss >> 20])
+
+        export._LeRobotWriter.add_episode = sampled  # type: ignore[method-assign]
     if trace:
         import tracemalloc
 
@@ -106,6 +120,8 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
         peak_rss = _peak_rss()
         record["rss_before_bytes"] = int(rss_before)
         record["peak_rss_growth_bytes"] = int(max(0, peak_rss - rss_before))
+        if rss_trace:
+            record["rss_mib_after_episodes"] = rss_trace
     record["output_bytes"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     return record
 

@@ -45,7 +45,7 @@ class RobomimicPolicy:
         import robomimic.utils.file_utils as file_utils
         import torch
 
-        path = Path(checkpoint)
+        path = Path(checkpoint).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such robomimic checkpoint (a model_epoch_N.pth of robomimic's train)")
         self._torch = torch
