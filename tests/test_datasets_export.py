@@ -229,6 +229,12 @@ def test_non_empty_output_folder_is_refused(sim_file: Path, tmp_path: Path, fmt:
     assert any(empty.iterdir())
 
 
+def test_bad_fps_is_refused(sim_file: Path, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="fps must be a whole number"):
+        export_lerobot(sim_file, tmp_path / "out", fps=0, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
 def test_other_schema_version_is_refused(sim_file: Path, tmp_path: Path) -> None:
     other = tmp_path / "v9.hdf5"
     shutil.copy(sim_file, other)

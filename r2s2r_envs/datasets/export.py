@@ -158,10 +158,12 @@ def export_lerobot(
         verify: how the file is verified when opened.
 
     Raises:
-        ExportError: the output folder is not empty, or pyarrow is missing.
+        ExportError: the output folder is not empty, ``fps`` is not a whole number >= 1, or pyarrow is missing.
         DatasetError: the file is not a readable dataset.
     """
     pa, pq = _import_pyarrow()
+    if fps is not None and (not float(fps).is_integer() or fps < 1):
+        raise ExportError(f"fps must be a whole number of frames per second, at least 1; got {fps!r}")
     out = Path(out)
     _check_out(out)
     start = time.perf_counter()
