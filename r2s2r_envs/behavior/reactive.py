@@ -9,8 +9,7 @@ This planner re-derives the phase and target from each observation alone, then i
 command for that phase, with the same settings:
 
 - an object counts as *held* when it is within ``lost_distance`` of the hand, the four digits are flexed at
-  least ``held_closure`` of the way from the open to the touching posture of its category, and either the
-  fingers have stopped moving or the object is off the belt;
+  least ``held_closure`` of the way from the open to the touching posture of its category;
 - a held object is lifted while the hand is over the belt and low, carried to its bin otherwise, and released
   within ``arrive_tolerance`` of the release point;
 - with open fingers near an object falling off the belt above a bin, the hand waits (the release);
@@ -18,9 +17,10 @@ command for that phase, with the same settings:
   the hand approaches it, descends when aligned, and closes when at the grasp height, the closing progress read
   from how far the fingers are flexed.
 
-Its actions are a function of the observation only (``reset`` clears nothing that matters), so it labels any
-visited state, which is what :func:`r2s2r_envs.policies.dagger.dagger` needs.  As a demonstrator of its own it
-solves most episodes, a little less often than the scripted planner (``benchmarks/results/dagger/``).
+Its actions are a function of the observations seen (its only memory is the phase it read one step earlier, for
+hysteresis against sensor noise), so it labels any visited state, which is what
+:func:`r2s2r_envs.policies.dagger.dagger` needs.  As a demonstrator of its own it solves fewer episodes than the
+scripted planner, and its grasp lifts earlier (``benchmarks/results/dagger/README.md``).
 """
 
 from __future__ import annotations
