@@ -31,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
-from r2s2r_envs.behavior.scripted import _JOINT_INDEX, ScriptedPlanner
+from r2s2r_envs.behavior.scripted import _JOINT_INDEX, ScriptedPlanner, _hand_yaw
 from r2s2r_envs.world import constants as C
 
 #: The joints whose flexion closes a digit onto the object (the planner's grasp moves these).
@@ -105,7 +105,7 @@ class ReactivePlanner(ScriptedPlanner):
             cat = C.CATEGORIES[cats[i]]
             if self._closure(hand_q, cat) >= self.held_closure:
                 release = np.array([*lay.bin_centers[cat][:2], cfg.release_height])
-                self._target, self._yaw = i, self._held_yaw(obs)
+                self._target, self._yaw = i, _hand_yaw(obs["eef_quat"])  # carry it as it is held
                 if np.linalg.norm(release - tcp) < cfg.arrive_tolerance:
                     self._phase, self._timer = "release", 0
                 elif self._over_belt(tcp) and tcp[2] < cfg.lift_height - 0.04:
@@ -149,11 +149,6 @@ class ReactivePlanner(ScriptedPlanner):
             self._phase = "descend"
         elif error < cfg.abort_tolerance and (was in ("descend", "close") or tcp[2] < hover_z - cfg.hover_tolerance):
             self._phase = "descend"  # on the way down already
-
-    def _held_yaw(self, obs: dict[str, np.ndarray]) -> float:
-        from r2s2r_envs.behavior.scripted import _hand_yaw
-
-        return _hand_yaw(obs["eef_quat"])
 
 
 register_demonstrator(ReactivePlanner.name, ReactivePlanner)

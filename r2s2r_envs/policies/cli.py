@@ -163,15 +163,10 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        from r2s2r_envs.policies.dagger import dagger
-    except ImportError as exc:
-        if getattr(exc, "name", None) != "torch":
-            raise
-        from r2s2r_envs.policies import TORCH_HINT
-
-        print(f"r2s2r dagger: error: {TORCH_HINT}", file=sys.stderr)
+    if not _torch_available("dagger"):
         return EXIT_ERROR
+    from r2s2r_envs.policies.dagger import dagger
+
     try:
         log = dagger(config)
     except (ConfigError, CheckpointError, FileNotFoundError) as exc:
@@ -183,14 +178,30 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("r2s2r dagger: interrupted (finished rounds are kept; run again to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED
-    for entry in [{"round": 0, "eval": log["round_0_eval"]}] * ("round_0_eval" in log) + log["rounds"]:
-        ev = entry.get("eval")
-        figures = (
-            f"held-out sim success {100 * ev['success_rate']:.1f}%, sort accuracy {100 * ev['sort_accuracy']:.1f}%"
-        )
-        print(f"round {entry['round']}: {figures if ev else 'not evaluated'}")
+    evals = [(0, log["round_0_eval"])] if "round_0_eval" in log else []
+    evals += [(entry["round"], entry.get("eval")) for entry in log["rounds"]]
+    for round_, ev in evals:
+        if ev is None:
+            print(f"round {round_}: not evaluated")
+        else:
+            success, sort = 100 * ev["success_rate"], 100 * ev["sort_accuracy"]
+            print(f"round {round_}: held-out sim success {success:.1f}%, sort accuracy {sort:.1f}%")
     print(f"log: {config.out}/dagger_log.json")
     return EXIT_OK
+
+
+def _torch_available(command: str) -> bool:
+    """Imports the training stack (which needs torch); without torch prints how to install it and returns False."""
+    try:
+        import r2s2r_envs.policies.train  # noqa: F401
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "torch":
+            raise
+        from r2s2r_envs.policies import TORCH_HINT
+
+        print(f"r2s2r {command}: error: {TORCH_HINT}", file=sys.stderr)
+        return False
+    return True
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -212,15 +223,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"r2s2r train: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        from r2s2r_envs.policies.train import train
-    except ImportError as exc:
-        if getattr(exc, "name", None) != "torch":
-            raise
-        from r2s2r_envs.policies import TORCH_HINT
-
-        print(f"r2s2r train: error: {TORCH_HINT}", file=sys.stderr)
+    if not _torch_available("train"):
         return EXIT_ERROR
+    from r2s2r_envs.policies.train import train
+
     try:
         result = train(config)
     except (ConfigError, DataSelectionError) as exc:

@@ -117,6 +117,7 @@ class DaggerActor:
 
     def __init__(self, env: gym.Env, *, checkpoint: str, beta: float = 0.0, **expert_settings: Any) -> None:
         from r2s2r_envs.behavior.reactive import ReactivePlanner
+        from r2s2r_envs.evaluation.protocol import resolve_policy
         from r2s2r_envs.policies.checkpoint import read_checkpoint
         from r2s2r_envs.policies.runtime import load_policy
 
@@ -126,10 +127,7 @@ class DaggerActor:
         if getattr(base, "demonstrator", None) == "scripted":
             expert_settings = {**dict(getattr(base, "demonstrator_settings", None) or {}), **expert_settings}
         self.expert = ReactivePlanner(env, **expert_settings)
-        self.policy = load_policy(checkpoint)
-        set_domain = getattr(self.policy, "set_domain", None)
-        if callable(set_domain):
-            set_domain(str(getattr(base, "domain", "sim")))
+        self.policy = resolve_policy(load_policy(checkpoint), env)  # told the env's domain, as in evaluations
         self.checkpoint = str(checkpoint)
         self.weights_sha256 = read_checkpoint(checkpoint).get("weights_sha256")
         self.beta = float(beta)
@@ -201,8 +199,7 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
         CheckpointError: ``policy`` is not a readable checkpoint.
     """
     from r2s2r_envs.datasets.generate import generate
-    from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, evaluate
-    from r2s2r_envs.policies.runtime import load_policy
+    from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED
     from r2s2r_envs.policies.train import train
 
     config.check()
@@ -228,7 +225,7 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
     log: dict[str, Any] = {"config": dataclasses.asdict(config), "base_config": base.to_dict(), "rounds": []}
     current, rollouts = config.policy, []
     if config.eval_episodes:
-        log["round_0_eval"] = _evaluate_once(out / "round-0" / "eval.json", config, current, evaluate, load_policy)
+        log["round_0_eval"] = _evaluate_once(out / "round-0" / "eval.json", config, current)
     for r in range(1, config.rounds + 1):
         here = out / f"round-{r}"
         t = time.perf_counter()
@@ -261,26 +258,26 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
             "train_s": round(train_s, 1),
         }
         if config.eval_episodes:
-            entry["eval"] = _evaluate_once(here / "eval.json", config, ckpt, evaluate, load_policy)
+            entry["eval"] = _evaluate_once(here / "eval.json", config, ckpt)
         log["rounds"].append(entry)
-        tmp = log_path.with_suffix(".tmp")
+        tmp = log_path.with_suffix(".tmp")  # after every round: an interrupted run keeps its finished rounds' log
         tmp.write_text(json.dumps(log, indent=1) + "\n")
         tmp.replace(log_path)
         current = ckpt
-    log_path.write_text(json.dumps(log, indent=1) + "\n")
     return log
 
 
-def _evaluate_once(path: Path, config: DaggerConfig, policy: str | Path, evaluate: Any, load: Any) -> dict[str, Any]:
+def _evaluate_once(path: Path, config: DaggerConfig, policy: str | Path) -> dict[str, Any]:
     """Evaluates ``policy`` on the held-out simulated episodes, unless ``path`` holds that result already."""
-    from r2s2r_envs.evaluation.protocol import EvaluationResult
+    from r2s2r_envs.evaluation.protocol import EvaluationResult, evaluate
+    from r2s2r_envs.policies.runtime import load_policy
 
     if path.is_file():
         result = EvaluationResult.from_json(path.read_text())
     else:
         result = evaluate(
             config.env_id,
-            load(policy),
+            load_policy(policy),
             episodes=config.eval_episodes,
             base_seed=DAGGER_EVAL_SEED,
             env_kwargs=config.env_kwargs,
