@@ -104,6 +104,9 @@ _V1_FIELDS = {
         ({"architecture": "transformer"}, r"architecture must be one of \['mlp', 'resmlp'\]"),
         ({"labels": "noisy"}, r"labels must be one of \['executed', 'clean'\]"),
         ({"features": "task", "encoder": "cnn"}, "features='task' reads state observations"),
+        ({"obs_noise": -0.1}, r"obs_noise must be a number in \[0, 1\]"),
+        ({"obs_noise": float("nan")}, r"obs_noise must be a number in \[0, 1\]"),
+        ({"val_points": 0}, "val_points must be an integer >= 1"),
     ],
 )
 def test_bad_new_settings_are_named(change: dict, match: str) -> None:
@@ -154,6 +157,29 @@ def test_validation_demos_are_held_out_of_training_and_the_best_checkpoint_is_sa
     real_only = _config(data, tmp_path / "ro", real_fraction=1.0, sim=(), val_fraction=0.25)
     ((train_ids, val_ids),) = split_demos(real_only, prepare(real_only)[0])
     assert len(val_ids) == 1 and len(train_ids) == 2  # real-only: the real demos give the validation loss
+
+
+def test_val_points_set_the_checkpoint_candidates(data: dict[str, Path], tmp_path: Path) -> None:
+    config = _config(data, tmp_path / "points", steps=20, val_fraction=0.2, val_points=4)
+    log = json.loads((train(config).out / "train_log.json").read_text())
+    assert [v["step"] for v in log["validation"]] == [5, 10, 15, 20]
+
+
+def test_obs_noise_perturbs_training_inputs_only(data: dict[str, Path], tmp_path: Path) -> None:
+    """The same seed with and without input noise trains different weights; at inference the noise is never
+    applied (the same checkpoint acts the same on the same observation, twice)."""
+    clean = train(_config(data, tmp_path / "clean", method="bc"))
+    noisy = train(_config(data, tmp_path / "noisy", method="bc", obs_noise=0.5))
+    weights = [torch.load(r.out / WEIGHTS_FILE, weights_only=True) for r in (clean, noisy)]
+    assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    env = ToyPickSortEnv()
+    obs, _ = env.reset(seed=3)
+    actions = []
+    for _ in range(2):
+        policy = load_policy(noisy.out)
+        policy.reset()
+        actions.append(policy.act(obs))
+    np.testing.assert_array_equal(actions[0], actions[1])
 
 
 def test_training_never_makes_the_lab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -60,6 +60,8 @@ RECIPES: dict[str, dict[str, Any]] = {
         "adda_warmup": 0.3,
         "composition": "bernoulli",
         "val_fraction": 0.0,
+        "val_points": 10,
+        "obs_noise": 0.0,
         "device": "cpu",
     },
 }
@@ -154,6 +156,10 @@ class TrainConfig:
             ``"stratified"`` (least variance); both have expectation ``real_fraction``.
         val_fraction: share of each dataset's demos (at least one, when > 0) held out of training; the validation
             loss on them is logged and the checkpoint with the lowest one is saved (never a lab episode).
+        val_points: how many times the validation loss is measured, evenly over the run (the last at the last
+            step); each is a checkpoint candidate.
+        obs_noise: standard deviation of Gaussian noise added to the normalized state inputs of every training
+            sample (0: off); a regularizer against small datasets' overfitting. Never applied at inference.
         threads: torch CPU threads. 1 by default: on a shared 2-core machine a second thread made steps up to 20x
             slower (docs/baselines.md, "Training speed"); try 2 on an idle machine.
         device: where the networks train: ``"cpu"`` (the default; deterministic), ``"cuda"`` (a GPU, if torch
@@ -200,6 +206,8 @@ class TrainConfig:
     adda_warmup: float | None = None
     composition: Composition | None = None
     val_fraction: float | None = None
+    val_points: int | None = None
+    obs_noise: float | None = None
     threads: int = 1
     device: Device | None = None
     verify: VerifyMode = "full"
@@ -299,6 +307,7 @@ def check_config(config: TrainConfig) -> None:
     if not config.out:
         raise ConfigError("out (the output directory) is required")
     positive = ("steps", "batch_size", "frame_stack", "action_chunk", "execute_steps", "hidden_dim", "layers")
+    positive += ("val_points",)
     for name in (*positive, "feature_dim", "flow_steps", "threads"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -309,6 +318,12 @@ def check_config(config: TrainConfig) -> None:
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise ConfigError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    noise = config.obs_noise
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise <= 1:
+        raise ConfigError(
+            f"obs_noise must be a number in [0, 1] (a standard deviation in normalized input units; 0: off), "
+            f"got {noise!r}"
+        )
     te = config.temporal_ensemble
     if isinstance(te, bool) or not isinstance(te, (int, float)) or not math.isfinite(te) or te < 0:
         raise ConfigError(f"temporal_ensemble must be a finite number >= 0 (0: off), got {te!r}")

@@ -444,8 +444,9 @@ def train(config: TrainConfig) -> TrainResult:
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(config, s))
     ema = EMA(model, config.ema_decay) if config.ema_decay > 0 else None
     val_batches = _validation_batches(config, held_out)
-    # Validation points: 10 over the run, the last at the last step.
-    val_steps = {max(0, round(config.steps * k / 10) - 1) for k in range(1, 11)} if val_batches else set()
+    # Validation points: val_points over the run, the last at the last step.
+    points = range(1, config.val_points + 1)
+    val_steps = {max(0, round(config.steps * k / config.val_points) - 1) for k in points} if val_batches else set()
     evaluated = copy.deepcopy(model) if ema is not None and val_batches else None
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     load_time = time.perf_counter() - t0
@@ -461,6 +462,9 @@ def train(config: TrainConfig) -> TrainResult:
     for step in range(config.steps):
         batch = mixture.sample(config.batch_size)
         inputs, target, weight = batch_tensors(pipeline, batch, device)
+        if config.obs_noise > 0:
+            noise = torch.randn(inputs["state"].shape, generator=generator, device=device)
+            inputs["state"] = inputs["state"] + config.obs_noise * noise
         domain = torch.from_numpy(batch["domain"]).to(device)
         scale = reversal_scale(config, step)
         losses = model.losses(
