@@ -102,6 +102,7 @@ def run_sysid(
         LogError: unreadable logs (a ``ValueError``).
     """
     from r2s2r_envs.grounding.identify import identify
+    from r2s2r_envs.grounding.log_checks import check_logs
     from r2s2r_envs.grounding.logs import read_logs
     from r2s2r_envs.grounding.validation import planner_success, validate
 
@@ -128,6 +129,7 @@ def run_sysid(
         times["logging"] = time.perf_counter() - t0
     else:
         log_set = read_logs(logs)
+        check_logs(log_set)  # seconds, before minutes of fitting
         if lab is not None and (planner_episodes or 0) > 0:
             check_lab_matches(lab, log_set)
     say(f"fitting {len(log_set.fit)} runs ({len(log_set.heldout)} held out)")

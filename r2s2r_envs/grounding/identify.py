@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.grounding.log_checks import check_logs
 from r2s2r_envs.grounding.logs import LogError, LogRun, LogSet
 from r2s2r_envs.grounding.replay import JointRollout, make_sim_env, simulate_run
 from r2s2r_envs.world import constants as C
@@ -723,12 +724,13 @@ def identify(logs: LogSet, *, quick: bool = False, workers: int = 1) -> Identifi
         The identified world with 95% intervals, the fields fitted and those kept at nominal with the reason.
 
     Raises:
-        LogError: the logs lack the signals a parameter needs (the message names the run and the signals).
+        LogError: the logs are not fit for identification (``grounding.log_checks.check_logs``: no fitting runs,
+            non-finite values, wrong shapes, missing signals, settings or references; each named with its run
+            and stage).
     """
     if not isinstance(logs, LogSet):
         raise TypeError(f"identify needs a LogSet (grounding.logs.read_logs), got {type(logs).__name__}")
-    if not logs.fit:
-        raise LogError("the logs have no fitting runs (split 'fit'); log the lab with `r2s2r log-lab`")
+    check_logs(logs, validation=False)  # every problem the stages would meet, before any fitting
     start = time.perf_counter()
     fit = _Fit()
     stages = {}

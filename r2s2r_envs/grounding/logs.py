@@ -19,12 +19,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from r2s2r_envs.safe_json import JSONFileError, loads, read_json
 
 LOG_SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -256,9 +259,9 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         raise LogError(f"{str(directory)!r} is not a log directory: it has no {MANIFEST} (made by `r2s2r log-lab`)")
     try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise LogError(f"{path}: not valid JSON ({exc})") from None
+        manifest = read_json(path)
+    except JSONFileError as exc:
+        raise LogError(str(exc)) from None
     if not isinstance(manifest, Mapping):
         raise LogError(f"{path}: must be a JSON object")
     version = manifest.get("schema_version")
@@ -270,7 +273,48 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     for key in ("lab", "seed", "runs"):
         if key not in manifest:
             raise LogError(f"{path}: missing key {key!r}; a manifest has schema_version, lab, seed, versions, runs")
+    lab = manifest["lab"]
+    if not isinstance(lab, Mapping) or not all(isinstance(lab.get(k), str) for k in ("name", "config_sha256")):
+        raise LogError(f"{path}: 'lab' must be an object with string 'name' and 'config_sha256', got {lab!r}")
+    if not isinstance(manifest["seed"], int) or isinstance(manifest["seed"], bool):
+        raise LogError(f"{path}: 'seed' must be an integer, got {manifest['seed']!r}")
+    if not isinstance(manifest["runs"], list):
+        raise LogError(f"{path}: 'runs' must be a list of run entries, got {type(manifest['runs']).__name__}")
     return dict(manifest)
+
+
+def _run_file(directory: Path, entry: Any) -> Path:
+    """The run file an entry of the manifest names: a plain ``<run>.hdf5`` name inside the log directory."""
+    where = f"{directory / MANIFEST}"
+    if not isinstance(entry, Mapping) or not {"file", "sha256"} <= set(entry):
+        raise LogError(f"{where}: each run entry needs 'file', 'protocol', 'split', 'sha256', got {entry!r}")
+    name = entry["file"]
+    if not isinstance(name, str) or Path(name).name != name or name.startswith(".") or not name.endswith(".hdf5"):
+        raise LogError(
+            f"{where}: run file {name!r} must be a plain '<run>.hdf5' name inside the log directory (no folders)"
+        )
+    if not isinstance(entry["sha256"], str):
+        raise LogError(f"{where}: run {name!r}: 'sha256' must be a hex string, got {entry['sha256']!r}")
+    return directory / name
+
+
+def _json_attr(path: Path, attrs: Any, key: str) -> dict[str, Any]:
+    try:
+        value = loads(str(attrs[key]), what=f"{path}: attribute {key!r}")
+    except JSONFileError as exc:
+        raise LogError(f"{exc}; it holds a JSON object") from None
+    if not isinstance(value, dict):
+        raise LogError(f"{path}: attribute {key!r} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _control_dt_attr(path: Path, value: Any) -> None:
+    try:
+        dt = float(value)
+    except (TypeError, ValueError):
+        dt = math.nan
+    if not math.isfinite(dt) or dt <= 0:
+        raise LogError(f"{path}: attribute 'control_dt' must be a finite period > 0 s, got {value}")
 
 
 def _read_run(path: Path, expected_sha256: str) -> LogRun:
@@ -295,15 +339,18 @@ def _read_run(path: Path, expected_sha256: str) -> LogRun:
             for key in ("actions", "timestamps", "obs"):
                 if key not in f:
                     raise LogError(f"{path}: missing {key!r}; a run file has actions, timestamps and obs/<key>")
+            _control_dt_attr(path, f.attrs["control_dt"])
+            if not isinstance(f["obs"], h5py.Group) or not all(isinstance(f["obs"][k], h5py.Dataset) for k in f["obs"]):
+                raise LogError(f"{path}: 'obs' must be a group of datasets obs/<key>")
             run = LogRun(
                 name=path.stem,
                 protocol=str(f.attrs["protocol"]),
-                settings=json.loads(str(f.attrs["settings"])),
+                settings=_json_attr(path, f.attrs, "settings"),
                 split=str(f.attrs["split"]),
                 seed=int(f.attrs["seed"]),
                 control_mode=str(f.attrs["control_mode"]),
-                setup=json.loads(str(f.attrs["setup"])),
-                env_kwargs=json.loads(str(f.attrs["env_kwargs"])),
+                setup=_json_attr(path, f.attrs, "setup"),
+                env_kwargs=_json_attr(path, f.attrs, "env_kwargs"),
                 actions=f["actions"][()],
                 timestamps=f["timestamps"][()],
                 obs={k: f["obs"][k][()] for k in f["obs"]},
@@ -325,16 +372,14 @@ def read_logs(directory: str | Path) -> LogSet:
     manifest = _read_manifest(directory)
     runs, hashes = [], {}
     for entry in manifest["runs"]:
-        if not isinstance(entry, Mapping) or not {"file", "sha256"} <= set(entry):
-            raise LogError(f"{directory / MANIFEST}: each run entry needs 'file', 'protocol', 'split', 'sha256'")
-        run = _read_run(directory / str(entry["file"]), str(entry["sha256"]))
-        runs.append(run)
-        hashes[str(entry["file"])] = str(entry["sha256"])
+        path = _run_file(directory, entry)
+        runs.append(_read_run(path, entry["sha256"]))
+        hashes[path.name] = entry["sha256"]
     lab = manifest["lab"]
     return LogSet(
         runs=runs,
-        lab_name=str(lab.get("name", "")),
-        lab_config_sha256=str(lab.get("config_sha256", "")),
+        lab_name=lab["name"],
+        lab_config_sha256=lab["config_sha256"],
         file_sha256s=hashes,
         seed=int(manifest["seed"]),
         directory=directory,

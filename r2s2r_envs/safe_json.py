@@ -1,0 +1,109 @@
+"""The one JSON reader for every file the suite reads: bounded size and depth, strict JSON, the file named.
+
+Python's ``json`` recurses once per nesting level, so a 100,000-deep file raises a raw ``RecursionError``; it
+accepts ``NaN`` and ``Infinity``, which are not JSON, and keeps the last of two equal keys without a word.
+``read_json`` and ``loads`` refuse all of these with a ``JSONFileError`` (a ``ValueError``) that names the file
+and the limit (docs/guide.md#files-the-suite-reads):
+
+* size: at most ``MAX_BYTES`` (64 MiB) unless the caller allows more;
+* nesting: at most ``MAX_DEPTH`` (64) levels of arrays and objects, checked before parsing;
+* strict JSON: no ``NaN`` / ``Infinity`` / ``-Infinity``, no key twice in one object, UTF-8 text.
+
+Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes and lab
+logs read through it; behavior models and checkpoints can call it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Largest file read by default, bytes (the largest file the suite writes, a result file, is far smaller).
+MAX_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of arrays and objects accepted (the suite's own files nest at most 8 levels).
+MAX_DEPTH = 64
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+class JSONFileError(ValueError):
+    """A JSON file or text the suite refuses: unreadable, too large, too deep, or not strict JSON."""
+
+
+def _depth(text: str) -> int:
+    """Deepest nesting of arrays and objects in ``text`` (brackets inside strings do not count)."""
+    code = np.frombuffer(_STRING.sub('""', text).encode("utf-8", "replace"), dtype=np.uint8)
+    step = np.isin(code, (ord("["), ord("{"))).astype(np.int64) - np.isin(code, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON value (a number must be finite)")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def loads(text: str | bytes, *, what: str = "JSON text", max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+    """Parse strict JSON within the size and depth limits.
+
+    Args:
+        text: The JSON text (bytes are decoded as UTF-8).
+        what: What the text is, for messages (a file path, ``"attribute 'settings' of run.hdf5"``).
+        max_depth: Deepest nesting of arrays and objects accepted.
+        max_bytes: Longest text accepted, bytes.
+
+    Raises:
+        JSONFileError: too long, too deep, not UTF-8 or not strict JSON (NaN, Infinity, a repeated key).
+    """
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "replace"))
+    if size > max_bytes:
+        raise JSONFileError(f"{what}: {size} bytes; at most {max_bytes} bytes are read")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONFileError(f"{what}: not UTF-8 text ({exc})") from None
+    depth = _depth(text)
+    if depth > max_depth:
+        raise JSONFileError(f"{what}: nested {depth} levels deep; at most {max_depth} levels are accepted")
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates)
+    except json.JSONDecodeError as exc:
+        raise JSONFileError(f"{what}: not valid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise JSONFileError(f"{what}: not strict JSON ({exc})") from None
+
+
+def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+    """Read a JSON file within the size and depth limits (``loads``), naming the file in every error.
+
+    Raises:
+        JSONFileError: missing, a directory, unreadable, too large, too deep or not strict JSON.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise JSONFileError(f"{path}: no such file")
+    if not path.is_file():
+        raise JSONFileError(f"{path}: not a file (a JSON file is expected)")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise JSONFileError(f"{path}: {size} bytes; at most {max_bytes} bytes are read")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise JSONFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return loads(raw, what=str(path), max_depth=max_depth, max_bytes=max_bytes)
+
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "JSONFileError", "loads", "read_json"]
