@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
 #: Exit codes of every ``r2s2r`` subcommand: done; the command ran but failed (or, for ``course check``, the answer
 #: is wrong); bad usage or input, reported before any work; interrupted by Ctrl-C (128 + SIGINT).
@@ -25,4 +27,15 @@ def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line (argparse reports anything else as a usage error)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"num_objects\": 1}}', got {text!r}")
     return value

@@ -148,4 +148,15 @@ def test_dagger_refuses_the_lab_a_real_only_policy_and_bad_settings(
         "--episodes", "0"
     ])  # fmt: skip
     assert code == 2 and "episodes must be an integer >= 1" in capsys.readouterr().err
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    # The policy observes one object: an env with another count is refused before any rollout, named.
+    with pytest.raises(ConfigError, match=r"observes 'object_pos' of shape \(3,\).*gives \(6,\)"):
+        dagger(DaggerConfig(policy=str(base_policy), env_id="PickSort-Ungrounded-v0", out=str(tmp_path / "c"),
+                            env_kwargs={"num_objects": 2}))  # fmt: skip
+    args = ["dagger", "--policy", str(base_policy), "--env", "PickSort-Ungrounded-v0", "--out", str(tmp_path / "d")]
+    assert r2s2r_main(args + ["--env-kwargs", '{"num_objects": 2}']) == 2
+    assert "observes 'object_pos'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        r2s2r_main(args + ["--env-kwargs", "[1]"])
+    assert "expected a JSON object" in capsys.readouterr().err
+    for name in "abcd":
+        assert not (tmp_path / name).exists()

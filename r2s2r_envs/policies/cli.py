@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, json_object
 from r2s2r_envs.policies.config import (
     DEFAULT_RECIPE,
     RECIPES,
@@ -134,6 +134,12 @@ def _add_dagger(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument("--policy", required=True, metavar="DIR", help="round-0 checkpoint (DIR or zoo:NAME)")
     parser.add_argument("--env", required=True, dest="env_id", metavar="ENV", help="simulated env id to roll out in")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if it exists)")
+    parser.add_argument(
+        "--env-kwargs",
+        type=json_object,
+        default={},
+        help="JSON object of env arguments, e.g. '{\"num_objects\": 2}' (the policy's training data's)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="rounds (default 1)")
     parser.add_argument("--episodes", type=int, default=200, help="rollouts per round (default 200)")
     parser.add_argument(
@@ -156,7 +162,8 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
     from r2s2r_envs.policies.checkpoint import CheckpointError
     from r2s2r_envs.policies.dagger import DaggerConfig
 
-    fields = ("policy", "env_id", "out", "rounds", "episodes", "beta", "steps", "eval_episodes", "workers", "seed")
+    fields = ("policy", "env_id", "out", "env_kwargs", "rounds", "episodes", "beta", "steps", "eval_episodes")
+    fields += ("workers", "seed")
     config = DaggerConfig(**{name: getattr(args, name) for name in fields}, progress=args.progress)
     try:
         config.check()

@@ -205,12 +205,18 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
     config.check()
     if config.seed <= EVALUATION_BASE_SEED < config.seed + config.rounds:
         raise ConfigError(f"seed {config.seed} would roll out on the protocol's base seed {EVALUATION_BASE_SEED}")
-    probe = gym.make(config.env_id, **config.env_kwargs)
+    from r2s2r_envs.policies.runtime import load_policy
+
+    try:
+        probe = gym.make(config.env_id, **config.env_kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"env_kwargs {config.env_kwargs} do not fit {config.env_id}: {exc}") from None
     try:
         if str(getattr(probe.unwrapped, "domain", "sim")) == "real":
             raise ConfigError(
                 f"{config.env_id} is the lab: DAgger rolls out in a simulated variant (the lab is the test set)"
             )
+        _check_observations(load_policy(config.policy), probe, config)
     finally:
         probe.close()
     base = _base_config(config.policy)
@@ -265,6 +271,21 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
         tmp.replace(log_path)
         current = ckpt
     return log
+
+
+def _check_observations(policy: Any, env: gym.Env, config: DaggerConfig) -> None:
+    """Refuses an env whose observations differ from the ones the policy trained on (another object count, say)
+    before any rollout."""
+    shapes = getattr(getattr(policy, "pipeline", None), "obs_shapes", {})
+    space = env.observation_space
+    for key, expected in shapes.items():
+        got = space[key].shape if key in space.spaces else None
+        if got != tuple(expected):
+            what = "lacks it" if got is None else f"gives {got}"
+            raise ConfigError(
+                f"{config.policy} observes {key!r} of shape {tuple(expected)}, but {config.env_id} with env_kwargs "
+                f"{config.env_kwargs} {what}: roll out in an env like the policy's training data"
+            )
 
 
 def _evaluate_once(path: Path, config: DaggerConfig, policy: str | Path) -> dict[str, Any]:
