@@ -292,7 +292,9 @@ def test_cli_exit_codes(tmp_path, capsys):
     [
         (["course", "check", "12"], {}, "unknown lesson '12'"),
         (["course", "check", "two"], {}, "unknown lesson 'two'"),
-        (["course", "check", "2"], "{not json", "is not valid JSON"),
+        (["course", "check", "2"], "{not json", "not valid JSON"),
+        (["course", "check", "2"], "[" * 100_000 + "]" * 100_000, "nested 100000 levels deep; at most 64"),
+        (["course", "check", "2"], '{"control_latency": NaN}', "NaN is not a JSON value"),
         (["course", "check", "2"], {"latency": 0.09}, "unknown answer key"),
         (["course", "check", "2"], None, "does not exist"),
     ],

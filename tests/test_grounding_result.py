@@ -150,6 +150,9 @@ def test_infinite_interval_ends_are_written_as_null(tmp_path):
         (lambda d: d["provenance"]["lab"].pop("config_sha256"), "'config_sha256' is a required property"),
         (lambda d: d["provenance"]["logs"].update(x="not-a-hash"), "at provenance/logs/x"),
         (lambda d: d["validation"]["nrmse"]["arm joints"].pop("grounded"), "'grounded' is a required property"),
+        (lambda d: d["validation"].update(comment="x"), "at validation: Additional properties"),
+        (lambda d: d["validation"]["nrmse"]["arm joints"].update(rmse=1), "at validation/nrmse/arm joints"),
+        (lambda d: d["provenance"].update(operator="me"), "at provenance: Additional properties"),
     ],
 )
 def test_bad_files_name_what_is_wrong(tmp_path, edit, message):
@@ -163,11 +166,13 @@ def test_bad_files_name_what_is_wrong(tmp_path, edit, message):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "is not valid JSON"),
-        ('{"format": "r2s2r_envs.grounding", "schema_', "is not valid JSON"),  # truncated
+        ("", "not valid JSON"),
+        ('{"format": "r2s2r_envs.grounding", "schema_', "not valid JSON"),  # truncated
         ("[1, 2]", "must hold a JSON object"),
-        ('{"x": NaN}', "NaN is not valid JSON"),
-        ("\xff\xfe", "is not valid JSON"),
+        ('{"x": NaN}', "NaN is not a JSON value"),
+        ("\xff\xfe", "not UTF-8 text"),
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep; at most 64 levels are accepted"),
+        ('{"format": 1, "format": 2}', "key 'format' appears twice"),
     ],
 )
 def test_malformed_files(tmp_path, text, message):
@@ -176,6 +181,51 @@ def test_malformed_files(tmp_path, text, message):
     with pytest.raises(GroundingFileError, match="bad.json") as info:
         load_grounding(path)
     assert message in str(info.value)
+
+
+# Values within a field's type but outside what is physically plausible (world/params.py FIELD_BOUNDS, with units;
+# grounding/tuning.py PLANNER_BOUNDS): each refused with the field and the accepted range named.
+ABSURD = [
+    (
+        lambda d: d["world"].update(belt_speed=50.0),
+        "WorldParams.belt_speed must be a number, finite and >= 0 and <= 0.5",
+    ),
+    (lambda d: d["world"].update(object_mass=[1e6, 0.12, 0.2]), "WorldParams.object_mass must be a sequence of 3"),
+    (lambda d: d["world"].update(arm_kp=[1e12] * 7), "WorldParams.arm_kp must be a sequence of 7 numbers, each"),
+    (
+        lambda d: d["world"].update(arm_kv=[0.0] * 7),
+        "WorldParams.arm_kv must be a sequence of 7 numbers, each finite and > 0",
+    ),
+    (
+        lambda d: d["world"].update(joint_pos_noise=1e3),
+        "WorldParams.joint_pos_noise must be a number, finite and >= 0 and <= 0.1",
+    ),
+    (
+        lambda d: d["world"].update(object_pos_offset=[1e6, 0, 0]),
+        "WorldParams.object_pos_offset must be a sequence of 3 numbers, each finite and >= -0.1 and <= 0.1",
+    ),
+    (
+        lambda d: d["world"].update(finger_force_limit=1e4),
+        "WorldParams.finger_force_limit must be a number, finite and > 0 and <= 10",
+    ),
+    (
+        lambda d: d.update(demonstrator=_tuned(settings={"position_gain": -5.0})),
+        "demonstrator.settings.position_gain must be a number, finite and > 0 and <= 1",
+    ),
+    (
+        lambda d: d.update(demonstrator=_tuned(settings={"lead_time": -100.0})),
+        "demonstrator.settings.lead_time must be a number, finite and >= 0 and <= 2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), ABSURD)
+def test_implausible_values_are_refused_with_the_accepted_range(tmp_path, edit, message):
+    path = _edit(tmp_path, edit)
+    with pytest.raises(GroundingFileError) as info:
+        load_grounding(path)
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
 
 
 def test_missing_file_names_the_shipped_groundings(tmp_path):

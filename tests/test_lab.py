@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import random_actions
 
+import r2s2r_envs.lab.config
 from r2s2r_envs.lab import LabConfig, UnmodeledEffects, available_labs, load_lab
 from r2s2r_envs.world.params import WorldParams, nominal
 
@@ -167,6 +169,59 @@ def test_effect_validation_names_the_field(effects, error, field):
 def test_lab_world_validation_names_the_field(world, error):
     with pytest.raises(error, match=next(iter(world))):
         load_lab({"world": world})
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"world": {"belt_speed": 50.0}}, "WorldParams.belt_speed must be a number, finite and >= 0 and <= 0.5"),
+        (
+            {"world": {"object_mass": [1e6, 0.1, 0.1]}},
+            "object_mass must be a sequence of 3 numbers, each finite and > 0",
+        ),
+        ({"world": {"arm_kv": [0.0] * 7}}, "arm_kv must be a sequence of 7 numbers, each finite and > 0"),
+        ({"world": {"control_latency": 100.0}}, "control_latency must be a number, finite and >= 0 and <= 0.5"),
+        ({"effects": {"object_mass_variation": 5.0}}, "object_mass_variation must be a number, finite and >= 0"),
+    ],
+)
+def test_lab_files_with_implausible_values_name_file_field_and_range(tmp_path, change, message):
+    raw = json.loads((Path(r2s2r_envs.lab.config.__file__).parent / "configs" / "default.json").read_text())
+    for key, values in change.items():
+        raw[key] = {**raw[key], **values}
+    path = tmp_path / "odd-lab.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ValueError) as err:
+        load_lab(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep; at most 64"),
+        ('{"name": "a", "name": "b"}', "key 'name' appears twice"),
+        ('{"name": "x", "world": {"belt_speed": NaN}}', "NaN is not a JSON value"),
+    ],
+)
+def test_lab_files_that_are_not_strict_json(tmp_path, text, message):
+    path = tmp_path / "odd-lab.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as err:
+        load_lab(path)
+    assert str(path) in str(err.value)
+
+
+def test_sealed_lab_that_inflates_without_bound_is_refused(tmp_path):
+    import base64
+    import zlib
+
+    from r2s2r_envs.lab.config import SEALED_KEY
+
+    bomb = base64.b64encode(zlib.compress(b" " * (70 * 1024 * 1024), 9)).decode()
+    path = tmp_path / "sealed.json"
+    path.write_text(json.dumps({SEALED_KEY: bomb}))
+    with pytest.raises(ValueError, match="inflates to more than"):
+        load_lab(path)
 
 
 def test_real_env_rejects_world_argument():

@@ -39,9 +39,23 @@ def test_grid_parsing_and_checks():
         ("position_gain=nan", "finite"),
         ("position_gain", "expected NAME=V1,V2"),
         ("", "the grid is empty"),
+        ("position_gain=-5", r"grid.position_gain must be a number, finite and > 0 and <= 1, got -5"),
+        ("lead_time=-100", r"grid.lead_time must be a number, finite and >= 0 and <= 2, got -100"),
     ]:
         with pytest.raises(TuningError, match=match):
             parse_grid(text)
+
+
+def test_every_planner_setting_has_a_range_holding_its_default():
+    import dataclasses
+
+    from r2s2r_envs.behavior.scripted import PlannerConfig
+    from r2s2r_envs.grounding.tuning import PLANNER_BOUNDS, check_planner_setting
+
+    fields = {f.name: f.default for f in dataclasses.fields(PlannerConfig)}
+    assert set(PLANNER_BOUNDS) == set(fields)
+    for name, default in fields.items():
+        assert check_planner_setting("PlannerConfig", name, default) == default
 
 
 def test_choice_is_by_success_then_sort_accuracy_then_nearest_the_default():

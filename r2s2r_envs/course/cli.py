@@ -109,10 +109,12 @@ def _read_answer(path: str) -> Any:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"answer file {path!r} does not exist or is not a file (expected a JSON file)")
+    from r2s2r_envs.safe_json import JSONFileError, read_json
+
     try:
-        return json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"answer file {path!r} is not valid JSON: {e}") from e
+        return read_json(p)
+    except JSONFileError as e:
+        raise ValueError(f"answer file {e}") from None
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

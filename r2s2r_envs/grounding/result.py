@@ -41,6 +41,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, loads
 from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
 
 #: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
@@ -226,14 +227,16 @@ def load_grounding(grounding: str | os.PathLike[str] | Grounding = DEFAULT_GROUN
             f"grounding {ref!r} is neither a shipped grounding {shipped} nor a file: pass the path of a grounding "
             "JSON file written by `r2s2r sysid --out FILE`"
         )
-    raw = path.read_bytes()
     where = f"grounding file {path}"
+    if path.stat().st_size > MAX_BYTES:
+        raise GroundingFileError(f"{where}: {path.stat().st_size} bytes; at most {MAX_BYTES} bytes are read")
+    raw = path.read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
+        data = loads(raw, what=where)
+    except JSONFileError as e:
         raise GroundingFileError(
-            f"{where} is not valid JSON ({e}); a grounding file is written by `r2s2r sysid`"
-        ) from e
+            f"{e}; a grounding file is written by `r2s2r sysid` (write null for an unbounded interval end)"
+        ) from None
     grounding_ = Grounding.from_dict(data, where=where)
     source = ref if ref in shipped else str(path)
     return dataclasses.replace(grounding_, source=source, file_sha256=hashlib.sha256(raw).hexdigest())
@@ -342,7 +345,7 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
 
 
 def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:
-    """The settings must build the scripted planner (``PlannerConfig`` fields, finite numbers)."""
+    """The settings must build the scripted planner (``PlannerConfig`` fields within ``tuning.PLANNER_BOUNDS``)."""
     from r2s2r_envs.behavior.scripted import PlannerConfig
 
     fields = [f.name for f in dataclasses.fields(PlannerConfig)]
@@ -351,9 +354,13 @@ def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:
         raise GroundingFileError(
             f"{where}: demonstrator.settings has unknown planner setting(s) {unknown}; PlannerConfig fields: {fields}"
         )
+    from r2s2r_envs.grounding.tuning import check_planner_setting
+
     for name, value in settings.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise GroundingFileError(f"{where}: demonstrator.settings.{name} must be a finite number, got {value!r}")
+        try:
+            check_planner_setting("demonstrator.settings", name, value)
+        except (TypeError, ValueError) as e:
+            raise GroundingFileError(f"{where}: {e} (docs/grounding.md#tuning-the-demonstrator)") from None
 
 
 def _check_field_ref(where: str, key: str, ref: str) -> None:
@@ -434,10 +441,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     return value
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (write null for an unbounded interval end)")
 
 
 def _shipped_dir() -> Path:

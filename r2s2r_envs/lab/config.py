@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.envs.config import replace_checked
+from r2s2r_envs.safe_json import MAX_BYTES, loads
 from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_number
 from r2s2r_envs.world.presets import read_json_config
 
@@ -273,9 +274,14 @@ def _unseal(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     if set(raw) != {SEALED_KEY} or not isinstance(raw[SEALED_KEY], str):
         raise ValueError(f"sealed lab file {path} must hold exactly {{{SEALED_KEY!r}: <base64 text>}}")
     try:
-        inner = json.loads(zlib.decompress(base64.b64decode(raw[SEALED_KEY], validate=True)))
-    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"sealed lab file {path} is corrupt (expected base64 of zlib-compressed JSON): {e}") from e
+        # Bounded: a small sealed file must not inflate into gigabytes.
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(base64.b64decode(raw[SEALED_KEY], validate=True), MAX_BYTES + 1)
+        if len(text) > MAX_BYTES or inflate.unconsumed_tail:
+            raise ValueError(f"it inflates to more than {MAX_BYTES} bytes")
+        inner = loads(text, what="the sealed lab")
+    except (binascii.Error, zlib.error, ValueError) as e:
+        raise ValueError(f"sealed lab file {path} is corrupt (expected base64 of zlib-compressed JSON): {e}") from None
     if not isinstance(inner, dict):
         raise ValueError(f"sealed lab file {path} must seal a JSON object with keys {list(_TOP_KEYS)}")
     return inner
@@ -345,4 +351,8 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
     if not ref.is_file():
         raise FileNotFoundError(f"lab {str(lab)!r} is neither a shipped lab {sorted(shipped)} nor a JSON file")
     raw, path = read_json_config(ref, ref.parent, kind="lab", shipped_as="lab", keys=_TOP_KEYS)
-    return _from_mapping(_unseal(raw, path), None)
+    try:
+        return _from_mapping(_unseal(raw, path), None)
+    except (KeyError, TypeError, ValueError) as e:
+        message = e.args[0] if e.args else str(e)
+        raise type(e)(message if str(path) in message else f"lab file {path}: {message}") from None

@@ -91,12 +91,6 @@ def _is_numpy_number(v: Any) -> bool:
     return isinstance(v, np.generic) and np.issubdtype(type(v), np.number)
 
 
-_NONNEG = Bound()
-_POSITIVE = Bound(strict=True)
-_ARM = Bound(length=N_ARM_JOINTS)
-_ARM_POSITIVE = Bound(length=N_ARM_JOINTS, strict=True)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WorldParams:
     """Physical, sensing and timing parameters of a PickSort world.
@@ -199,32 +193,47 @@ class WorldParams:
         return dataclasses.replace(base if base is not None else nominal(), **dict(values))
 
 
-#: What each field accepts (sequence lengths and ranges); checked on construction.
+#: What each field accepts (sequence lengths and ranges, in the field's unit); checked on construction.  The
+#: ranges are what is physically plausible for a tabletop conveyor cell with a Panda-class arm and a LEAP-class
+#: hand, wide enough for every lab the suite draws (tests/test_grounding_identify.py::random_lab, 0.5-3x the
+#: nominal arm values) and every fit's own bounds (``grounding.identify``), narrow enough that a typo (a mass of
+#: 1e6 kg, a gain of 1e12) is refused rather than simulated (docs/lab.md#world-bounds).
 FIELD_BOUNDS: dict[str, Bound] = {
-    "belt_speed": _NONNEG,
-    "belt_speed_fluctuation": Bound(maximum=0.5),
-    "belt_fluctuation_time": _POSITIVE,
-    "object_mass": Bound(length=len(CATEGORIES), strict=True),
-    "object_friction": _POSITIVE,
-    "object_size_scale": Bound(minimum=0.5, maximum=2.0),
-    "arm_damping": _ARM,
-    "arm_armature": _ARM,
-    "arm_frictionloss": _ARM,
-    "arm_kp": _ARM_POSITIVE,
-    "arm_kv": _ARM,
-    "arm_force_limit": _ARM_POSITIVE,
-    "finger_kp": _POSITIVE,
-    "finger_kv": _NONNEG,
-    "finger_force_limit": _POSITIVE,
-    "control_latency": Bound(maximum=0.5),
-    "joint_pos_noise": _NONNEG,
-    "joint_vel_noise": _NONNEG,
-    "eef_pos_noise": _NONNEG,
-    "object_pos_noise": _NONNEG,
-    "object_vel_noise": _NONNEG,
-    "object_pos_offset": Bound(length=3, minimum=None),
-    "arm_torque_noise": _NONNEG,
-    "finger_current_noise": _NONNEG,
+    # Ref: picking conveyors run at 0.05-0.3 m/s; at 0.5 m/s an object crosses the arm's reach in under 2 s.
+    "belt_speed": Bound(maximum=0.5),  # m/s
+    "belt_speed_fluctuation": Bound(maximum=0.5),  # dimensionless (relative std)
+    "belt_fluctuation_time": Bound(minimum=0.01, maximum=100.0),  # s
+    # Ref: the Panda's rated payload, 3 kg; the nominal parts weigh 0.1-0.2 kg.
+    "object_mass": Bound(length=len(CATEGORIES), strict=True, maximum=3.0),  # kg
+    # Ref: rubber on rubber reaches ~2; MuJoCo's default is 1.
+    "object_friction": Bound(strict=True, maximum=3.0),  # dimensionless
+    "object_size_scale": Bound(minimum=0.5, maximum=2.0),  # dimensionless
+    # Ref: Gaz et al. 2019 identify damping ~0.1-1, armature ~0.1-0.3, friction ~0.1-1 for the Panda's joints;
+    # the bounds allow 30-100x that.
+    "arm_damping": Bound(length=N_ARM_JOINTS, maximum=100.0),  # N*m*s/rad
+    "arm_armature": Bound(length=N_ARM_JOINTS, maximum=10.0),  # kg*m^2
+    "arm_frictionloss": Bound(length=N_ARM_JOINTS, maximum=20.0),  # N*m
+    # Ref: MuJoCo Menagerie's Panda servos, kp 2000-4500 with kv a tenth of it; a servo without damping (kv 0)
+    # oscillates, so kv is strictly positive.
+    "arm_kp": Bound(length=N_ARM_JOINTS, strict=True, maximum=20000.0),  # N*m/rad
+    "arm_kv": Bound(length=N_ARM_JOINTS, strict=True, maximum=2000.0),  # N*m*s/rad
+    # Ref: Franka datasheet, 87 / 12 N*m.
+    "arm_force_limit": Bound(length=N_ARM_JOINTS, strict=True, maximum=200.0),  # N*m
+    # Ref: Dynamixel XC330 in current-limited position mode, linearised (kp ~4, stall torque ~0.95 N*m).
+    "finger_kp": Bound(strict=True, maximum=50.0),  # N*m/rad
+    "finger_kv": Bound(maximum=2.0),  # N*m*s/rad
+    "finger_force_limit": Bound(strict=True, maximum=10.0),  # N*m
+    "control_latency": Bound(maximum=0.5),  # s
+    # Sensor noise: ten or more times what cheap encoders, cameras and torque sensors show.
+    "joint_pos_noise": Bound(maximum=0.1),  # rad
+    "joint_vel_noise": Bound(maximum=2.0),  # rad/s
+    "eef_pos_noise": Bound(maximum=0.05),  # m
+    "object_pos_noise": Bound(maximum=0.05),  # m
+    "object_vel_noise": Bound(maximum=0.5),  # m/s
+    # Ref: a camera's extrinsic calibration error beyond 10 cm would miss the belt.
+    "object_pos_offset": Bound(length=3, minimum=-0.1, maximum=0.1),  # m
+    "arm_torque_noise": Bound(maximum=10.0),  # N*m
+    "finger_current_noise": Bound(maximum=1.0),  # N*m
 }
 
 #: The unit of every field, as its docstring states it (tests/test_world.py checks both agree); a new field needs

@@ -11,12 +11,12 @@ partial world over the nominal one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.safe_json import JSONFileError, read_json
 from r2s2r_envs.world.params import WorldParams, nominal
 
 _DOCUMENT_KEYS = ("name", "description", "world")
@@ -73,16 +73,16 @@ def read_json_config(
 
     Raises:
         FileNotFoundError: neither a shipped name nor an existing file; the message lists the shipped ones.
-        ValueError: not valid JSON, or not a JSON object.
+        ValueError: not strict JSON within the reader's limits (``r2s2r_envs.safe_json``), or not a JSON object.
     """
     shipped = sorted(p.stem for p in shipped_dir.glob("*.json"))
     path = shipped_dir / f"{ref}.json" if str(ref) in shipped else Path(ref)
     if not path.is_file():
         raise FileNotFoundError(f"{kind} {str(ref)!r} is neither a shipped {shipped_as} {shipped} nor a JSON file")
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{kind} file {path} is not valid JSON: {e}") from e
+        raw = read_json(path)
+    except JSONFileError as e:
+        raise ValueError(f"{kind} file {e}") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{kind} file {path} must hold a JSON object with keys {list(keys)}")
     return raw, path
