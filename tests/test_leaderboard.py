@@ -215,14 +215,61 @@ def test_cli_writes_markdown_html_and_json(results_dir, tmp_path, capsys):
     assert main(["leaderboard", str(tmp_path / "missing"), "--out", str(out)]) == 1
 
 
-def test_untrusted_text_is_escaped(tmp_path):
+EVIL = [
+    "</script><script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[click](javascript:alert(1))",
+    "![pixel](http://tracker.example/p.png)",
+    "a | b\n| forged | row |",
+]
+
+
+@pytest.mark.parametrize("evil", EVIL)
+@pytest.mark.parametrize("where", ["method", "lab name", "variant"])
+def test_untrusted_text_is_escaped_in_every_output(tmp_path, evil, where):
     d = tmp_path / "results"
-    evil = "</script><script>alert(1)</script>"
-    write(d, "a.json", synthetic_result(LAB, 3, method=evil))
-    write(d, "b.json", synthetic_result(SIM, 3, method=evil))
+    for name, env_id in (("a.json", LAB), ("b.json", SIM)):
+        result = synthetic_result(env_id, 3, method=evil if where == "method" else "bc")
+        data = result.to_dict()
+        if where == "lab name" and env_id == LAB:
+            data["provenance"]["lab"]["name"] = evil
+        if where == "variant":
+            data["method"]["variant"] = evil
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(json.dumps(data))
     board = build_leaderboard(d, tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
-    assert evil not in page and len(board.rows) == 1
+    md = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert len(board.rows) == 1
+    assert "<" not in evil or evil not in page  # HTML escaped in the page (Markdown syntax is inert there)
+    assert "<" not in md.replace("&lt;", "")  # no tag of any kind
+    assert "](" not in md.replace("\\](", "")  # no link or image
+    lines = md.splitlines()
+    columns = lines[lines.index(next(x for x in lines if x.startswith("|---"))) - 1]
+    width = len(re.findall(r"(?<!\\)\|", columns))
+    rows = [x for x in lines if x.startswith("|") and not x.startswith("|---")]
+    assert all(len(re.findall(r"(?<!\\)\|", x)) == width for x in rows[:2])  # no cell split, no forged row
+    assert not any(x.startswith("| forged") for x in lines)
+
+
+def test_odd_files_in_the_results_folder_are_skipped_with_the_reason(results_dir, tmp_path):
+    (results_dir / "folder.json").mkdir()
+    (results_dir / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    (results_dir / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    results, skipped = load_results(results_dir)
+    reasons = {Path(p).name: why for p, why in skipped}
+    assert len(results) == 12
+    assert reasons["folder.json"] == "a folder, not a result file"
+    assert reasons["dangling.json"] == "a link to nothing, not a result file"
+    assert "nested 100000 levels deep; at most 64" in reasons["deep.json"]
+
+
+@pytest.mark.parametrize("out", ["a-file", "a-file/below"])
+def test_an_output_that_is_a_file_is_one_line_error(results_dir, tmp_path, capsys, out):
+    (tmp_path / "a-file").write_text("")
+    assert main(["leaderboard", str(results_dir), "--out", str(tmp_path / out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("r2s2r leaderboard: error:") and err.count("\n") == 1 and "a-file" in err
 
 
 # ---------------------------------------------------------------------- the page in a real browser

@@ -286,3 +286,7 @@ def test_from_json_refuses_non_json():
         EvaluationResult.from_json("{not json")
     with pytest.raises(ResultSchemaError, match="not an r2s2r_envs evaluation result"):
         EvaluationResult.from_json("[1, 2]")
+    with pytest.raises(ResultSchemaError, match="nested 100000 levels deep; at most 64"):
+        EvaluationResult.from_json("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ResultSchemaError, match="NaN is not a JSON value"):
+        EvaluationResult.from_json('{"wall_time_s": NaN}')

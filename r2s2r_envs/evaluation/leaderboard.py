@@ -30,6 +30,7 @@ from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
 from r2s2r_envs.evaluation.schema import RESULT_FORMAT
 from r2s2r_envs.evaluation.stats import wilson_interval
+from r2s2r_envs.safe_json import JSONFileError, read_json
 
 #: What the variant column shows for a row trained without simulated data.
 NO_VARIANT = "none (real only)"
@@ -158,10 +159,14 @@ def load_results(results_dir: str | os.PathLike[str]) -> tuple[list[tuple[str, E
         raise LeaderboardError(f"results folder {root} does not exist (expected a folder of result JSON files)")
     results, skipped = [], []
     for path in sorted(root.rglob("*.json")):
+        if not path.is_file():  # a folder named x.json, a dangling link
+            what = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "not a file"
+            skipped.append((str(path), f"{what}, not a result file"))
+            continue
         try:
-            data = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            skipped.append((str(path), f"not JSON ({e})"))
+            data = read_json(path)
+        except JSONFileError as e:
+            skipped.append((str(path), f"not read ({e})"))
             continue
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
             skipped.append((str(path), f"not an evaluation result (no format {RESULT_FORMAT!r})"))
@@ -309,17 +314,23 @@ def build_leaderboard(
     """Read the results under ``results_dir`` and write ``leaderboard.md``, ``index.html`` and ``leaderboard.json``.
 
     Raises:
-        LeaderboardError: see :func:`load_results` and :func:`group_results`.
+        LeaderboardError: see :func:`load_results` and :func:`group_results`; an output folder that is a file or
+            cannot be written.
     """
     from r2s2r_envs.evaluation.leaderboard_pages import to_html, to_markdown
 
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise LeaderboardError(f"--out {out} is a file; the leaderboard is written into a folder")
     results, skipped = load_results(results_dir)
     board = group_results(results, skipped)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "leaderboard.md").write_text(to_markdown(board, title))
-    (out / "index.html").write_text(to_html(board, title))
-    (out / "leaderboard.json").write_text(json.dumps(board.to_dict(), indent=2) + "\n")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "leaderboard.md").write_text(to_markdown(board, title))
+        (out / "index.html").write_text(to_html(board, title))
+        (out / "leaderboard.json").write_text(json.dumps(board.to_dict(), indent=2) + "\n")
+    except OSError as e:
+        raise LeaderboardError(f"cannot write the leaderboard into {out}: {e.strerror or e}") from None
     return board
 
 

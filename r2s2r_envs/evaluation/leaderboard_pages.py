@@ -9,6 +9,8 @@ docs/leaderboard.md describes the tables and plots.
 from __future__ import annotations
 
 import html
+import re
+from collections.abc import Callable
 from typing import Any
 
 from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard
@@ -30,23 +32,36 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+def _same(text: str) -> str:
+    return text
+
+
+def _table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple[list[str], list[list[str]]]:
+    """The rows table; ``untrusted`` is applied to every text that comes from a result file (method, variant, env
+    labels with lab and grounding names, dataset hashes, numbers that are not numbers)."""
     header = ["#", "method", "variant", "real_fraction", "demos real/sim"]
-    header += [f"{c.label} success %" for c in board.envs] + ["datasets (sha256)"]
+    header += [f"{untrusted(c.label)} success %" for c in board.envs] + ["datasets (sha256)"]
     body = []
     for i, r in enumerate(board.rows, 1):
-        line = [str(i), r.method, r.variant or NO_VARIANT, _fmt(r.real_fraction)]
-        line.append(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}")
+        line = [str(i), untrusted(str(r.method)), untrusted(str(r.variant or NO_VARIANT))]
+        line.append(untrusted(_fmt(r.real_fraction)))
+        line.append(untrusted(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}"))
         line += [_cell_text(r.cells.get(c.label)) for c in board.envs]
-        line.append(", ".join(h[:12] for h in r.datasets) or "-")
+        line.append(untrusted(", ".join(str(h)[:12] for h in r.datasets) or "-"))
         body.append(line)
     return header, body
 
 
-def _ranking_table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+def _ranking_table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple[list[str], list[list[str]]]:
     header = ["simulated env", "lab", "rows", "Pearson", "MMRV"]
     body = [
-        [a.sim_env, a.lab_env, str(len(a.rows)), "n/a" if a.pearson is None else f"{a.pearson:.3f}", f"{a.mmrv:.3f}"]
+        [
+            untrusted(a.sim_env),
+            untrusted(a.lab_env),
+            str(len(a.rows)),
+            "n/a" if a.pearson is None else f"{a.pearson:.3f}",
+            f"{a.mmrv:.3f}",
+        ]
         for a in board.ranking
     ]
     return header, body
@@ -63,18 +78,25 @@ NOTES = (
 NO_RANKING = "Sim-vs-lab ranking: needs at least two rows evaluated both in a simulated env and in the lab."
 
 
+# Markdown's own syntax (emphasis, code, links and images, tables, strikethrough) and its escape character.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from a result file as inert Markdown: HTML as entities (no tag survives), Markdown syntax escaped,
+    line breaks and control characters as one space."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(_CONTROL.sub(" ", str(text)), quote=False))
 
 
 def to_markdown(board: Leaderboard, title: str) -> str:
     """The leaderboard as Markdown: the rows table, the ranking table, notes and skipped files."""
     lines = [f"# {_md_escape(title)}", "", NOTES, ""]
-    for header, body in (_table(board), _ranking_table(board)):
+    for header, body in (_table(board, _md_escape), _ranking_table(board, _md_escape)):
         if body:
-            lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
+            lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
-            lines += ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in body]
+            lines += ["| " + " | ".join(row) + " |" for row in body]
             lines.append("")
     if not board.ranking:
         lines += [NO_RANKING, ""]

@@ -458,10 +458,12 @@ class EvaluationResult:
         Raises:
             ResultSchemaError: not JSON, or not a valid result (see :meth:`from_dict`).
         """
+        from r2s2r_envs.safe_json import JSONFileError, loads
+
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ResultSchemaError(f"an evaluation result must be JSON: {e}") from e
+            data = loads(text, what="an evaluation result")
+        except JSONFileError as e:
+            raise ResultSchemaError(f"{e}; an evaluation result must be JSON (r2s2r evaluate writes it)") from None
         return cls.from_dict(data)
 
 
