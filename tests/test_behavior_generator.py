@@ -13,14 +13,16 @@ import r2s2r_envs  # noqa: F401  (registers the envs and demonstrators)
 from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.behavior.fit import (
     MODEL_FORMAT,
+    MODEL_SCHEMA_VERSION,
     BehaviorModelError,
     FitSettings,
     fit_behavior,
     load_model,
+    model_sha256,
     save_model,
     shipped_models,
 )
-from r2s2r_envs.behavior.humanlike import HumanlikeGenerator
+from r2s2r_envs.behavior.humanlike import HumanlikeGenerator, WorldKnowledge, world_knowledge
 from r2s2r_envs.behavior.segments import BehaviorDataError
 from r2s2r_envs.cli import main as cli_main
 from r2s2r_envs.datasets import DatasetWriter, EmptyDatasetError
@@ -47,10 +49,23 @@ def test_fit_records_provenance_and_settings(real_set, fitted):
     prov = model["provenance"]
     assert prov["demos"]["domain"] == "real" and prov["demos"]["episodes"] == 8
     assert len(prov["demos"]["content_sha256"]) == 64
-    assert prov["fit_settings"] == {"max_sources": 90, "seed": 0, "require_real": True}
+    assert prov["fit_settings"] == {"max_sources": 90, "seed": 0, "require_real": True, "min_grasps_per_category": 3}
+    assert prov["demos"]["usable_grasps_per_category"] == {"cube": 8}
     assert len(model["sources"]) == 8 and {s["category"] for s in model["sources"]} == {"cube"}
     small = fit_behavior(real_set, settings=FitSettings(max_sources=3))
     assert len(small["sources"]) == 3
+
+
+def test_fitting_is_deterministic(real_set, fitted):
+    # The same demos give the same model, byte for byte in what it does (its hash leaves out software versions).
+    assert model_sha256(fit_behavior(real_set)) == model_sha256(load_model(fitted))
+
+
+def test_fit_refuses_too_few_grasps_of_a_category(real_set):
+    with pytest.raises(BehaviorDataError, match=r"too few usable grasps of category cube: 8 \(at least 9"):
+        fit_behavior(real_set, settings=FitSettings(min_grasps_per_category=9))
+    with pytest.raises(ValueError, match="min_grasps_per_category"):
+        FitSettings(min_grasps_per_category=0)
 
 
 def test_fit_cli(real_set, tmp_path, capsys):
@@ -119,6 +134,56 @@ def test_malformed_models_fail_at_make(tmp_path, fitted):
             gym.make("PickSort-BehaviorGrounded-v0", behavior=str(path))
     with pytest.raises(BehaviorModelError, match="not a shipped model"):
         gym.make("PickSort-BehaviorGrounded-v0", behavior="no_such_model")
+
+
+def _refused(tmp_path, model, match):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    with pytest.raises(BehaviorModelError, match=match):
+        load_model(path)
+
+
+def test_an_old_schema_model_is_refused_with_the_refit_command(tmp_path, fitted):
+    model = json.loads(fitted.read_text())
+    assert model["schema_version"] == MODEL_SCHEMA_VERSION == 3
+    _refused(
+        tmp_path, {**model, "schema_version": 2}, r"older generator.*r2s2r fit-behavior --demos LAB_DEMOS.hdf5 --out"
+    )
+
+
+def test_unknown_keys_are_refused_with_the_field_named(tmp_path, fitted):
+    model = json.loads(fitted.read_text())
+    src = model["sources"][0]
+    _refused(tmp_path, {**model, "extra": 1}, r"unknown key\(s\) \['extra'\] in the model")
+    _refused(
+        tmp_path, {**model, "limits": {**model["limits"], "speed": 2}}, r"unknown key\(s\) \['speed'\] in 'limits'"
+    )
+    _refused(tmp_path, {**model, "sources": [{**src, "style": "fast"}]}, r"unknown key\(s\) \['style'\] in source 0")
+    bad_seg = {**src, "close": {**src["close"], "force": [1.0]}}
+    _refused(tmp_path, {**model, "sources": [bad_seg]}, r"\['force'\] in source 0 'close'")
+    no_delay = {k: v for k, v in src.items() if k != "delay_s"}
+    _refused(tmp_path, {**model, "sources": [no_delay]}, r"source 0 lacks the key\(s\) \['delay_s'\]")
+
+
+def test_physically_absurd_values_are_refused_with_the_field_named(tmp_path, fitted):
+    model = json.loads(fitted.read_text())
+    src = model["sources"][0]
+
+    def with_source(**changes):
+        return {**model, "sources": [{**src, **changes}]}
+
+    jump = [list(p) for p in src["approach"]["world"]]
+    jump[3] = [jump[3][0], jump[3][1] + 0.5, jump[3][2]]
+    _refused(tmp_path, with_source(approach={**src["approach"], "world": jump}), r"approach.world step 2 moves 0.5")
+    far = [[5.0, 0.0, 0.3] for _ in src["transport"]["world"]]
+    _refused(tmp_path, with_source(transport={**src["transport"], "world": far}), r"transport.world step 0 .* outside")
+    fingers = [[3.0] * 16 for _ in src["close"]["fingers"]]
+    _refused(tmp_path, with_source(close={**src["close"], "fingers": fingers}), r"close.fingers .* outside \[-1, 1\]")
+    _refused(tmp_path, with_source(delay_s=1e4), r"delay_s 10000.0 s is outside")
+    _refused(tmp_path, with_source(object_y_close=7.0), r"object_y_close 7.0 m is off the belt")
+    limits = {"reach_limit_y": 0.5, "reach_upstream_y": 0.2}
+    _refused(tmp_path, {**model, "limits": limits}, r"reach_limit_y.*must lie downstream")
+    _refused(tmp_path, {**model, "calibration": {"grasp_offset_xy": [0.3, 0.0]}}, r"grasp_offset_xy.*beyond 0.05 m")
     with pytest.raises(TypeError, match="behavior must be"):
         gym.make("PickSort-BehaviorGrounded-v0", behavior=3)
 
@@ -176,29 +241,55 @@ def test_generator_actions_are_finite_and_in_range_over_many_seeds():
         assert np.all(np.isfinite(action)) and np.all(np.abs(action) <= 1.0)
 
 
-def test_generator_tracks_the_controller_target_under_noise_injection():
-    # The generator mirrors the controller's TCP target; under noise injection (generate --action-noise) it is told
-    # the executed action and its estimate stays on the controller's own target. Without being told, it drifts:
-    # that drift made it fail three attempts in four under noise 0.1.
-    def run(tell: bool) -> float:
-        env = gym.make("PickSort-BehaviorGrounded-v0", num_objects=1)
-        gen = make_demonstrator(env)
-        obs, _ = env.reset(seed=3)
-        gen.reset(seed=3)
-        rng = np.random.default_rng(0)
-        worst = 0.0
-        for _ in range(150):
+def _episodes(env_id: str, seeds, noise: float = 0.0, **kwargs) -> list[list[str]]:
+    env = gym.make(env_id, **kwargs)
+    gen = make_demonstrator(env)
+    rng = np.random.default_rng(0)
+    outcomes = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        gen.reset(seed=seed)
+        done = False
+        while not done:
             action = gen.act(obs)
-            action[:6] = np.clip(action[:6] + rng.normal(0.0, 0.1, 6), -1.0, 1.0)
-            if tell:
-                gen.executed(action)
-            obs, *_ = env.step(action)
-            if gen._target_est is not None:
-                worst = max(worst, float(np.abs(gen._target_est - env.unwrapped._controller.target_pos).max()))
-        return worst
+            if noise:
+                action[:6] = np.clip(action[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        outcomes.append(list(info["object_outcomes"]))
+    return outcomes
 
-    assert run(tell=True) < 1e-5
-    assert run(tell=False) > 1e-3
+
+def test_generator_sorts_in_the_identified_world():
+    # The closed loop's purpose: the open-loop generator sorted 77% of objects in PickSort-FullyGrounded-v0 (46% of
+    # episodes); the closed-loop one about 95% (docs/behavior.md#measured). A modest bar on 4 seeded episodes.
+    outcomes = _episodes("PickSort-FullyGrounded-v0", range(100, 104))
+    sorted_share = np.mean([o == "sorted" for ep in outcomes for o in ep])
+    assert sorted_share >= 0.75, outcomes
+
+
+def test_generator_closes_the_loop_under_noise_injection():
+    # Its commands follow from the measured hand each step, so the arm noise of generate --action-noise is corrected
+    # like any other disturbance (no estimate of the controller's target to keep in step).
+    outcomes = _episodes("PickSort-FullyGrounded-v0", range(200, 204), noise=0.1, num_objects=1)
+    assert sum(ep == ["sorted"] for ep in outcomes) >= 3, outcomes
+
+
+def test_world_knowledge_comes_from_the_env_or_is_given():
+    fully = world_knowledge(gym.make("PickSort-FullyGrounded-v0"))
+    grounding = gym.make("PickSort-WorldGrounded-v0").unwrapped.grounding
+    assert fully.control_latency == pytest.approx(grounding.world.control_latency) and fully.control_latency > 0.02
+    assert fully.perception_offset == pytest.approx(tuple(grounding.world.object_pos_offset))
+    assert fully.tracking_gain == grounding.demonstrator_settings()["position_gain"]
+    nominal = world_knowledge(gym.make("PickSort-BehaviorGrounded-v0"))
+    assert nominal == WorldKnowledge() and nominal.control_latency == 0.0 and nominal.perception_offset == (0, 0, 0)
+    env = gym.make("PickSort-BehaviorGrounded-v0")
+    given = HumanlikeGenerator(env, world={"control_latency": 0.1, "tracking_gain": 0.3})
+    assert given.settings["world"]["control_latency"] == 0.1 and given._lead_steps == 3
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['latency'\]"):
+        HumanlikeGenerator(env, world={"latency": 0.1})
+    with pytest.raises(ValueError, match="control_latency must be a number in"):
+        HumanlikeGenerator(env, world={"control_latency": 3.0})
 
 
 def test_generator_is_deterministic_given_its_seed():

@@ -9,8 +9,8 @@ module never imports them.
 
 Optional hook: a demonstrator with a method ``executed(action)`` is told, after each ``act``, the action the env
 actually executed when it differs from the one returned (under noise injection, ``generate --action-noise``). A
-demonstrator that integrates its own commands (the humanlike generator mirrors the controller's TCP target)
-needs it to keep its estimate right.
+demonstrator that integrates its own commands (that keeps an estimate of the controller's TCP target) needs it to
+keep its estimate right; the closed-loop ones (the planner, the humanlike generator) read the measured hand instead.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ sorted (``behavior.segments``) and keeps, per grasp, the pieces the generator re
 * the **tail**: the first 2 s after the release, for when no object is left.
 
 The model is JSON (``MODEL_FORMAT``, schema ``MODEL_SCHEMA_VERSION``) with its provenance: the demo file's content
-hash, env id and lab identity (name and config hash, never parameters), the fit settings and the package version.
+hash, env id and lab identity (name and config hash, never parameters), the grasps per category, the fit settings and
+the package version. ``load_model`` refuses unknown keys and physically absurd values, naming the field, and a model of
+an older schema with the command that refits it.
 Only what a real cell records is read (commands and sensor readings); nothing of the lab's or its operator's
 settings is, or could be.
 """
@@ -42,8 +44,12 @@ from r2s2r_envs.behavior.segments import (
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
-#: Version 2: paths are the measured TCP, low-passed (version 1 held the commanded targets).
-MODEL_SCHEMA_VERSION = 2
+#: Version 3: the closed-loop generator's (docs/behavior.md#generator): keys and values checked strictly, grasps per
+#: category recorded. Version 2 (the open-loop generator's: the same paths, replayed on the controller's target) and
+#: version 1 (commanded targets) are refused with the command that refits them.
+MODEL_SCHEMA_VERSION = 3
+#: The command that (re)fits a model, named by every refusal of an old or foreign model.
+REFIT_COMMAND = "r2s2r fit-behavior --demos LAB_DEMOS.hdf5 --out MODEL.json"
 #: Name of the shipped model fitted to the default lab's canonical demonstrations (``lab-50``).
 DEFAULT_MODEL = "default"
 #: Steps of motion kept after a release for when no object is left (2 s).
@@ -65,15 +71,23 @@ class FitSettings:
         seed: Seed of the choice of sources when there are more than ``max_sources``.
         require_real: Refuse a simulated dataset (behavior grounding fits the real operator, not a simulator's
             demonstrator).
+        min_grasps_per_category: Fewest usable grasps (of objects that ended up sorted) of each category the
+            dataset's scenes hold: the generator grasps every object the way the operator grasped its category, and
+            a handful of grasps carry too little of that.
     """
 
     max_sources: int = 90
     seed: int = 0
     require_real: bool = True
+    min_grasps_per_category: int = 3
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sources, int) or self.max_sources < 1:
             raise ValueError(f"max_sources must be a positive integer, got {self.max_sources!r}")
+        if not isinstance(self.min_grasps_per_category, int) or self.min_grasps_per_category < 1:
+            raise ValueError(
+                f"min_grasps_per_category must be a positive integer, got {self.min_grasps_per_category!r}"
+            )
 
 
 def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> dict[str, Any]:
@@ -107,6 +121,16 @@ def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> d
             f"{data.path}: no grasp of a sorted object could be segmented in its {len(data.traces)} demos; is it a "
             "dataset of PickSort demonstrations with task-space commands?"
         )
+    present = sorted({c for t in data.traces for c in t.categories}, key=C.CATEGORIES.index)
+    per_category = {c: sum(s["category"] == c for s in sources) for c in present}
+    few = {c: n for c, n in per_category.items() if n < settings.min_grasps_per_category}
+    if few:
+        listed = ", ".join(f"{c}: {n}" for c, n in few.items())
+        raise BehaviorDataError(
+            f"{data.path}: too few usable grasps of category {listed} (at least {settings.min_grasps_per_category} "
+            f"of each category the scenes hold are needed; usable grasps per category: {per_category}); collect "
+            "more demonstrations (r2s2r generate PickSort-Real-v0 --episodes N --successes-only ...)"
+        )
     sources = _choose(sources, settings)
     close_y = [s["object_y_close"] for s in sources]
     # Where the hand closes relative to the perceived object, on average over every grasp: a person centres the
@@ -116,7 +140,7 @@ def fit_behavior(demos: str | Path, *, settings: FitSettings | None = None) -> d
     model = {
         "format": MODEL_FORMAT,
         "schema_version": MODEL_SCHEMA_VERSION,
-        "provenance": _provenance(data, settings, successes),
+        "provenance": _provenance(data, settings, successes, per_category),
         "limits": {
             # The operator's reach along the belt, with a margin: objects beyond are not attempted.
             "reach_limit_y": float(min(close_y)) - 0.03,
@@ -203,7 +227,7 @@ def _choose(sources: list[dict[str, Any]], settings: FitSettings) -> list[dict[s
     return kept
 
 
-def _provenance(data: DemoSet, settings: FitSettings, successes: int) -> dict[str, Any]:
+def _provenance(data: DemoSet, settings: FitSettings, successes: int, per_category: dict[str, int]) -> dict[str, Any]:
     import mujoco
 
     return {
@@ -216,9 +240,10 @@ def _provenance(data: DemoSet, settings: FitSettings, successes: int) -> dict[st
             "episodes": len(data.traces),
             "successes": successes,
             "grasps": len(data.grasps),
+            "usable_grasps_per_category": per_category,
         },
         "fit_settings": dataclasses.asdict(settings),
-        "method": "object-centric segments of the real demonstrations, replayed in the moving object's frame",
+        "method": "object-centric segments of the real demonstrations, tracked closed loop in the moving object frame",
         "versions": {"r2s2r_envs": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__},
     }
 
@@ -288,12 +313,74 @@ def load_model(name_or_path: str | Path | dict[str, Any]) -> dict[str, Any]:
             f"{where} is not a behavior model (expected 'format': {MODEL_FORMAT!r}); fit one with r2s2r fit-behavior"
         )
     if model.get("schema_version") != MODEL_SCHEMA_VERSION:
+        older = isinstance(model.get("schema_version"), int) and model["schema_version"] < MODEL_SCHEMA_VERSION
         raise BehaviorModelError(
-            f"{where} has schema version {model.get('schema_version')!r}; this package reads version "
-            f"{MODEL_SCHEMA_VERSION}: refit it with r2s2r fit-behavior"
+            f"{where} has schema version {model.get('schema_version')!r}"
+            + (" (an older generator's model)" if older else "")
+            + f"; this package reads version {MODEL_SCHEMA_VERSION}: refit it from its lab demonstrations with "
+            f"{REFIT_COMMAND}"
         )
+    _check_keys(model, where)
     _check_model(model, where)
     return model
+
+
+_TOP_KEYS = {"format", "schema_version", "provenance", "limits", "calibration", "sources"}
+_PROVENANCE_KEYS = {"demos", "fit_settings", "method", "versions"}
+_SOURCE_KEYS = {
+    "demo_id",
+    "grasp",
+    "category",
+    "first",
+    "object_y_start",
+    "object_y_segment",
+    "object_y_close",
+    "object_yaw_close",
+    "rest",
+    "reach",
+    "delay_s",
+    *_SEGMENT_KEYS,
+}
+_SEGMENT_FIELDS = {
+    "approach": {"world", "relative", "fingers", "yaw"},
+    "close": {"world", "relative", "fingers", "yaw"},
+    "transport": {"world", "fingers", "yaw"},
+    "tail": {"world", "fingers", "yaw"},
+}
+#: Plausibility bounds of a model's values (physically absurd beyond them), with their units.
+#: Ref: the scene's layout (the belt runs along y within about +-0.6 m of the arm, the workspace box of
+#: ``envs.config.ControlConfig`` with 0.2 m of margin), finger commands in [-1, 1], and a person's hand, which
+#: does not move 0.1 m in a 0.05 s control step (2 m/s).
+_BELT_Y = (-1.0, 1.0)  # m
+_WORLD_LOW, _WORLD_HIGH = (-0.15, -0.75, -0.1), (1.0, 0.75, 0.8)  # m
+_MAX_RELATIVE = 1.0  # m
+_MAX_STEP = 0.1  # m per control step
+_MAX_OFFSET = 0.05  # m
+_DELAY_S = (-20.0, 60.0)  # s
+_MAX_YAW = 50.0  # rad (unwrapped)
+
+
+def _check_keys(model: dict[str, Any], where: str) -> None:
+    """Unknown or missing keys, named with the keys accepted."""
+
+    def check(obj: Any, accepted: set[str], what: str) -> None:
+        if not isinstance(obj, dict):
+            raise BehaviorModelError(f"{where}: {what} must be an object with keys {sorted(accepted)}")
+        unknown, missing = sorted(set(obj) - accepted), sorted(accepted - set(obj))
+        if unknown:
+            raise BehaviorModelError(f"{where}: unknown key(s) {unknown} in {what}; its keys: {sorted(accepted)}")
+        if missing:
+            raise BehaviorModelError(f"{where}: {what} lacks the key(s) {missing}; its keys: {sorted(accepted)}")
+
+    check(model, _TOP_KEYS, "the model")
+    check(model["provenance"], _PROVENANCE_KEYS, "'provenance'")
+    check(model["limits"], {"reach_limit_y", "reach_upstream_y"}, "'limits'")
+    check(model["calibration"], {"grasp_offset_xy"}, "'calibration'")
+    if isinstance(model["sources"], list):
+        for k, source in enumerate(model["sources"]):
+            check(source, _SOURCE_KEYS, f"source {k}")
+            for seg, fields in _SEGMENT_FIELDS.items():
+                check(source[seg], fields, f"source {k} '{seg}'")
 
 
 def _check_model(model: dict[str, Any], where: str) -> None:
@@ -301,12 +388,25 @@ def _check_model(model: dict[str, Any], where: str) -> None:
     offset = np.asarray(cal.get("grasp_offset_xy") if isinstance(cal, dict) else None, dtype=object)
     if offset.shape != (2,) or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in offset):
         raise BehaviorModelError(f"{where}: 'calibration.grasp_offset_xy' must be two finite numbers (m)")
+    if max(abs(float(v)) for v in offset) > _MAX_OFFSET:
+        raise BehaviorModelError(
+            f"{where}: 'calibration.grasp_offset_xy' {offset.tolist()} m is beyond {_MAX_OFFSET} m: a hand that far "
+            "off the objects it grasps is not a perception offset"
+        )
     limits = model.get("limits")
     if not isinstance(limits, dict) or not all(
         isinstance(limits.get(k), (int, float)) and math.isfinite(limits[k])
         for k in ("reach_limit_y", "reach_upstream_y")
     ):
         raise BehaviorModelError(f"{where}: 'limits' must hold finite reach_limit_y and reach_upstream_y (m)")
+    for key in ("reach_limit_y", "reach_upstream_y"):
+        if not _BELT_Y[0] <= limits[key] <= _BELT_Y[1]:
+            raise BehaviorModelError(f"{where}: 'limits.{key}' {limits[key]} m is off the belt (range {_BELT_Y} m)")
+    if limits["reach_limit_y"] >= limits["reach_upstream_y"]:
+        raise BehaviorModelError(
+            f"{where}: 'limits.reach_limit_y' ({limits['reach_limit_y']} m) must lie downstream of (below) "
+            f"'limits.reach_upstream_y' ({limits['reach_upstream_y']} m)"
+        )
     sources = model.get("sources")
     if not isinstance(sources, list) or not sources:
         raise BehaviorModelError(f"{where}: 'sources' must be a non-empty list of segmented grasps")
@@ -324,6 +424,7 @@ def _check_model(model: dict[str, Any], where: str) -> None:
                         raise ValueError(f"{key}.{name} has shape {a.shape}")
                     if not np.all(np.isfinite(a)):
                         raise ValueError(f"{key}.{name} holds NaN or inf")
+                    _check_values(key, name, a)
                     lengths.setdefault(key, len(a))
                     if len(a) != lengths[key]:
                         raise ValueError(f"{key} arrays differ in length")
@@ -334,5 +435,38 @@ def _check_model(model: dict[str, Any], where: str) -> None:
             for key in ("delay_s", "object_yaw_close", "object_y_start", "object_y_close", "object_y_segment"):
                 if not math.isfinite(float(s[key])):
                     raise ValueError(f"{key} is not finite")
+            for key in ("object_y_start", "object_y_close", "object_y_segment"):
+                if not _BELT_Y[0] <= float(s[key]) <= _BELT_Y[1]:
+                    raise ValueError(f"{key} {s[key]} m is off the belt (range {_BELT_Y} m)")
+            if not _DELAY_S[0] <= float(s["delay_s"]) <= _DELAY_S[1]:
+                raise ValueError(f"delay_s {s['delay_s']} s is outside {_DELAY_S} s")
+            if not isinstance(s["first"], bool):
+                raise ValueError(f"first must be true or false, got {s['first']!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise BehaviorModelError(f"{where}: source {k} is malformed ({exc})") from None
+
+
+def _check_values(segment: str, name: str, a: np.ndarray) -> None:
+    """Physically absurd values of one segment array (``ValueError`` naming the field)."""
+    field = f"{segment}.{name}"
+    if name == "fingers" and np.abs(a).max(initial=0.0) > 1.0 + 1e-6:
+        raise ValueError(f"{field} holds commands outside [-1, 1] (max |{np.abs(a).max():.3g}|)")
+    if name == "yaw" and np.abs(a).max(initial=0.0) > _MAX_YAW:
+        raise ValueError(f"{field} holds yaws beyond {_MAX_YAW} rad")
+    if name == "relative" and np.abs(a).max(initial=0.0) > _MAX_RELATIVE:
+        raise ValueError(f"{field} puts the hand more than {_MAX_RELATIVE} m from its object")
+    if name == "world":
+        low, high = np.asarray(_WORLD_LOW), np.asarray(_WORLD_HIGH)
+        outside = np.flatnonzero(np.any((a < low) | (a > high), axis=1))
+        if len(outside):
+            raise ValueError(
+                f"{field} step {int(outside[0])} is at {np.round(a[outside[0]], 3).tolist()} m, outside the cell "
+                f"({list(_WORLD_LOW)} to {list(_WORLD_HIGH)} m)"
+            )
+        if len(a) > 1:
+            steps = np.linalg.norm(np.diff(a, axis=0), axis=1)
+            if steps.max() > _MAX_STEP:
+                raise ValueError(
+                    f"{field} step {int(steps.argmax())} moves {steps.max():.3f} m in one control step (at most "
+                    f"{_MAX_STEP} m: {_MAX_STEP / DT:.0f} m/s)"
+                )

@@ -44,7 +44,9 @@ sees only the state observation, like a policy. It never emits NaN or actions ou
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +56,11 @@ import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
+from r2s2r_envs.behavior.scripted import PlannerConfig
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
+from r2s2r_envs.world.params import WorldParams
 
 _N_FINGER = len(C.HAND_JOINTS)
 # Yaw symmetry of each category's grasp, rad (a ball looks the same at every yaw).
@@ -64,14 +68,16 @@ _YAW_PERIOD = {"cube": math.pi / 2, "ball": 0.0, "bar": math.pi}
 # Distance before the end of the operator's reach along the belt by which a grasp should be done, m.
 _REACH_MARGIN = 0.05
 # Sources drawn from, nearest first by where their object was when their approach began.
-_CANDIDATES = 10
+_CANDIDATES = 4
 # Of those, the ones whose path starts nearest the hand, drawn from at random.
-_NEAREST_START = 3
+_NEAREST_START = 2
 # Source hand-to-object distances between which a waypoint moves from the world frame to the object's, m.
 _FAR, _NEAR = 0.20, 0.06
 # Steps over which the start mismatch with a source fades out (at least).
 _BLEND_STEPS = 10
 _ROTATION_GAIN = 0.5
+# How far an object may be further along the belt than the source's before the replay hurries, m.
+_SYNC_MARGIN = 0.01
 # Horizontal TCP error above which the closure waits (at most _MAX_WAIT steps), m.
 _ALIGN_TOLERANCE = 0.015
 _MAX_WAIT = 10
@@ -84,6 +90,87 @@ _MIN_GRASP_HEIGHT = 0.03
 _SLIPPED_DISTANCE = 0.04
 # Object-to-TCP distance while carrying beyond which the object counts as lost, m.
 _LOST_DISTANCE = 0.1
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorldKnowledge:
+    """What the generator knows of the world it runs in: what a team knows of its own simulator, or of the real
+    cell once it has identified it (the grounding file). Never read from the lab.
+
+    Attributes:
+        control_latency: Delay between a command and its execution, s. Ref: the grounding's identified
+            ``control_latency``; in a world without one the nominal model's (``WorldParams``, 0).
+        perception_offset: Constant offset of perceived object positions, m (x, y, z). Ref: the grounding's
+            identified ``object_pos_offset``; nominally zero.
+        tracking_gain: Share of the hand's tracking error corrected per control step. Ref: the scripted planner's
+            ``position_gain`` as tuned in that world (the grounding's ``demonstrator`` section), else its default:
+            the same control law, so the gain that world's tuning found stable.
+        object_lead: How far ahead the object's motion is predicted beyond the latency, s. Ref: the planner's
+            ``lead_time``, tuned the same way.
+        source: Where these values come from (recorded in the generator's settings).
+    """
+
+    control_latency: float = WorldParams().control_latency
+    perception_offset: tuple[float, float, float] = tuple(WorldParams().object_pos_offset)
+    tracking_gain: float = PlannerConfig().position_gain
+    object_lead: float = PlannerConfig().lead_time
+    source: str = "nominal model"
+
+    def __post_init__(self) -> None:
+        checks = {
+            "control_latency": (self.control_latency, 0.0, 0.5),
+            "tracking_gain": (self.tracking_gain, 0.01, 1.0),
+            "object_lead": (self.object_lead, 0.0, 0.5),
+        }
+        for name, (value, lo, hi) in checks.items():
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
+                raise ValueError(f"world knowledge: {name} must be a number in [{lo}, {hi}], got {value!r}")
+        off = self.perception_offset
+        if not (
+            isinstance(off, (list, tuple))
+            and len(off) == 3
+            and all(isinstance(v, (int, float)) and math.isfinite(v) and abs(v) <= 0.1 for v in off)
+        ):
+            raise ValueError(f"world knowledge: perception_offset must be three numbers within 0.1 m, got {off!r}")
+        object.__setattr__(self, "perception_offset", tuple(float(v) for v in off))
+
+    @classmethod
+    def from_grounding(cls, grounding: Any, source: str = "grounding") -> WorldKnowledge:
+        """What a grounding (``r2s2r_envs.grounding.Grounding``: its ``world`` and tuned ``demonstrator``) says."""
+        section = getattr(grounding, "demonstrator", None) or {}
+        tuned = dict(section.get("settings") or {}) if section.get("name") == "scripted" else {}
+        planner = PlannerConfig()
+        return cls(
+            control_latency=float(grounding.world.control_latency),
+            perception_offset=tuple(float(v) for v in grounding.world.object_pos_offset),
+            tracking_gain=float(tuned.get("position_gain", planner.position_gain)),
+            object_lead=float(tuned.get("lead_time", planner.lead_time)),
+            source=source,
+        )
+
+
+def world_knowledge(env: gym.Env, world: Mapping[str, Any] | WorldKnowledge | None = None) -> WorldKnowledge:
+    """The generator's knowledge of ``env``'s world: ``world`` when given (a ``WorldKnowledge`` or its fields), else
+    the env's grounding when it has one (``PickSort-FullyGrounded-v0``), else the nominal model's. Never the lab's
+    parameters: run in the lab, the generator knows what it is told (e.g. the lab's grounding file).
+
+    Raises:
+        ValueError: unknown fields or values outside their ranges; the message names them.
+    """
+    if isinstance(world, WorldKnowledge):
+        return world
+    if world is not None:
+        if not isinstance(world, Mapping):
+            raise ValueError(f"world must be a mapping of WorldKnowledge fields, got {world!r}")
+        fields = {f.name for f in dataclasses.fields(WorldKnowledge)}
+        unknown = sorted(set(world) - fields)
+        if unknown:
+            raise ValueError(f"world knowledge: unknown field(s) {unknown}; fields: {sorted(fields)}")
+        return WorldKnowledge(**world)
+    grounding = getattr(env.unwrapped, "grounding", None)
+    if grounding is not None and hasattr(grounding, "world"):
+        return WorldKnowledge.from_grounding(grounding, source=f"env grounding {getattr(grounding, 'source', '')}")
+    return WorldKnowledge()
 
 
 class HumanlikeGenerator:
@@ -101,7 +188,12 @@ class HumanlikeGenerator:
 
     name = "humanlike"
 
-    def __init__(self, env: gym.Env, model: str | Path | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        model: str | Path | dict[str, Any] | None = None,
+        world: Mapping[str, Any] | WorldKnowledge | None = None,
+    ) -> None:
         base = env.unwrapped
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
@@ -110,6 +202,13 @@ class HumanlikeGenerator:
         self._fitted_name = "<dict>" if isinstance(choice, dict) else str(choice)
         self._fitted_hash = model_sha256(self._fitted)
         self.control = base.control
+        self.knowledge = world_knowledge(env, world)
+        know = self.knowledge
+        # The command sent now acts after the latency and one step of the servos' own lag: the reference is led by
+        # that many steps, and objects are predicted that far ahead (plus the tuned lead).
+        self._lead_steps = int(round(know.control_latency / DT)) + 1
+        self._predict_s = know.control_latency + know.object_lead
+        self._perception_offset = np.asarray(know.perception_offset, dtype=float)
         self.layout = scene_layout()
         lim = self._fitted["limits"]
         self._reach_limit_y = float(lim["reach_limit_y"])
@@ -117,13 +216,15 @@ class HumanlikeGenerator:
         offset = np.asarray(self._fitted["calibration"]["grasp_offset_xy"], dtype=float)
         self._sources = [_Source(s, offset) for s in self._fitted["sources"]]
         self._by_category = {c: [s for s in self._sources if s.category == c] for c in C.CATEGORIES}
-        self._ws_low = np.asarray(self.control.workspace_low, dtype=float)
-        self._ws_high = np.asarray(self.control.workspace_high, dtype=float)
         self.reset()
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"model": self._fitted_name, "model_sha256": self._fitted_hash}
+        return {
+            "model": self._fitted_name,
+            "model_sha256": self._fitted_hash,
+            "world": dataclasses.asdict(self.knowledge),
+        }
 
     def reset(self, seed: int | None = None) -> None:
         self._rng = np.random.default_rng(seed)
@@ -136,25 +237,13 @@ class HumanlikeGenerator:
         self._yaw_offset: float | None = 0.0
         self._hold: np.ndarray | None = None
         self._prev_goal: np.ndarray | None = None
-        self._target_est: np.ndarray | None = None
-        self._target_prev: np.ndarray | None = None
-        self._tcp_prev: np.ndarray | None = None
         self._retry = False
-
-    def executed(self, action: np.ndarray) -> None:
-        """The action the env executed after ``act`` (it differs under noise injection): the controller's target
-        is re-integrated from it, so the generator's estimate of where the controller is aiming stays right."""
-        if self._target_prev is None or self._tcp_prev is None:
-            return
-        step = np.clip(np.asarray(action, dtype=float)[:3], -1.0, 1.0) * self.control.max_linear_step
-        if not np.all(np.isfinite(step)):
-            return
-        self._target_est = self._integrate(self._target_prev, step, self._tcp_prev)
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         tcp = np.asarray(obs["eef_pos"], dtype=float)
-        pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3)
+        # Where the objects are, by what this world is known to add to their perceived positions.
+        pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3) - self._perception_offset
         vel = np.asarray(obs["object_vel"], dtype=float).reshape(-1, 6)[:, :3]
         quat = np.asarray(obs["object_quat"], dtype=float).reshape(-1, 4)
         cats = np.asarray(obs["object_category"], dtype=float).reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
@@ -218,23 +307,42 @@ class HumanlikeGenerator:
         if not self._released and src.rest <= k <= src.reach:
             # The source's pause, stretched or cut so the reach starts as long after this object's arrival (or
             # after the hand came to rest) as the source's did; cut at once if the object would leave the reach.
+            # Arrival as the operator saw it: on the perceived position, as the source's delay was measured.
+            seen_y = float(obj[1] + self._perception_offset[1])
             speed = max(abs(float(vel[1])), 0.02)
-            since_arrival = (ARRIVAL_Y - float(obj[1])) / speed
+            since_arrival = (ARRIVAL_Y - seen_y) / speed
             since_rest = self._rest_steps * DT
             remaining = (src.n_approach - src.reach) * DT
             late = float(obj[1]) + float(vel[1]) * remaining < self._reach_limit_y + _REACH_MARGIN
+            # Behind the source: this object is already where the source's was when its reach began.
+            late = late or seen_y <= src.object_y_start
             self._rest_steps += 1
             if min(since_arrival, since_rest) >= src.delay_s or late:
                 k = self._k = src.reach
                 self._released = True
             else:
                 hold = k >= src.reach - 1
-        # The start mismatch fades by the steps taken, not by the replay's index, which jumps when a pause is cut.
-        goal = src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(self._steps / self._blend))
+        # Closed loop (docs/behavior.md#generator): the hand tracks the operator's path, which moves with the
+        # object near it. The correction acts on where the hand is now; the feed-forward is the path's own motion
+        # ``lead`` steps ahead (the command acts after the world's latency and the servos' lag), so the hand is
+        # where the operator's was when the operator's was there, instead of trailing by this world's lag.
+        pace = 0 if hold else self._pace(k, obj, vel)
+        if pace == 1 and k < src.reach and not self._released:
+            # Before the reach, an object further along the belt than the source's was at this point of its
+            # approach makes the retreat and pause run at double speed: the operator hurries, the reach keeps its
+            # own pace.
+            pace = 2 if float(obj[1] + self._perception_offset[1]) < src.object_y_path[k] - _SYNC_MARGIN else 1
+        lead, n = self._lead_steps, src.n_approach - 1
+        ahead = obj + vel * self.knowledge.object_lead
+        goal = self._approach_ref(k, ahead, self._steps)
+        k_lead, k_next = min(k + pace * lead, n), min(k + pace * (lead + 1), n)
+        ff = self._approach_ref(k_next, ahead + vel * (lead + 1) * DT, self._steps + lead + 1) - self._approach_ref(
+            k_lead, ahead + vel * lead * DT, self._steps + lead
+        )
         self._steps += 1
         self._yaw_offset = self._object_yaw_offset(quat, obs)
         fingers = src.approach_fingers[k]
-        action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs)
+        action = self._command(tcp, goal, fingers, src.approach_yaw[k] + self._yaw_offset, obs, ff)
         if hold:
             return action
         if k + 1 >= src.n_approach:
@@ -244,8 +352,13 @@ class HumanlikeGenerator:
             else:
                 self._waited += 1  # a human-like hesitation: line up before closing
         else:
-            self._k = min(k + self._pace(k, obj, vel), src.n_approach - 1)
+            self._k = min(k + pace, n)
         return action
+
+    def _approach_ref(self, k: int, obj: np.ndarray, steps: int) -> np.ndarray:
+        """Approach waypoint ``k`` for an object at ``obj``, with the start mismatch as it is ``steps`` steps in
+        (it fades by the steps taken, not by the replay's index, which jumps when a pause is cut)."""
+        return self._src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(steps / self._blend))
 
     def _pace(self, k: int, obj: np.ndarray, vel: np.ndarray) -> int:
         # Retiming for the belt: an object that would pass the reach before the source's grasp time makes the
@@ -268,7 +381,10 @@ class HumanlikeGenerator:
         # The hand settles at the source's grasp height before the fingers close on the object, instead of closing
         # on the way down: fingers closing above the object's widest part would push it away.
         goal[2] = max(src.close_rel[-1, 2], self.layout.belt_top + _MIN_GRASP_HEIGHT)
-        action = self._command(tcp, goal, src.close_fingers[k], src.close_yaw[k] + self._yaw_offset, obs)
+        # Feed-forward: the belt's motion and the source's own motion relative to the object over the next step.
+        ff = self._belt * DT + (src.close_rel[min(k + 1, src.n_close - 1)] - src.close_rel[k])
+        ff[2] = 0.0
+        action = self._command(tcp, goal, src.close_fingers[k], src.close_yaw[k] + self._yaw_offset, obs, ff)
         if k == 0 and tcp[2] - goal[2] > _SETTLE_TOLERANCE and self._close_steps < _MAX_SETTLE:
             return action  # still descending: the fingers wait
         self._k += 1
@@ -285,9 +401,12 @@ class HumanlikeGenerator:
             self._hold = tcp + np.array([0.0, 0.0, 0.05])
             return self._command(tcp, self._hold, self._open_hand(), None, obs)
         blend = min(_BLEND_STEPS * 2, src.n_transport)
-        goal = src.transport_world[k] + self._delta * (1.0 - _minjerk(k / blend))
+        ref = lambda j: src.transport_world[min(j, src.n_transport - 1)] + self._delta * (1.0 - _minjerk(j / blend))  # noqa: E731
+        goal, lead = ref(k), self._lead_steps
         fingers = src.transport_fingers[k]
-        action = self._command(tcp, goal, fingers, src.transport_yaw[k] + self._yaw_offset, obs)
+        action = self._command(
+            tcp, goal, fingers, src.transport_yaw[k] + self._yaw_offset, obs, ref(k + lead + 1) - ref(k + lead)
+        )
         self._k += 1
         if self._k >= src.n_transport:
             self._done.add(self._target)
@@ -300,10 +419,12 @@ class HumanlikeGenerator:
         src = self._src
         k = min(self._k, src.n_tail - 1)
         goal = src.tail_world[k] + self._delta
+        ahead = min(k + self._lead_steps, src.n_tail - 1)
+        ff = src.tail_world[min(ahead + 1, src.n_tail - 1)] - src.tail_world[ahead]
         self._k += 1
         if self._k >= src.n_tail:
             self._phase, self._hold = "idle", goal.copy()
-        return self._command(tcp, goal, src.tail_fingers[k], src.tail_yaw[k] + self._yaw_offset, obs)
+        return self._command(tcp, goal, src.tail_fingers[k], src.tail_yaw[k] + self._yaw_offset, obs, ff)
 
     def _open_hand(self) -> np.ndarray:
         return self._src.approach_fingers[0] if self._src is not None else self._fingers
@@ -340,28 +461,26 @@ class HumanlikeGenerator:
         return float(d - period * round((d - self._yaw_offset) / period))
 
     # ------------------------------------------------------------------ action
-    def _command(self, tcp, goal, fingers, yaw, obs) -> np.ndarray:
+    def _command(self, tcp, goal, fingers, yaw, obs, feedforward=None) -> np.ndarray:
         ctl = self.control
         action = np.zeros(6 + _N_FINGER)
         if tcp is not None and goal is not None and np.all(np.isfinite(goal)):
-            # Waypoints are where the operator's hand was: put the controller's own TCP target on them (mirroring
-            # how the controller integrates commands, envs.controller), so this world's servos move the hand along
-            # the operator's path.
-            if self._target_est is None:
-                self._target_est = tcp.copy()
+            # The scripted planner's control law (the gain this world's tuning found stable): correct a share of
+            # the error between where the hand should be and where it is measured, plus the path's own motion.
+            # The controller's target integrates the commands, so a steady lag is worked off, as a person leads a
+            # slow arm until the hand is where they want it.
             self._prev_goal = goal.copy()
-            step = goal - self._target_est
+            step = self.knowledge.tracking_gain * (goal - tcp)
+            limit = ctl.max_linear_step
             norm = float(np.linalg.norm(step))
-            if norm > ctl.max_linear_step:
-                step *= ctl.max_linear_step / norm
-            action[:3] = step / ctl.max_linear_step
-            self._target_prev, self._tcp_prev = self._target_est, tcp.copy()
-            self._target_est = self._integrate(self._target_est, step, tcp)
-        elif self._target_est is not None and tcp is not None and np.all(np.isfinite(tcp)):
-            # Holding still: a zero command, which noise injection may still move.
-            self._target_prev, self._tcp_prev = self._target_est, tcp.copy()
-        else:
-            self._target_prev = self._tcp_prev = None
+            if norm > limit:
+                step *= limit / norm
+            if feedforward is not None and np.all(np.isfinite(feedforward)):
+                step = step + feedforward
+            norm = float(np.linalg.norm(step))
+            if norm > limit:
+                step *= limit / norm
+            action[:3] = step / limit
         cur = np.asarray(obs["eef_quat"], dtype=float)
         if yaw is not None and math.isfinite(yaw) and np.all(np.isfinite(cur)) and np.linalg.norm(cur) > 0.5:
             cur = cur / np.linalg.norm(cur)
@@ -376,15 +495,6 @@ class HumanlikeGenerator:
         action = np.nan_to_num(action, nan=0.0, posinf=1.0, neginf=-1.0)
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-    def _integrate(self, target: np.ndarray, step: np.ndarray, tcp: np.ndarray) -> np.ndarray:
-        """The controller's next TCP target after a command displacement ``step`` (envs.controller's rule)."""
-        new = np.clip(target + step, self._ws_low, self._ws_high)
-        offset = new - tcp
-        dist = float(np.linalg.norm(offset))
-        if dist > self.control.max_target_lead:
-            new = tcp + offset * (self.control.max_target_lead / dist)
-        return new
-
 
 class _Source:
     """One source grasp of the model as arrays."""
@@ -394,6 +504,9 @@ class _Source:
         self.category = s["category"]
         self.first = bool(s["first"])
         self.object_y_segment = float(s["object_y_segment"])
+        self.object_y_start, self.object_y_close = float(s["object_y_start"]), float(s["object_y_close"])
+        # Where the source's object was along the belt at each approach step (perceived, as recorded).
+        self.object_y_path = np.asarray(a["world"], dtype=float)[:, 1] - np.asarray(a["relative"], dtype=float)[:, 1]
         self.rest, self.reach = int(s["rest"]), int(s["reach"])
         self.delay_s = float(s["delay_s"])
         self.object_yaw_close = float(s["object_yaw_close"])
