@@ -59,7 +59,8 @@ LAB_SET = "lab-50"
 SIM_SETS = ("ungrounded-1000", "worldgrounded-1000", "behaviorgrounded-1000", "fullygrounded-1000")
 #: Nearest demo states whose mean action predicts an action.
 NEIGHBORS = 5
-#: Base seed of the policies' recorded lab episodes: not ``lab-50``'s 0, whose scenes the policies trained on.
+#: Base seed of the policies' recorded lab episodes: not ``lab-50``'s, whose scenes the policies trained on
+#: (``--rollout-seed`` sets another, e.g. for scenes no design choice was made on).
 ROLLOUT_SEED = 7_000
 #: Rise of the mean finger flexion command above its open level that counts as closing, [-1, 1] units.
 CLOSED_RISE = 0.06
@@ -190,12 +191,12 @@ class _Recorder:
         return self._policy.act(obs)
 
 
-def record(env_id: str, demonstrator, episodes: int, file: Path, workers: int = 1) -> Path:
+def record(env_id: str, demonstrator, episodes: int, file: Path, workers: int = 1, seed: int = ROLLOUT_SEED) -> Path:
     """``episodes`` episodes of ``demonstrator`` in ``env_id`` recorded as a dataset: every attempt kept, no action
-    noise, base seed ``ROLLOUT_SEED``."""
+    noise, base seed ``seed`` (default ``ROLLOUT_SEED``)."""
     from r2s2r_envs.datasets.generate import generate
 
-    generate(env_id, episodes, file, workers=workers, seed=ROLLOUT_SEED, demonstrator=demonstrator, progress=False)
+    generate(env_id, episodes, file, workers=workers, seed=seed, demonstrator=demonstrator, progress=False)
     return file
 
 
@@ -231,7 +232,9 @@ def humanlike_in_lab(env):
     )
 
 
-def generator_runs(env_id: str, episodes: int, out: Path, workers: int, demonstrator="humanlike") -> dict[str, float]:
+def generator_runs(
+    env_id: str, episodes: int, out: Path, workers: int, demonstrator="humanlike", seed: int = ROLLOUT_SEED
+) -> dict[str, float]:
     """A demonstrator's own episodes in ``env_id`` (default the human-like generator; None: the env's own, in the lab
     its teleoperator; or a factory), every attempt kept, no action noise: success with its Wilson 95% interval,
     sort accuracy, failure causes (every object's outcome but ``sorted``, counted) and the timing of its grasps."""
@@ -242,7 +245,7 @@ def generator_runs(env_id: str, episodes: int, out: Path, workers: int, demonstr
     from r2s2r_envs.evaluation import wilson_interval
 
     label = demonstrator if isinstance(demonstrator, str) or demonstrator is None else demonstrator.__name__
-    file = record(env_id, demonstrator, episodes, out / f"{label or 'own'}-{env_id}.hdf5", workers)
+    file = record(env_id, demonstrator, episodes, out / f"{label or 'own'}-{env_id}.hdf5", workers, seed)
     with open_dataset(file, verify="none") as f:
         outcomes = [f.demo_attrs(d)["object_outcomes"] for d in f.demo_ids]
     solved = [all(o == "sorted" for o in ep) for ep in outcomes]
@@ -325,6 +328,9 @@ def main() -> None:
     parser.add_argument(
         "--generator-only", action="store_true", help="only the generator's and the teleoperator's own runs"
     )
+    parser.add_argument(
+        "--rollout-seed", type=int, default=ROLLOUT_SEED, help=f"base seed of the runs (default {ROLLOUT_SEED})"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     policies = {}
@@ -361,7 +367,14 @@ def main() -> None:
             for env_id in GENERATOR_ENVS
         ]
         for who, env_id, demonstrator in runs:
-            row = generator_runs(env_id, args.generator_episodes, args.out, args.workers, demonstrator=demonstrator)
+            row = generator_runs(
+                env_id,
+                args.generator_episodes,
+                args.out,
+                args.workers,
+                demonstrator=demonstrator,
+                seed=args.rollout_seed,
+            )
             rows[f"{who} in {env_id}"] = row
             print(
                 f"[{time.perf_counter() - t0:.0f} s] {who} in {env_id}: {args.generator_episodes} episodes", flush=True
@@ -384,7 +397,7 @@ def main() -> None:
     if met:
         clean["goals"] = met
     config = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    clean["config"] = {**config, "rollout_seed": ROLLOUT_SEED, "generator_world_in_lab": GENERATOR_WORLD_IN_LAB}
+    clean["config"] = {**config, "generator_world_in_lab": GENERATOR_WORLD_IN_LAB}
     (args.out / "behavior_axis.json").write_text(json.dumps(clean, indent=1, default=float) + "\n")
 
 

@@ -75,6 +75,8 @@ def test_fit_cli(real_set, tmp_path, capsys):
     assert load_model(out)["provenance"]["demos"]["file"] == real_set.name
     assert cli_main(["fit-behavior", "--demos", str(real_set), "--out", str(out), "--max-sources", "0"]) == 2
     assert "max_sources" in capsys.readouterr().err
+    assert cli_main(["fit-behavior", "--demos", str(real_set), "--out", str(out), "--min-grasps", "20"]) == 1
+    assert "too few usable grasps of category cube: 8" in capsys.readouterr().err
 
 
 def test_fit_refuses_an_empty_dataset(tmp_path):

@@ -36,6 +36,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     fit.add_argument("--out", type=Path, required=True, help="model file to write (JSON)")
     fit.add_argument("--max-sources", type=int, default=None, help="most grasps kept as sources (default 90)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the choice of sources (default 0)")
+    fit.add_argument(
+        "--min-grasps",
+        type=int,
+        default=None,
+        help="fewest usable grasps of each category the demos' scenes hold (default 3)",
+    )
     fit.set_defaults(func=_fit)
 
     cmp = subparsers.add_parser(
@@ -69,6 +75,9 @@ def _fit(args: argparse.Namespace) -> int:
         settings = FitSettings(
             max_sources=args.max_sources if args.max_sources is not None else FitSettings().max_sources,
             seed=args.seed,
+            min_grasps_per_category=(
+                args.min_grasps if args.min_grasps is not None else FitSettings().min_grasps_per_category
+            ),
         )
     except ValueError as exc:
         print(f"r2s2r fit-behavior: {exc}", file=sys.stderr)

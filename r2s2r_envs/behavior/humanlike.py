@@ -1,22 +1,39 @@
-"""The human-like generator: a demonstrator for any simulated world that moves the way the real operator did.
+"""The human-like generator: a demonstrator for any simulated world that moves the way the real operator did, closed
+loop, with the tracking and lead that world needs.
 
-Design: object-centric segments of the real demonstrations, replayed in the moving object's frame (MimicGen's
-idea, extended to a conveyor; docs/behavior.md#generator). A fitted model (``behavior.fit``) holds segmented
-grasps of real demonstrations. For each new object the generator picks a source grasp of the same category (one
-of the few whose object was where this one is when their approach began) and replays it:
+Design: object-centric segments of the real demonstrations (MimicGen's idea, extended to a conveyor;
+docs/behavior.md#generator), *tracked* in the moving object's frame. A fitted model (``behavior.fit``) holds
+segmented grasps of real demonstrations: the operator's strategy (when the reach starts after an object's arrival,
+the approach path, the grasp's finger commands and their staggering, the transport and the release) as the
+operator's hand carried it out. For each new object the generator picks a source grasp of the same category (of the
+4 whose object was nearest where this one is when their approach began, the 2 whose path starts nearest the hand,
+one at random) and carries it out:
 
 1. **Approach**: every waypoint is a blend of where the source hand was in the world and where it was relative
    to its object, weighted by the source hand's distance to the object (far: world frame, so a resting hand
    stays still; near: the moving object's frame, so each waypoint lands where the object is *now*). The start
    mismatch with the source fades out with a minimum-jerk profile. **Retiming for the belt**: the source's pause
    is stretched or cut so the reach starts as long after this object's arrival as the source's did after its
-   own (the operator's reaction), cut at once, and the replay's pace doubled, if the object would otherwise leave
-   the reach.
+   own (the operator's reaction); it is cut at once when the object is already where the source's was when its
+   reach began, or would otherwise leave the reach (then the replay's pace doubles), and the retreat before it
+   runs at double pace while the object is further along the belt than the source's was.
 2. **Closure**: the source's finger commands, step by step, while the hand dead-reckons along with the belt
    (the closing fingers push the object; chasing that push would walk the hand across the belt).
 3. **Transport and release**: the source's world path to the bin (bins do not move) and its finger commands,
    so the release happens where and how the operator released. An object that slips from under the closing hand
    or out of it on the way is grasped again at once (a re-grasp skips the retreat and the pause).
+
+**Closed loop.** Each step the command is the scripted planner's control law applied to the operator's path: a
+share (``tracking_gain``) of the error between the waypoint and the *measured* hand, plus the path's own motion
+over the next step taken ``lead`` steps ahead (the world's latency in control steps, plus one for the servos'
+lag). The task-space controller integrates the commands into its target, so a steady lag is worked off: the hand
+is where the operator's was when the operator's was there, whatever the world's latency and arm, as a person
+leads a slow arm until the hand is where they want it. (Generator v1 put the controller's target on the path:
+the hand trailed it by each world's own lag; in the identified world it solved 46% of episodes, in the lab 28%.)
+What the generator knows of its world (:class:`WorldKnowledge`) comes from the env's grounding file when it has
+one (the identified latency and perception offset, the planner's gain as tuned there), from the nominal model
+otherwise, or is given; never from the lab. Perceived object positions are corrected by the known perception
+offset before the operator's hand-to-object offsets are applied.
 
 The hand's yaw follows the source's, turned by the object's yaw difference; among the grasps the object's
 symmetry makes equivalent, the one that needs the least turn of the wrist.
@@ -25,21 +42,17 @@ Why segments rather than a parametric motion model: every trait the metrics meas
 speed profiles, corrective sub-movements, hesitations, the approach path, staggered finger closure, release
 height and their variability -- is carried by the recorded segments themselves, with their correlations intact,
 whatever the operator's style. A parametric model would need a form chosen in advance for each trait (and would
-miss whatever that form does not express), while replaying in the object's frame needs no model of the
+miss whatever that form does not express), while tracking in the object's frame needs no model of the
 operator's strategy: a "follow" operator's tracking along the belt and an "above" operator's descent both come
 out of the same code. What it cannot produce is a motion unlike any in the data; for the task's object arrivals
 the object-frame transform and the retiming cover the variation.
 
 Waypoints are where the operator's hand *was* (the measured TCP, low-passed at 3 Hz), not the commands: the
 commands that moved it there were shaped by the lab's own arm (its lag, its gains: the operator pushed a slow arm
-harder), and replayed through another world's controller they would move the hand faster or slower than the
-operator's. Put on the task-space controller's target, the measured path makes this world's servos move the hand
-the way the operator's moved (in the default lab's 50 demos, commanded targets replayed in nominal sim gave peak
-hand speeds of 0.340 m/s against the operator's 0.294). Where the hand starts away from the source's path, the
-mismatch fades no faster than half the source hand's own peak speed; the source is drawn from the few, among
-those whose object was where this one is, whose path starts nearest the hand. Finger commands are the source's
-own, step by step, and the hand settles at the source's grasp height before the fingers close. The generator
-sees only the state observation, like a policy. It never emits NaN or actions outside [-1, 1].
+harder). Where the hand starts away from the source's path, the mismatch fades no faster than half the source
+hand's own peak speed. Finger commands are the source's own, step by step, and the hand settles at the source's
+grasp height before the fingers close. The generator sees only the state observation, like a policy. It never
+emits NaN or actions outside [-1, 1].
 """
 
 from __future__ import annotations
