@@ -206,6 +206,35 @@ def test_cli_reports_bad_input_with_exit_code_2(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("127.0.0.1:{port}", "cannot reach the Ray cluster at --address '127.0.0.1:{port}' within 5 s"),
+        ("no-such-host.invalid:6379", "cannot reach the Ray cluster at --address 'no-such-host.invalid:6379'"),
+        ("head:port", "--address 'head:port' is not HOST:PORT (or 'auto')"),
+    ],
+)
+def test_an_unreachable_cluster_is_a_one_line_error_within_seconds(tmp_path, capsys, address, message):
+    import time
+
+    from r2s2r_envs.ablation.runner import _check_reachable
+
+    port = _closed_port()
+    start = time.perf_counter()
+    with pytest.raises(AblationError) as info:
+        _check_reachable(address.format(port=port))
+    assert message.format(port=port) in str(info.value) and "drop --address" in str(info.value)
+    assert "\n" not in str(info.value) and time.perf_counter() - start < 10
+
+
 def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     import argparse
 

@@ -91,6 +91,35 @@ def make_nan(env) -> NaNPolicy:
     return NaNPolicy()
 
 
+def make_raising(env) -> ZeroPolicy:
+    raise RuntimeError("no GPU here")
+
+
+def make_nothing(env) -> None:
+    return None
+
+
+NOT_CALLABLE = 3
+
+
+class NeedsConfig:
+    def __init__(self, env) -> None:
+        raise ValueError("config.yaml is missing")
+
+
+class KilledInWorkers(ZeroPolicy):
+    """Kills its own process on the first action in a worker process (as the out-of-memory killer would)."""
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        import multiprocessing
+        import os
+        import signal
+
+        if multiprocessing.current_process().name != "MainProcess":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().act(obs)
+
+
 # ---------------------------------------------------------------------- policy failures
 @pytest.mark.parametrize(
     "policy, steps, message",
@@ -351,6 +380,72 @@ def test_cli_usage_errors_are_one_line(argv, message, capsys):
     assert main(["evaluate", *argv, "--episodes", "1", *FAST_ARGS]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.startswith("r2s2r evaluate: error:") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (
+            "test_evaluate_cli:make_raising",
+            "the policy factory test_evaluate_cli.make_raising raised RuntimeError: no GPU",
+        ),
+        ("test_evaluate_cli:make_nothing", "make_nothing returned a NoneType, which is not a Policy: it needs methods"),
+        ("test_evaluate_cli:NOT_CALLABLE", "names a int; it must name a factory f(env) -> Policy, a policy class or"),
+        ("test_evaluate_cli:NeedsConfig", "the policy factory test_evaluate_cli.NeedsConfig raised ValueError: config"),
+    ],
+)
+def test_cli_policy_errors_are_one_line(policy, message, capsys):
+    assert main(["evaluate", "--policy", policy, "--env", SIM, "--episodes", "1", *FAST_ARGS]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("r2s2r evaluate: error:") and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "option, path, message",
+    [
+        ("--out", "{tmp}", "the file must end in .json"),
+        ("--out", "{tmp}/folder.json", "is a folder; give a file name"),
+        ("--out", "{tmp}/a-file/result.json", "a-file is a file, so nothing can be written below it"),
+        ("--out", "{tmp}/result.txt", "the file must end in .json"),
+        ("--video", "{tmp}/first.gif", "the file must end in .mp4"),
+        ("--video", "{tmp}/a-file/first.mp4", "a-file is a file, so nothing can be written below it"),
+    ],
+)
+def test_cli_outputs_are_checked_before_any_episode(tmp_path, capsys, monkeypatch, option, path, message):
+    (tmp_path / "folder.json").mkdir()
+    (tmp_path / "a-file").write_text("")
+    ran = []
+    monkeypatch.setattr("r2s2r_envs.evaluation.cli.evaluate", lambda *a, **k: ran.append(1))
+    argv = ["evaluate", "--policy", "test_evaluate_cli:make_zero", "--env", SIM, "--episodes", "1", *FAST_ARGS]
+    assert main([*argv, option, path.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"r2s2r evaluate: error: {option} ") and message in err and len(err.splitlines()) == 1
+    assert not ran
+
+
+def test_a_killed_worker_is_reported_as_killed(capsys):
+    argv = ["evaluate", "--policy", "test_evaluate_cli:KilledInWorkers", "--env", SIM, "--episodes", "3"]
+    assert main([*argv, "--workers", "2", *FAST_ARGS]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "killed by SIGKILL (exit code -9)" in err and "__main__" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "exitcode, done, main_file, expected, absent",
+    [
+        (-9, 0, "script.py", "killed by SIGKILL (exit code -9) after 0 result(s)", "__main__"),
+        (-15, 4, "script.py", "killed by SIGTERM", "__main__"),
+        (1, 0, "script.py", "guard the call with `if __name__ == '__main__':`", "killed"),
+        (1, 3, "script.py", "died (exit code 1) without reporting an error, after 3 result(s)", "__main__"),
+        (1, 0, "r2s2r", "died (exit code 1)", "__main__"),
+    ],
+)
+def test_worker_death_says_what_the_exit_code_tells(monkeypatch, exitcode, done, main_file, expected, absent):
+    from r2s2r_envs.workers import worker_death
+
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", main_file, raising=False)
+    message = worker_death(exitcode, done=done, call="generate()")
+    assert expected in message and absent not in message
 
 
 def test_cli_missing_policy_directory(tmp_path, capsys):

@@ -174,6 +174,9 @@ def init_ray(address: str | None, workers: int | None) -> bool:
 
     Locally: ``num_cpus=workers`` (default: every core), no dashboard, errors only. With ``address``: joins the
     cluster there (``"auto"`` for the one this node belongs to).
+
+    Raises:
+        AblationError: Ray is not installed, or the cluster at ``address`` cannot be joined (named, with what to do).
     """
     ray = import_ray()
     if ray.is_initialized():
@@ -186,10 +189,49 @@ def init_ray(address: str | None, workers: int | None) -> bool:
         "configure_logging": True,
     }
     if address:
-        ray.init(address=address, **kwargs)
+        _check_reachable(address)  # Ray itself retries an unreachable address for minutes
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:  # Ray's kinds of "cannot connect"
+            reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise AblationError(
+                f"cannot join the Ray cluster at --address {address!r} ({type(e).__name__}: {reason}); start one "
+                "with `ray start --head` on its head node, give that node's address, or drop --address to run "
+                "on this machine"
+            ) from None
     else:
         ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
     return True
+
+
+#: Seconds to wait for a TCP connection to a cluster's head before giving up.
+CONNECT_TIMEOUT_S = 5.0
+_RAY_DEFAULT_PORT = 6379
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse, within ``CONNECT_TIMEOUT_S``, a ``host:port`` (or ``ray://host:port``) nothing listens on;
+    ``"auto"`` is left to Ray (it reads this node's running cluster and fails at once without one)."""
+    import socket
+
+    if address == "auto":
+        return
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":") if ":" in target else (target, "", str(_RAY_DEFAULT_PORT))
+    try:
+        number = int(port)
+    except ValueError:
+        raise AblationError(
+            f"--address {address!r} is not HOST:PORT (or 'auto'), e.g. 10.0.0.5:6379; or drop --address to run here"
+        ) from None
+    try:
+        socket.create_connection((host.strip("[]"), number), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise AblationError(
+            f"cannot reach the Ray cluster at --address {address!r} within {CONNECT_TIMEOUT_S:g} s "
+            f"({e.strerror or type(e).__name__}); start one with `ray start --head` on its head node, give that "
+            "node's address, or drop --address to run on this machine"
+        ) from None
 
 
 #: Which ready task goes first (lower first): the nearer a task is to a reported result, the sooner it runs.

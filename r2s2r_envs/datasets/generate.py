@@ -51,6 +51,7 @@ from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
+from r2s2r_envs.workers import worker_death
 from r2s2r_envs.world.constants import HAND_JOINTS
 
 #: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
@@ -999,11 +1000,8 @@ def _run_parallel(
                     break
                 dead = [p for p in procs if not p.is_alive()]
                 if dead:
-                    raise GenerationError(
-                        f"a worker process died (exit code {dead[0].exitcode}) without reporting an error. If "
-                        "generate() was called from a script, guard the call with `if __name__ == '__main__':` "
-                        "(worker processes are spawned and import the main module)"
-                    ) from None
+                    why = worker_death(dead[0].exitcode, done=writer.num_demos, call="generate()")
+                    raise GenerationError(f"{why}; the file keeps every demo written, the same call resumes") from None
                 continue
             if kind == "error":
                 raise GenerationError(f"attempt {attempt} failed in a worker:\n{payload}")

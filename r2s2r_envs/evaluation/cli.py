@@ -21,24 +21,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, check_output_file, non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
     EvaluationResult,
+    PolicyError,
     RenderError,
     ResultSchemaError,
     UnknownEnvError,
     evaluate,
     picksort_env_ids,
 )
+from r2s2r_envs.workers import WorkerDiedError
 
 #: The env whose physics come from a lab (``--lab``).
 LAB_ENV_ID = "PickSort-Real-v0"
 
 
-class PolicySpecError(ValueError):
-    """A ``--policy`` that names no policy directory and no importable ``module:factory``."""
+class PolicySpecError(PolicyError, ValueError):
+    """A ``--policy`` that names no policy directory and no importable ``module:factory`` (a ``PolicyError``, so
+    the protocol passes it on as it is)."""
 
 
 class DirectoryPolicy:
@@ -81,7 +84,8 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None, **settings: An
     (execution settings of a checkpoint: ``execute_steps``, ``temporal_ensemble``) apply to checkpoints only.
 
     Raises:
-        PolicySpecError: neither an existing directory nor an importable ``module:attribute``.
+        PolicySpecError: neither an existing directory nor an importable ``module:attribute``, or an attribute that
+            is neither callable nor a policy.
     """
     if spec.startswith("zoo:"):  # a reference checkpoint that ships with the package
         from r2s2r_envs.policies.zoo import ZooError, resolve_checkpoint
@@ -119,7 +123,14 @@ def resolve_policy_spec(spec: str, *, threads: int | None = None, **settings: An
             public = sorted(n for n in dir(module) if not n.startswith("_"))
             raise PolicySpecError(f"--policy {spec!r}: module {module_name!r} has no {attribute!r}; it has {public}")
         target = getattr(target, part)
-    return ClassPolicy(target) if isinstance(target, type) else target
+    if isinstance(target, type):
+        return ClassPolicy(target)
+    if not callable(target) and not (hasattr(target, "reset") and hasattr(target, "act")):
+        raise PolicySpecError(
+            f"--policy {spec!r} names a {type(target).__name__}; it must name a factory f(env) -> Policy, a policy "
+            "class or a policy object (with methods reset(seed) and act(obs))"
+        )
+    return target
 
 
 class ClassPolicy:
@@ -128,6 +139,8 @@ class ClassPolicy:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
+        # Messages about this factory name the class it makes.
+        self.__module__, self.__qualname__ = cls.__module__, cls.__qualname__
 
     def __call__(self, env: Any) -> Any:
         try:
@@ -177,6 +190,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if getattr(args, key) is not None:
             env_kwargs[key] = getattr(args, key)
     try:
+        # Outputs first: a run of minutes must not end in a file that cannot be written.
+        if args.out is not None:
+            check_output_file(args.out, option="--out", suffix=".json")
+        if args.video is not None:
+            check_output_file(args.video, option="--video", suffix=".mp4")
         if args.env not in picksort_env_ids():
             raise UnknownEnvError(f"unknown env id {args.env!r}; registered PickSort ids: {picksort_env_ids()}")
         if args.lab is not None:
@@ -196,14 +214,21 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             workers=args.workers,
             method={"method": args.method} if args.method else None,
         )
-    except (PolicySpecError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError) as e:
+    except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
         print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except WorkerDiedError as e:
+        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
     text = result.to_json(indent=2)
     EvaluationResult.from_json(text)  # a result this package cannot read back is a bug: fail before writing it
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text + "\n")
+        except OSError as e:  # checked before the run; the disk may still fill up
+            print(f"r2s2r evaluate: error: cannot write --out {args.out}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_ERROR
     print(text if args.json else _format_summary(result))
     if args.out is not None and not args.json:
         print(f"result:           {args.out}")

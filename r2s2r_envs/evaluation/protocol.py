@@ -63,6 +63,7 @@ from r2s2r_envs.evaluation.schema import (
     validate_result,
 )
 from r2s2r_envs.evaluation.stats import summarize_episodes
+from r2s2r_envs.workers import WorkerDiedError, worker_death
 
 #: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
 #: never changes (``tests/test_protocol.py`` pins the seeds it gives).
@@ -108,6 +109,11 @@ class RenderError(RuntimeError):
     """Offscreen rendering (for a video) is not available; the message says how to enable it."""
 
 
+class PolicyError(TypeError):
+    """A policy the protocol cannot run: not a Policy and not callable, or a factory that raised or returned
+    something that is not a Policy; the message names the factory and what went wrong."""
+
+
 # ---------------------------------------------------------------------- policies
 @runtime_checkable
 class Policy(Protocol):
@@ -143,20 +149,25 @@ def resolve_policy(policy: PolicyOrFactory, env: gym.Env) -> Policy:
     """``policy`` itself if it is a :class:`Policy`, else ``policy(env)``.
 
     Raises:
-        TypeError: ``policy`` is neither a policy nor callable, or the factory returned something that is not a
-            policy.
+        PolicyError: ``policy`` is neither a policy nor callable, the factory raised (its error is named, and
+            kept as the cause), or it returned something that is not a policy.
     """
     if _is_policy(policy):
         return _tell_domain(policy, env)  # type: ignore[arg-type]
     if callable(policy):
-        made = policy(env)
+        try:
+            made = policy(env)
+        except PolicyError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the factory is the user's code: any error is named, not relayed raw
+            raise PolicyError(f"the policy factory {_qualified_name(policy)} raised {type(e).__name__}: {e}") from e
         if not _is_policy(made):
-            raise TypeError(
+            raise PolicyError(
                 f"the policy factory {_qualified_name(policy)} returned a {type(made).__name__}, which is not a "
                 "Policy: it needs methods reset(seed) and act(obs)"
             )
         return _tell_domain(made, env)
-    raise TypeError(
+    raise PolicyError(
         f"policy must be a Policy (an object with methods reset(seed) and act(obs)) or a factory f(env) -> Policy, "
         f"got a {type(policy).__name__}"
     )
@@ -783,6 +794,7 @@ def evaluate(
                     records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1], index=i)
                     bar.update()
             else:
+                workers_started: list[Any] = []
                 pool = ProcessPoolExecutor(
                     max_workers=min(workers, len(rest)),
                     mp_context=get_context("spawn"),
@@ -791,6 +803,7 @@ def evaluate(
                 )
                 try:
                     futures = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
+                    workers_started = list(getattr(pool, "_processes", {}).values())  # their exit codes, if they die
                     if video is not None:  # filmed here while the workers run the other episodes
                         records[0] = _filmed_episode(env, main_policy, seeds[0], video)
                         bar.update()
@@ -799,9 +812,11 @@ def evaluate(
                         records[record.index] = record
                         bar.update()
                 except BrokenProcessPool as e:
-                    raise RuntimeError(
-                        "a worker process died. If evaluate() was called from a script, guard the call with "
-                        "`if __name__ == '__main__':` (workers are spawned and import the main module)"
+                    done = sum(r is not None for r in records)
+                    pool.shutdown(wait=True, cancel_futures=True)  # reaps the workers: their exit codes are known
+                    codes = [p.exitcode for p in workers_started if p.exitcode]
+                    raise WorkerDiedError(
+                        worker_death(codes[0] if codes else None, done=done, call="evaluate()")
                     ) from e
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)
@@ -837,6 +852,7 @@ __all__ = [
     "EpisodeRecord",
     "EvaluationResult",
     "Policy",
+    "PolicyError",
     "PolicyFactory",
     "PolicyOrFactory",
     "RenderError",
