@@ -31,7 +31,7 @@ from typing import Any
 import gymnasium as gym
 
 import r2s2r_envs  # registers the envs and demonstrators
-from r2s2r_envs.argtypes import EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation import protocol
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
@@ -41,6 +41,7 @@ from r2s2r_envs.evaluation.protocol import (
     RenderError,
     evaluate,
 )
+from r2s2r_envs.paths import check_output_file
 
 ENV_PREFIX = protocol.ENV_PREFIX
 #: The env whose physics come from a lab (``--lab``).
@@ -223,6 +224,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return _cmd_demo_all(args)
     env_kwargs = _task_kwargs(args)
     try:
+        if args.video is not None:
+            check_output_file(args.video, option="--video", suffix=".mp4")
         check_env_id(args.env)
         if args.lab is not None:
             check_lab(args.env, args.lab)
@@ -242,7 +245,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             video=args.video,
             workers=args.workers,
         )
-    except (UsageError, EnvArgumentError, RenderError) as e:
+    except (UsageError, EnvArgumentError, RenderError, ValueError) as e:
         print(f"r2s2r demo: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(result.to_json() if args.json else _format_summary(result))
@@ -377,7 +380,11 @@ def _add_module_subcommands(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``r2s2r``; returns the exit code (0 ok, 2 usage error)."""
+    """Entry point of ``r2s2r``; returns the exit code (0 ok, 1 error, 2 usage error).
+
+    A ``ValueError``, ``TypeError``, ``KeyError`` or ``OSError`` that a subcommand did not report itself is printed
+    as one line (``r2s2r COMMAND: error: ...``, exit code 1); with ``R2S2R_TRACEBACK=1`` it is raised instead.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
@@ -390,6 +397,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         # final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        # The last resort for bad input a handler did not catch: one line, not a traceback (TRACEBACK_ENV shows it).
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        print(f"r2s2r {args.command}: error: {_one_line(e)} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
+        return EXIT_ERROR
+
+
+#: Set to show the traceback of an error the command reports in one line.
+TRACEBACK_ENV = "R2S2R_TRACEBACK"
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception as a message: the suite's own errors by their text, builtin ones with their type."""
+    text = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    if isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.filename}: {error.strerror or text}"
+    return text if type(error).__module__.startswith("r2s2r_envs") else f"{type(error).__name__}: {text}"
 
 
 if __name__ == "__main__":

@@ -254,6 +254,48 @@ def test_module_entry_point_no_traceback():
     assert "registered PickSort ids" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["demo", "--env", "PickSort-Ungrounded-v0", "--episodes", "1", "--video", "{tmp}"], "--video {tmp}: the file"),
+        (["demo", "--env", "PickSort-Ungrounded-v0", "--episodes", "1", "--video", "{tmp}/a.gif"], "must end in .mp4"),
+        (["sysid", "--logs", "{tmp}", "--out", "{tmp}"], "--out {tmp}: the file must end in .json"),
+        (["sysid", "--logs", "{tmp}", "--out", "{tmp}/f/g.json"], "{tmp}/f is a file, so nothing can be written"),
+        (["sysid", "--logs", "{tmp}", "--out", "{tmp}/g.json", "--report", "{tmp}/f"], "--report {tmp}/f is a file"),
+    ],
+)
+def test_outputs_are_checked_before_the_run(tmp_path, capsys, argv, message):
+    (tmp_path / "f").write_text("")
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(tmp=tmp_path) in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        (
+            ValueError("tolerance must be > 0"),
+            "r2s2r envs: error: ValueError: tolerance must be > 0 (set R2S2R_TRACEBACK",
+        ),
+        (KeyError("episodes"), "r2s2r envs: error: KeyError: episodes (set"),
+        (FileNotFoundError(2, "No such file or directory", "x.json"), "error: FileNotFoundError: x.json: No such file"),
+    ],
+)
+def test_an_unreported_error_is_one_line_not_a_traceback(monkeypatch, capsys, error, message):
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr(cli, "_cmd_envs", fail)
+    monkeypatch.delenv(cli.TRACEBACK_ENV, raising=False)
+    assert cli.main(["envs"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
+    with pytest.raises(type(error)):
+        cli.main(["envs"])
+
+
 def test_dataset_subcommands_present():
     help_text = cli.build_parser().format_help()
     for command in ("generate", "replay", "datasets"):

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, check_output_file, non_negative_int, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
@@ -33,6 +33,7 @@ from r2s2r_envs.evaluation.protocol import (
     evaluate,
     picksort_env_ids,
 )
+from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.workers import WorkerDiedError
 
 #: The env whose physics come from a lab (``--lab``).

@@ -63,6 +63,7 @@ from r2s2r_envs.evaluation.schema import (
     validate_result,
 )
 from r2s2r_envs.evaluation.stats import summarize_episodes
+from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.workers import WorkerDiedError, worker_death
 
 #: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
@@ -769,7 +770,7 @@ def evaluate(
     episodes, workers, base_seed = int(episodes), int(workers), int(base_seed)
     kwargs = dict(env_kwargs or {})
     seeds = evaluation_seeds(episodes, base_seed)
-    video = None if video is None else os.fspath(video)
+    video = None if video is None else os.fspath(check_output_file(video, option="video", suffix=".mp4"))
     start = time.perf_counter()
     env = make_env(env_id, {**kwargs, "render_mode": "rgb_array"} if video is not None else kwargs)
     try:

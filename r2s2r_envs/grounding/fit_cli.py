@@ -32,6 +32,7 @@ from typing import Any
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.grounding.result import Grounding, GroundingFileError, write_grounding
 from r2s2r_envs.grounding.validation import Validation
+from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
 
 LAB_ID = "PickSort-Real-v0"
@@ -348,6 +349,17 @@ def cmd_sysid(args: argparse.Namespace) -> int:
 
     if args.logs is None and args.lab is None:
         print("r2s2r sysid: error: give --logs DIR or --lab LAB", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_output_file(args.out, option="--out", suffix=".json")
+    except ValueError as e:
+        print(f"r2s2r sysid: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.report is not None and args.report.exists() and not args.report.is_dir():
+        print(
+            f"r2s2r sysid: error: --report {args.report} is a file; the report is written into a folder",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.logs is not None and not args.logs.is_dir():
         print(
