@@ -16,7 +16,7 @@ traits that separate the sets most (Cohen's d). Rows:
   operator model in a simulated env is a measurement made here, never by grounding code.)
 
 The generator in the lab knows what the team knows of the lab: the shipped grounding file
-(``behavior_axis.humanlike_in_lab``), never the lab's parameters. ``--rows`` picks rows by label (comma-separated);
+(``behavior_axis.humanlike_in_lab``), never the lab's parameters. ``--rows`` picks rows by label (separated by ``;``);
 the goals are checked on the rows present and written with the figures.
 
 Example::
@@ -108,11 +108,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs/similarity"), help="where generated sets go")
     parser.add_argument("--demos", type=int, default=50, help="successful demos per generated set (default 50)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rows", default=None, help="comma-separated row labels (default: every row)")
+    parser.add_argument("--rows", default=None, help="row labels separated by ';' (default: every row)")
     parser.add_argument("--out", type=Path, help="also write the figures as JSON")
     args = parser.parse_args()
     labels = [r[0] for r in ROWS]
-    chosen = labels if args.rows is None else [x.strip() for x in args.rows.split(",") if x.strip()]
+    chosen = labels if args.rows is None else [x.strip() for x in args.rows.split(";") if x.strip()]
     unknown = sorted(set(chosen) - set(labels))
     if unknown:
         parser.error(f"unknown row(s) {unknown}; rows: {labels}")
