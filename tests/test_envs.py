@@ -211,6 +211,40 @@ def test_action_not_finite(env_id, make_env, bad):
         env.unwrapped.step(action)
 
 
+@pytest.mark.parametrize(
+    "bad, what",
+    [
+        ("left", "got a str"),
+        ({"arm": np.zeros(6)}, "got a dict"),
+        (np.array([object()] * 22, dtype=object), "dtype object"),
+        ([[0.0] * 3, [0.0]], "ragged or mixed sequence"),
+        (np.zeros(22, dtype=complex), "dtype complex128"),
+        (np.zeros(22, dtype=bool), "dtype bool"),
+    ],
+)
+def test_action_of_another_kind(env_id, make_env, bad, what):
+    env = make_env(env_id)
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match=r"action must be an array of shape \(22,\) of real numbers") as err:
+        env.unwrapped.step(bad)
+    assert what in str(err.value)
+
+
+def test_set_state_refuses_non_finite_and_non_numeric_states(make_env):
+    env = make_env(ENV_IDS[0])
+    env.reset(seed=0)
+    state = env.unwrapped.get_state()
+    for bad in (np.nan, np.inf):
+        broken = state.copy()
+        broken[3] = bad
+        with pytest.raises(ValueError, match=r"state must be finite.*indices \[3\]"):
+            env.unwrapped.set_state(broken)
+    with pytest.raises(TypeError, match="state must be an array of real numbers"):
+        env.unwrapped.set_state(state.astype(complex))
+    obs, *_ = env.unwrapped.step(np.zeros(22, dtype=np.float32))  # the refused states left the env as it was
+    assert all(np.isfinite(v).all() for v in obs.values())
+
+
 def test_action_out_of_range_is_clipped(make_env):
     env_a, env_b = make_env(ENV_IDS[0]), make_env(ENV_IDS[0])
     env_a.reset(seed=0)

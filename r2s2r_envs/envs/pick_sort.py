@@ -628,8 +628,18 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     # ------------------------------------------------------------------ action
     def _validate_action(self, action: Any) -> np.ndarray:
-        a = np.asarray(action, dtype=np.float64)
         shape = self._action_shape
+        accepted = f"an array of shape {shape} of real numbers (float or int) in [-1, 1]"
+        if isinstance(action, (str, bytes, Mapping)):
+            raise TypeError(f"action must be {accepted}, got a {type(action).__name__}")
+        try:
+            raw = np.asarray(action)
+        except (TypeError, ValueError):  # a ragged sequence
+            raise TypeError(f"action must be {accepted}, got a ragged or mixed sequence {action!r}") from None
+        # bool, complex, object and string arrays would convert silently or raise numpy's own message.
+        if raw.dtype.kind not in "iuf":
+            raise TypeError(f"action must be {accepted}, got an array of dtype {raw.dtype}")
+        a = raw.astype(np.float64, copy=False)
         if a.shape != shape:
             raise ValueError(f"action must have shape {shape} with values in [-1, 1], got shape {a.shape}")
         if not np.isfinite(a.sum()):
@@ -814,10 +824,18 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def set_state(self, state: np.ndarray) -> None:
         """Restore a state from ``get_state`` (physics only; episode bookkeeping is not rewound)."""
-        state = np.asarray(state, dtype=np.float64)
+        raw = np.asarray(state)
+        if raw.dtype.kind not in "iuf":
+            raise TypeError(f"state must be an array of real numbers from get_state(), got dtype {raw.dtype}")
+        state = raw.astype(np.float64, copy=False)
         expected = mujoco.mj_stateSize(self._model, self._state_spec)
         if state.shape != (expected,):
             raise ValueError(f"state must have shape ({expected},) for this model, got {state.shape}")
+        if not np.isfinite(state).all():
+            raise ValueError(
+                f"state must be finite (a state from get_state()); got NaN/inf at indices "
+                f"{np.flatnonzero(~np.isfinite(state))[:10].tolist()}"
+            )
         mujoco.mj_setState(self._model, self._data, state, self._state_spec)
         mujoco.mj_forward(self._model, self._data)
 
