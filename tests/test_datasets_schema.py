@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from pathlib import Path
 
 import h5py
@@ -266,6 +267,63 @@ def test_edited_metadata_fails_verification(small_file: Path, edit: str) -> None
     # The loaders verify too (fully, by default): no wrongly normalized actions, no sim data labelled real.
     with pytest.raises(HashMismatchError):
         TrajectoryDataset(small_file, normalize="standard")
+
+
+# Attributes that are not what the schema stores (not merely edited values): refused with the attribute named,
+# in every verify mode that reads them ("none" included), instead of a raw KeyError/JSONDecodeError or a misleading
+# "modified". Each: change, message, the verify modes.
+ALL_MODES = ("none", "quick", "full")
+MALFORMED = {
+    "provenance not JSON": (
+        lambda f: f.attrs.__setitem__("provenance", "{oops"),
+        "root attribute 'provenance': not valid JSON",
+        ALL_MODES,
+    ),
+    "generation a list": (
+        lambda f: f.attrs.__setitem__("generation", "[1]"),
+        "root attribute 'generation' must be a JSON object",
+        ALL_MODES,
+    ),
+    "env_args too deep": (
+        lambda f: f["data"].attrs.__setitem__("env_args", "[" * 100_000 + "]" * 100_000),
+        "attribute data.env_args: nested 100000 levels deep; at most 64",
+        ALL_MODES,
+    ),
+    "format mark": (
+        lambda f: f.attrs.__setitem__("r2s2r_format", "other.format"),
+        "root attribute r2s2r_format is 'other.format'; an r2s2r_envs dataset has 'r2s2r_envs.datasets'",
+        ALL_MODES,
+    ),
+    "content_parts empty": (
+        lambda f: f.attrs.__setitem__("content_parts", "{}"),
+        "root attribute 'content_parts' must map exactly ['env_args', 'generation'",
+        ("quick", "full"),
+    ),
+    "outcomes not JSON": (
+        lambda f: f["data/demo_0"].attrs.__setitem__("object_outcomes", "{bad"),
+        "demo 0's object_outcomes: not valid JSON",
+        ("none",),  # the other modes find the demo's attributes changed
+    ),
+    "stats without a mean": (
+        lambda f: f["stats/actions"].attrs.__delitem__("mean"),
+        "the statistics /stats/actions cannot be read",
+        ("none",),
+    ),
+}
+
+
+@pytest.mark.parametrize("problem", sorted(MALFORMED))
+def test_malformed_metadata_is_named_in_every_verify_mode(small_file: Path, problem: str) -> None:
+    change, message, modes = MALFORMED[problem]
+    with h5py.File(small_file, "r+") as f:
+        change(f)
+    for mode in modes:
+        with pytest.raises(CorruptDatasetError, match=re.escape(message)) as info:
+            with open_dataset(small_file, verify=mode) as d:  # reading everything, as a loader would
+                for demo_id in d.demo_ids:
+                    d.demo_attrs(demo_id)
+                d.stats()
+        assert str(small_file) in str(info.value)
 
 
 def test_full_verification_recomputes_the_statistics(small_file: Path) -> None:

@@ -30,6 +30,7 @@ from r2s2r_envs.datasets.schema import (
     UnsupportedSchemaError,
 )
 from r2s2r_envs.datasets.stats import RunningStats
+from r2s2r_envs.safe_json import JSONFileError, loads
 
 VerifyMode = Literal["full", "quick", "none"]
 VERIFY_MODES: tuple[str, ...] = ("full", "quick", "none")
@@ -105,9 +106,9 @@ class DatasetFile:
         self.path = path
         self._f = f
         self.schema_version: int = int(f.attrs["r2s2r_schema_version"])
-        self.provenance: dict[str, Any] = json.loads(f.attrs["provenance"])
-        self.generation: dict[str, Any] = json.loads(f.attrs["generation"])
-        self.env_args: dict[str, Any] = json.loads(f["data"].attrs["env_args"])
+        self.provenance: dict[str, Any] = _json_attr(path, f.attrs["provenance"], "root attribute 'provenance'")
+        self.generation: dict[str, Any] = _json_attr(path, f.attrs["generation"], "root attribute 'generation'")
+        self.env_args: dict[str, Any] = _json_attr(path, f["data"].attrs["env_args"], "attribute data.env_args")
         self._groups: dict[int, str] = {}
         self._lengths: dict[int, int] = {}
         self._hashes: dict[int, str] = {}
@@ -233,7 +234,12 @@ class DatasetFile:
         out: dict[str, RunningStats] = {}
         for name, grp in self._f["stats"].items():
             stream = name.replace(".", "/", 1) if name.startswith("obs.") else name
-            out[stream] = RunningStats.from_attrs(grp.attrs)
+            try:
+                out[stream] = RunningStats.from_attrs(grp.attrs)
+            except (KeyError, ValueError, TypeError) as exc:
+                raise CorruptDatasetError(
+                    f"{self.path}: the statistics /stats/{name} cannot be read ({exc}); the file was damaged or edited"
+                ) from None
         return out
 
     # -- data --------------------------------------------------------------------------------------
@@ -249,7 +255,8 @@ class DatasetFile:
         out["failure_cause"] = out.get("failure_cause") or None
         tts = out.get("time_to_sort")
         out["time_to_sort"] = None if tts is None or (isinstance(tts, float) and math.isnan(tts)) else tts
-        out["object_outcomes"] = json.loads(out.get("object_outcomes", "[]"))
+        text = out.get("object_outcomes", "[]")
+        out["object_outcomes"] = _json_attr(self.path, text, f"demo {demo_id}'s object_outcomes", kind=list)
         return out
 
     def read(self, demo_id: int, path: str) -> np.ndarray:
@@ -389,12 +396,14 @@ class DatasetFile:
 
     def _verify_parts(self) -> dict[str, str]:
         """Checks the file-level parts of the version-2 content hash against ``content_parts``; returns them."""
-        try:
-            stored = json.loads(self._f.attrs["content_parts"])
-        except (TypeError, ValueError) as exc:
-            raise CorruptDatasetError(f"{self.path}: content_parts is not valid JSON ({exc})") from None
-        if not isinstance(stored, dict):
-            raise CorruptDatasetError(f"{self.path}: content_parts must be a JSON object, got {type(stored).__name__}")
+        stored = _json_attr(self.path, self._f.attrs["content_parts"], "root attribute 'content_parts'")
+        lacking = [name for name in schema.CONTENT_PARTS if not isinstance(stored.get(name), str)]
+        if lacking or set(stored) - set(schema.CONTENT_PARTS):
+            raise CorruptDatasetError(
+                f"{self.path}: root attribute 'content_parts' must map exactly {list(schema.CONTENT_PARTS)} to their "
+                f"hashes; it lacks {lacking} and has {sorted(stored)}: the attribute was damaged or edited, so what "
+                "else changed cannot be told"
+            )
         parts = schema.file_parts(self._f)
         for name in schema.CONTENT_PARTS:
             if parts[name] != stored.get(name):
@@ -625,6 +634,12 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
             f"{path} has schema version {version}, which is {'newer than' if newer else 'not'} a supported one: "
             f"{schema.supported_versions_text()}; {hint}"
         )
+    # The format mark is outside the content hash: it is checked for its one value instead.
+    if "r2s2r_format" in f.attrs and str(f.attrs["r2s2r_format"]) != schema.FORMAT_NAME:
+        raise CorruptDatasetError(
+            f"{path}: root attribute r2s2r_format is {str(f.attrs['r2s2r_format'])[:80]!r}; an r2s2r_envs dataset "
+            f"has {schema.FORMAT_NAME!r}"
+        )
     missing = [a for a in (_ROOT_ATTRS if version == 1 else _ROOT_ATTRS_V2) if a not in f.attrs]
     for group in ("data", "mask", "stats"):
         if group not in f:
@@ -654,6 +669,19 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
         )
     dataset.verify(verify)
     return dataset
+
+
+def _json_attr(path: Path, text: Any, what: str, kind: type = dict) -> Any:
+    """A JSON attribute parsed with the bounded reader (``r2s2r_envs.safe_json``) and of ``kind``; a
+    ``CorruptDatasetError`` naming the attribute otherwise."""
+    try:
+        value = loads(str(text), what=f"{path}: {what}")
+    except JSONFileError as exc:
+        raise CorruptDatasetError(f"{exc}; the file was damaged or edited") from None
+    if not isinstance(value, kind):
+        want = "object" if kind is dict else kind.__name__
+        raise CorruptDatasetError(f"{path}: {what} must be a JSON {want}, got {type(value).__name__}")
+    return value
 
 
 def _foreign_message(path: Path, f: h5py.File) -> str:
