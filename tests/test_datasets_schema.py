@@ -695,3 +695,18 @@ def test_file_being_written_by_another_process_is_reported_as_locked(tmp_path: P
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     assert "is locked: another process has it open for writing" in out.stderr
+
+
+def test_verify_expect_pins_a_trusted_hash(small_file: Path, capsys) -> None:
+    from r2s2r_envs.cli import main
+
+    with open_dataset(small_file) as f:
+        trusted = f.content_hash
+    assert main(["datasets", "verify", str(small_file), "--expect", trusted.upper()]) == 0
+    # A rehashed file verifies by its own hash; only a hash pinned from elsewhere tells it apart.
+    assert main(["datasets", "verify", str(small_file), "--expect", "0" * 64]) == 1
+    err = capsys.readouterr().err
+    assert f"content hash {trusted} is not the expected {'0' * 64}" in err
+    with pytest.raises(SystemExit):
+        main(["datasets", "verify", str(small_file), "--expect", "abc"])
+    assert "expected a SHA-256 as 64 hex digits, got 'abc'" in capsys.readouterr().err

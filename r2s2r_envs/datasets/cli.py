@@ -129,6 +129,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     info.set_defaults(func=cmd_datasets_info)
     ver = ds_sub.add_parser("verify", help="check files' schema and content hashes")
     ver.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    ver.add_argument(
+        "--expect",
+        type=_sha256_arg,
+        default=None,
+        metavar="SHA256",
+        help="also require this content hash (a hash you trust, e.g. a canonical dataset's pinned one): the content "
+        "hash detects damage, not a file rehashed on purpose (docs/datasets.md#integrity)",
+    )
     ver.set_defaults(func=cmd_datasets_verify)
     exp = ds_sub.add_parser(
         "export",
@@ -303,14 +311,31 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _sha256_arg(text: str) -> str:
+    """A SHA-256 hex digest (64 hex digits, any case)."""
+    value = text.strip().lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise argparse.ArgumentTypeError(f"expected a SHA-256 as 64 hex digits, got {text!r}")
+    return value
+
+
 def cmd_datasets_verify(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r datasets verify``."""
     from r2s2r_envs.datasets.reader import open_dataset
 
     status = EXIT_OK
+    expect = getattr(args, "expect", None)
     for path in args.files:
         try:
             with open_dataset(path, verify="full") as f:
+                if expect is not None and f.content_hash != expect:
+                    print(
+                        f"FAILED  {path}: content hash {f.content_hash} is not the expected {expect}: the file is "
+                        "internally consistent but holds other data than the one you trust",
+                        file=sys.stderr,
+                    )
+                    status = EXIT_ERROR
+                    continue
                 print(f"ok      {path}  {f.num_demos} demos  sha256 {f.content_hash}")
         except (DatasetError, FileNotFoundError) as exc:
             print(f"FAILED  {path}: {exc}", file=sys.stderr)
