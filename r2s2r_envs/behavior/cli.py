@@ -49,7 +49,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="compare how two demonstration sets move (per trait, DTW, classifier AUC)",
         description="Per-trait comparison of two demonstration datasets (speed profile, sub-movements, jerk, "
         "approach, timing, finger closure, release height), DTW distance of reach paths in the object's frame, and "
-        "a classifier two-sample test (cross-validated AUC; 0.5 = indistinguishable).",
+        "a classifier two-sample test (cross-validated AUC; 0.5 = indistinguishable). Compare sets made in the same "
+        "world: a simulated set is held to the lab's teleoperator run in that world (r2s2r generate W --demonstrator "
+        "teleoperator), compared with the lab's demos the same way (docs/behavior.md#metrics).",
     )
     cmp.add_argument("a", type=Path, metavar="A.hdf5", help="first dataset (e.g. the lab's demonstrations)")
     cmp.add_argument("b", type=Path, metavar="B.hdf5", help="second dataset (e.g. simulated demonstrations)")
