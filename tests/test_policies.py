@@ -353,6 +353,11 @@ def test_load_policy_refuses_what_is_not_a_checkpoint(data: dict[str, Path], tmp
     rehashed = {**doc, "weights_sha256": hashlib.sha256(truncated).hexdigest()}
     with pytest.raises(CheckpointError, match="cannot be read as policy weights"):
         load_policy(variant("truncated-rehashed", rehashed, weights=truncated))
+    noise = np.random.default_rng(0).bytes(5000)
+    noisy = {**doc, "weights_sha256": hashlib.sha256(noise).hexdigest()}
+    with pytest.raises(CheckpointError, match="cannot be read as policy weights") as info:
+        load_policy(variant("random-rehashed", noisy, weights=noise))
+    assert "weights_only" not in str(info.value)  # the suite never suggests loading a file with code execution
     with pytest.raises(CheckpointError, match="do not fit"):
         load_policy(variant("resized", {**doc, "model": {**doc["model"], "hidden_dim": 64}}))
     assert read_checkpoint(good)["metadata"]["method"] == "bc"

@@ -186,8 +186,11 @@ def load_policy(
     try:
         state = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: torch raises several types
+        # Never relay torch's advice to retry with weights_only=False: that would run code from the file.
+        reason = "not a plain state_dict of tensors" if "weights_only" in str(exc) else str(exc).splitlines()[0]
         raise CheckpointError(
-            f"{root / WEIGHTS_FILE} cannot be read as policy weights ({type(exc).__name__}: {exc})"
+            f"{root / WEIGHTS_FILE} cannot be read as policy weights ({type(exc).__name__}: {reason}); a checkpoint "
+            "holds the state_dict `r2s2r train` wrote: restore the file or train again"
         ) from None
     try:
         model = build_model(data["model"])
