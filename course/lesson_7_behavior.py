@@ -82,7 +82,7 @@ plt.show()
 
 # %%
 model = OUT / "model.json"
-r2s2r("fit-behavior", "--demos", lab, "--out", model, tail=3)
+r2s2r("fit-behavior", "--demos", lab, "--out", model, "--min-grasps", 1, tail=3)
 generated = demos("PickSort-BehaviorGrounded-v0", "generated.hdf5", env_kwargs={"behavior": str(model)})
 
 # %%
