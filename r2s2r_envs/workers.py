@@ -11,6 +11,13 @@ class WorkerDiedError(RuntimeError):
     """A worker process of a parallel run died; the message says what its exit code tells (``worker_death``)."""
 
 
+def first_cause(exitcodes: list[int]) -> int | None:
+    """The exit code that explains a broken process pool: when one worker dies, the pool ends the others with
+    SIGTERM, so a code other than SIGTERM's is the cause (``None`` if no worker left one)."""
+    codes = [c for c in exitcodes if c]
+    return next((c for c in codes if c != -signal.SIGTERM), codes[0] if codes else None)
+
+
 def worker_death(exitcode: int | None, *, done: int, call: str) -> str:
     """Why a worker process died, as far as its exit code tells, for the message of a parallel run.
 

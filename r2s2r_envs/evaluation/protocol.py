@@ -64,7 +64,7 @@ from r2s2r_envs.evaluation.schema import (
 )
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.paths import check_output_file
-from r2s2r_envs.workers import WorkerDiedError, worker_death
+from r2s2r_envs.workers import WorkerDiedError, first_cause, worker_death
 
 #: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
 #: never changes (``tests/test_protocol.py`` pins the seeds it gives).
@@ -815,10 +815,8 @@ def evaluate(
                 except BrokenProcessPool as e:
                     done = sum(r is not None for r in records)
                     pool.shutdown(wait=True, cancel_futures=True)  # reaps the workers: their exit codes are known
-                    codes = [p.exitcode for p in workers_started if p.exitcode]
-                    raise WorkerDiedError(
-                        worker_death(codes[0] if codes else None, done=done, call="evaluate()")
-                    ) from e
+                    code = first_cause([p.exitcode for p in workers_started])
+                    raise WorkerDiedError(worker_death(code, done=done, call="evaluate()")) from e
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)
     finally:
