@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, json_object
 from r2s2r_envs.datasets.schema import DatasetError
 
 
@@ -48,7 +48,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     gen.add_argument("--obs-mode", choices=OBS_MODES, default="state", help="observations stored (default state)")
     gen.add_argument("--obs-keys", type=_comma_list, default=None, help="comma-separated subset of observation keys")
     gen.add_argument(
-        "--env-kwargs", type=_json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
+        "--env-kwargs", type=json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
     )
     _add_env_source_options(gen)
     gen.add_argument(
@@ -486,13 +486,3 @@ def _fail(exc: BaseException) -> int:
 
 def _comma_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"num_objects\": 1}}', got {text!r}")
-    return value
