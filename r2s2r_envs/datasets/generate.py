@@ -330,7 +330,7 @@ def rollout(
     terminated = truncated = False
     steps = 0
     perturb = _ActionNoise(env.action_space, action_noise, demonstrator_seed) if action_noise > 0 else None
-    # A demonstrator that integrates its own commands (the humanlike generator mirrors the controller's target) is
+    # A demonstrator that integrates its own commands (one that keeps an estimate of the controller's target) is
     # told what was executed when it differs from what it returned.
     executed = getattr(demonstrator, "executed", None) if perturb is not None else None
     if not callable(executed):
