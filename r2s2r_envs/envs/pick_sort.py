@@ -494,6 +494,14 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         return self._get_obs(), self._info(dict.fromkeys(RewardWeights.term_names(), 0.0))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        # Three phases, so that the vector env (envs.vector) runs the same code with the physics of many envs in
+        # parallel threads (mj_step releases the GIL).
+        self._begin_step(action)
+        mujoco.mj_step(self._model, self._data, nstep=self._n_substeps)
+        return self._finish_step()
+
+    def _begin_step(self, action: Any) -> None:
+        """Check and apply ``action``: everything of a control step before its physics."""
         if self._needs_reset:
             raise RuntimeError(
                 "step() called before reset(): call reset() first (and after set_world(), which takes effect "
@@ -502,13 +510,13 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if self._unstable:
             raise RuntimeError("step() called after the episode ended as unstable; call reset()")
         action = self._validate_action(action)
-        m, d = self._model, self._data
-        saved = self._saved_state
-        mujoco.mj_getState(m, d, saved, self._state_spec)
-
+        mujoco.mj_getState(self._model, self._data, self._saved_state, self._state_spec)
         self._advance_belt()
         self._apply_action(action)
-        mujoco.mj_step(m, d, nstep=self._n_substeps)
+
+    def _finish_step(self) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Everything of a control step after its physics: divergence, outcomes, reward, observation."""
+        m, d, saved = self._model, self._data, self._saved_state
         self._steps += 1
 
         if self._diverged():

@@ -5,6 +5,9 @@ records exactly which env made it.  The ids carry no Gymnasium ``TimeLimit``: th
 (recorded in the kwargs) is the one time limit, so every episode ends with every object given an outcome.  The
 grounded variants are registered by the grounding pipelines, with their identified physics; there are no
 placeholders here.
+
+Every shipped id also has a native vector env (``envs.vector``): ``gym.make_vec(id, num_envs=N)`` returns a
+``PickSortVectorEnv`` of N envs of the id's class whose physics runs in parallel threads.
 """
 
 from __future__ import annotations
@@ -14,6 +17,14 @@ import gymnasium as gym
 from r2s2r_envs.envs.pick_sort import DEFAULT_EPISODE_STEPS
 
 ENV_PREFIX = "PickSort-"
+# The vector entry point of each single-env class (``envs.vector``; called without the id, so one per class).
+_VECTOR = {
+    "r2s2r_envs.envs.pick_sort:PickSortEnv": "r2s2r_envs.envs.vector:ungrounded",
+    "r2s2r_envs.grounding.variants:WorldGroundedEnv": "r2s2r_envs.envs.vector:world_grounded",
+    "r2s2r_envs.grounding.variants:FullyGroundedEnv": "r2s2r_envs.envs.vector:fully_grounded",
+    "r2s2r_envs.lab.lab_env:LabEnv": "r2s2r_envs.envs.vector:lab",
+    "r2s2r_envs.behavior.variants:BehaviorGroundedEnv": "r2s2r_envs.envs.vector:behavior_grounded",
+}
 
 _SHIPPED: dict[str, tuple[str, dict]] = {
     "PickSort-Ungrounded-v0": (
@@ -60,7 +71,13 @@ def register_envs() -> None:
     for env_id, (entry_point, kwargs) in _SHIPPED.items():
         if env_id in gym.registry:
             continue
-        gym.register(id=env_id, entry_point=entry_point, max_episode_steps=None, kwargs=dict(kwargs))
+        gym.register(
+            id=env_id,
+            entry_point=entry_point,
+            vector_entry_point=_VECTOR[entry_point],
+            max_episode_steps=None,
+            kwargs=dict(kwargs),
+        )
 
 
 def registered_ids() -> tuple[str, ...]:
