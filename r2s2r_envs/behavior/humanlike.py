@@ -71,11 +71,11 @@ from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.scripted import PlannerConfig
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
+from r2s2r_envs.envs.hand import N_FINGER, down_quat
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import WorldParams
 
-_N_FINGER = len(C.HAND_JOINTS)
 # Yaw symmetry of each category's grasp, rad (a ball looks the same at every yaw).
 _YAW_PERIOD = {"cube": math.pi / 2, "ball": 0.0, "bar": math.pi}
 # Distance before the end of the operator's reach along the belt by which a grasp should be done, m.
@@ -246,7 +246,7 @@ class HumanlikeGenerator:
         self._src: _Source | None = None
         self._k = 0
         self._done: set[int] = set()
-        self._fingers = np.zeros(_N_FINGER)
+        self._fingers = np.zeros(N_FINGER)
         self._yaw_offset: float | None = 0.0
         self._hold: np.ndarray | None = None
         self._prev_goal: np.ndarray | None = None
@@ -476,7 +476,7 @@ class HumanlikeGenerator:
     # ------------------------------------------------------------------ action
     def _command(self, tcp, goal, fingers, yaw, obs, feedforward=None) -> np.ndarray:
         ctl = self.control
-        action = np.zeros(6 + _N_FINGER)
+        action = np.zeros(6 + N_FINGER)
         if tcp is not None and goal is not None and np.all(np.isfinite(goal)):
             # The scripted planner's control law (the gain this world's tuning found stable): correct a share of
             # the error between where the hand should be and where it is measured, plus the path's own motion.
@@ -498,7 +498,7 @@ class HumanlikeGenerator:
         if yaw is not None and math.isfinite(yaw) and np.all(np.isfinite(cur)) and np.linalg.norm(cur) > 0.5:
             cur = cur / np.linalg.norm(cur)
             local = np.empty(3)
-            mujoco.mju_subQuat(local, _down_quat(yaw), cur)
+            mujoco.mju_subQuat(local, down_quat(yaw), cur)
             rot = np.empty(9)
             mujoco.mju_quat2Mat(rot, cur)
             action[3:6] = _ROTATION_GAIN * (rot.reshape(3, 3) @ local) / ctl.max_angular_step
@@ -569,15 +569,6 @@ class _Source:
 def _minjerk(x: float) -> float:
     x = min(max(x, 0.0), 1.0)
     return x * x * x * (10.0 - 15.0 * x + 6.0 * x * x)
-
-
-def _down_quat(yaw: float) -> np.ndarray:
-    """Orientation with the hand's z axis pointing down and its x axis at ``yaw`` (rad)."""
-    c, s = math.cos(yaw), math.sin(yaw)
-    mat = np.array([c, s, 0.0, s, -c, 0.0, 0.0, 0.0, -1.0])
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, mat)
-    return quat
 
 
 def make_humanlike(env: gym.Env, **settings: Any) -> HumanlikeGenerator:

@@ -31,11 +31,12 @@ import gymnasium as gym
 import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
-from r2s2r_envs.behavior.scripted import _JOINT_INDEX, ScriptedPlanner, _hand_yaw
+from r2s2r_envs.behavior.scripted import ScriptedPlanner
+from r2s2r_envs.envs import hand
 from r2s2r_envs.world import constants as C
 
 #: The joints whose flexion closes a digit onto the object (the planner's grasp moves these).
-_FLEX = np.array([_JOINT_INDEX[j] for j in ("if_mcp", "mf_mcp", "rf_mcp", "th_mcp")])
+_FLEX = np.array([hand.JOINT_INDEX[j] for j in ("if_mcp", "mf_mcp", "rf_mcp", "th_mcp")])
 
 
 class ReactivePlanner(ScriptedPlanner):
@@ -105,7 +106,7 @@ class ReactivePlanner(ScriptedPlanner):
             cat = C.CATEGORIES[cats[i]]
             if self._closure(hand_q, cat) >= self.held_closure:
                 release = np.array([*lay.bin_centers[cat][:2], cfg.release_height])
-                self._target, self._yaw = i, _hand_yaw(obs["eef_quat"])  # carry it as it is held
+                self._target, self._yaw = i, hand.hand_yaw(obs["eef_quat"], numpy_math=True)  # carry it as it is held
                 if np.linalg.norm(release - tcp) < cfg.arrive_tolerance:
                     self._phase, self._timer = "release", 0
                 elif self._over_belt(tcp) and tcp[2] < cfg.lift_height - 0.04:

@@ -17,11 +17,10 @@ import mujoco
 import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
+from r2s2r_envs.envs import hand
+from r2s2r_envs.envs.controller import finger_command_for_range
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
-
-_N_FINGER = len(C.HAND_JOINTS)
-_JOINT_INDEX = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -77,10 +76,10 @@ class PlannerConfig:
     rotation_gain: float = 0.5
     reach_limit_y: float = -0.36
     reach_upstream_y: float = 0.55
-    preshape_margin: float = 0.22
-    squeeze: float = 0.2
-    adduction: float = 0.2
-    bar_spread: float = 0.2
+    preshape_margin: float = hand.PRESHAPE_MARGIN
+    squeeze: float = hand.SQUEEZE
+    adduction: float = hand.ADDUCTION
+    bar_spread: float = hand.BAR_SPREAD
 
 
 class ScriptedPlanner:
@@ -210,54 +209,23 @@ class ScriptedPlanner:
 
     # ------------------------------------------------------------------ hand
     def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
-        """Yaw of the hand's pinch axis (hand x) for object i.
-
-        The pinch goes across a bar; for a cube or ball, among the equivalent yaws, the one closest to the
-        belt direction, so the belt's drag on the object pushes it into a pad rather than along the finger row.
-        """
-        current = _hand_yaw(obs["eef_quat"])
-        along_belt = np.pi / 2 + np.pi * np.round((current - np.pi / 2) / np.pi)  # +-pi/2 nearest the hand
-        if cat == "ball":
-            return float(along_belt)
-        q = obs["object_quat"].reshape(-1, 4)[i]
-        obj_yaw = 2.0 * np.arctan2(q[3], q[0])
-        period = np.pi / 2 if cat == "cube" else np.pi
-        base = obj_yaw + (np.pi / 2 if cat == "bar" else 0.0)
-        reference = along_belt if cat == "cube" else current
-        return float(base + period * np.round((reference - base) / period))
-
-    def _fingers(self, flex: float, thumb_flex: float, adduct: float) -> np.ndarray:
-        q = np.zeros(_N_FINGER)
-        for f in ("if", "mf", "rf"):
-            q[_JOINT_INDEX[f"{f}_mcp"]] = flex
-        q[_JOINT_INDEX["if_rot"]] = -adduct
-        q[_JOINT_INDEX["rf_rot"]] = adduct
-        q[_JOINT_INDEX["th_mcp"]] = thumb_flex
-        return q
+        """Yaw of the hand's pinch axis (hand x) for object i (``envs.hand.grasp_yaw``, numpy's math)."""
+        return hand.grasp_yaw(obs["eef_quat"], obs["object_quat"].reshape(-1, 4)[i], cat, numpy_math=True)
 
     def _postures(self, cat: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Finger postures for an object category: (open, touching, squeezing).
-
-        Flexion at which a digit's pad touches the object follows from the hand geometry and the object's
-        nominal half-width; the squeeze is split so the three fingers' force balances the thumb's.
-        """
-        lay, cfg = self.layout, self.config
+        """Finger postures for an object category: (open, touching, squeezing) (``envs.hand.grasp_postures``
+        with this planner's settings); the flat open hand for no category."""
+        cfg = self.config
         if cat is None:
-            flat = self._fingers(-cfg.preshape_margin, -cfg.preshape_margin, 0.0)
+            flat = hand.open_posture(cfg.preshape_margin)
             return flat, flat, flat
-        size = lay.object_half_sizes[cat]
-        half_width = size[1] if cat == "bar" else size[0]
-        gap = lambda base: base - lay.tip_radius - half_width  # noqa: E731
-        finger_contact = float(np.arcsin(np.clip(gap(lay.finger_base_x) / lay.finger_length, -1.0, 1.0)))
-        thumb_contact = float(np.arcsin(np.clip(gap(lay.thumb_base_x) / lay.thumb_length, -1.0, 1.0)))
-        # Torque balance at the pads: 3 * kp * d_f / L_f = kp * d_t / L_t.
-        finger_squeeze = cfg.squeeze * lay.thumb_length / (3.0 * lay.finger_length)
-        adduct = cfg.adduction if cat in ("cube", "ball") else -cfg.bar_spread
-        m = cfg.preshape_margin
-        return (
-            self._fingers(finger_contact - m, thumb_contact - m, adduct),
-            self._fingers(finger_contact, thumb_contact, adduct),
-            self._fingers(finger_contact + finger_squeeze, thumb_contact + cfg.squeeze, adduct),
+        return hand.grasp_postures(
+            self.layout,
+            cat,
+            margin=cfg.preshape_margin,
+            squeeze=cfg.squeeze,
+            adduction=cfg.adduction,
+            bar_spread=cfg.bar_spread,
         )
 
     # ------------------------------------------------------------------ action
@@ -272,7 +240,7 @@ class ScriptedPlanner:
         speed: float = 1.0,
     ) -> np.ndarray:
         cfg, ctl = self.config, self.control
-        action = np.zeros(6 + _N_FINGER)
+        action = np.zeros(6 + hand.N_FINGER)
         step = cfg.position_gain * (goal - tcp)
         limit = speed * ctl.max_linear_step
         norm = np.linalg.norm(step)
@@ -283,8 +251,8 @@ class ScriptedPlanner:
         action[:3] = np.clip(step / ctl.max_linear_step, -1.0, 1.0)
 
         cur = obs["eef_quat"].astype(float)
-        cur_yaw = _hand_yaw(cur)
-        desired = _down_quat(cur_yaw if yaw is None else yaw)
+        cur_yaw = hand.hand_yaw(cur, numpy_math=True)
+        desired = hand.down_quat(cur_yaw if yaw is None else yaw, numpy_math=True)
         local = np.empty(3)
         mujoco.mju_subQuat(local, desired, cur)
         rot_mat = np.empty(9)
@@ -292,26 +260,8 @@ class ScriptedPlanner:
         world = rot_mat.reshape(3, 3) @ local
         action[3:6] = np.clip(cfg.rotation_gain * world / ctl.max_angular_step, -1.0, 1.0)
 
-        lo, hi = self.layout.hand_joint_range[:, 0], self.layout.hand_joint_range[:, 1]
-        action[6:] = np.clip(2.0 * (np.clip(fingers, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
+        action[6:] = finger_command_for_range(self.layout.hand_joint_range, fingers)
         return action.astype(np.float32)
-
-
-def _hand_yaw(quat: np.ndarray) -> float:
-    """Yaw of the hand's x axis in the world's horizontal plane."""
-    mat = np.empty(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=float))
-    x_axis = mat.reshape(3, 3)[:, 0]
-    return float(np.arctan2(x_axis[1], x_axis[0]))
-
-
-def _down_quat(yaw: float) -> np.ndarray:
-    """Orientation with the hand's z axis pointing down and its x axis at ``yaw``."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    mat = np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, mat.reshape(-1))
-    return quat
 
 
 register_demonstrator(ScriptedPlanner.name, ScriptedPlanner)

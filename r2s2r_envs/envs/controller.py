@@ -32,7 +32,13 @@ def finger_targets(scene: SceneView, a: np.ndarray) -> np.ndarray:
 
 def finger_command(scene: SceneView, q: np.ndarray) -> np.ndarray:
     """Inverse of ``finger_targets``: normalized commands for finger joint angles ``q`` (clipped to [-1, 1])."""
-    lo, hi = scene.hand_range[:, 0], scene.hand_range[:, 1]
+    return finger_command_for_range(scene.hand_range, q)
+
+
+def finger_command_for_range(hand_range: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``finger_command`` for joint limits known without a model: ``hand_range`` (16, 2), rad (the nominal
+    layout's ``hand_joint_range``, which the demonstrators use)."""
+    lo, hi = hand_range[:, 0], hand_range[:, 1]
     return np.clip(2.0 * (np.asarray(q) - lo) / (hi - lo) - 1.0, -1.0, 1.0)
 
 

@@ -38,7 +38,8 @@ import gymnasium as gym
 import numpy as np
 
 from r2s2r_envs.envs.config import ControlConfig
-from r2s2r_envs.envs.controller import finger_command
+from r2s2r_envs.envs.controller import finger_command, finger_command_for_range
+from r2s2r_envs.envs.hand import grasp_postures, hand_yaw
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.grounding.logs import LogRun, LogSet, write_logs
 from r2s2r_envs.world import constants as C
@@ -316,10 +317,9 @@ SHAKE_AMPLITUDE = 0.03  # vertical shake while holding, m (0.5 Hz: gentle enough
 def _lift_policy(category: str, spot: tuple[float, float]) -> Callable[[gym.Env], Policy]:
     """A scripted pick of a resting object, feed-forward in task space (no feedback latency could upset).
 
-    The finger postures are the scripted planner's for the category (from the hand geometry and the object's
-    nominal size); the hand turns so its pinch axis runs along the belt, as the planner's does."""
-    from r2s2r_envs.behavior.scripted import ScriptedPlanner, _hand_yaw
-
+    The finger postures are the scripted planner's for the category (``envs.hand.grasp_postures`` with its default
+    settings: from the hand geometry and the object's nominal size); the hand turns so its pinch axis runs along
+    the belt, as the planner's does."""
     layout = scene_layout()
     size = layout.object_half_sizes[category]
     centre = layout.belt_top + float(size[0] if category == "ball" else size[2])
@@ -329,9 +329,8 @@ def _lift_policy(category: str, spot: tuple[float, float]) -> Callable[[gym.Env]
     turn_step = ControlConfig().max_angular_step
 
     def make(env: gym.Env) -> Policy:
-        open_f, touch_f, closed_f = ScriptedPlanner(env)._postures(category)
-        lo, hi = layout.hand_joint_range[:, 0], layout.hand_joint_range[:, 1]
-        to_cmd = lambda q: np.clip(2.0 * (np.clip(q, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0)  # noqa: E731
+        open_f, touch_f, closed_f = grasp_postures(layout, category)
+        to_cmd = lambda q: finger_command_for_range(layout.hand_joint_range, q)  # noqa: E731
         state: dict[str, Any] = {}
 
         def tcp_target(t: int) -> np.ndarray:
@@ -370,7 +369,7 @@ def _lift_policy(category: str, spot: tuple[float, float]) -> Callable[[gym.Env]
         def act(obs: dict[str, np.ndarray], t: int) -> np.ndarray:
             if t == 0:
                 state["start"] = np.asarray(obs["eef_pos"], dtype=float)
-                yaw = _hand_yaw(obs["eef_quat"])
+                yaw = hand_yaw(obs["eef_quat"], numpy_math=True)  # as the planner reads it
                 target = math.pi / 2 + math.pi * round((yaw - math.pi / 2) / math.pi)  # along the belt, nearest
                 state["turn"] = (target - yaw) / ph["hover"]
             a = np.zeros(6 + len(open_f), dtype=np.float32)

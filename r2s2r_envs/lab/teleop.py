@@ -52,15 +52,15 @@ import mujoco
 import numpy as np
 
 from r2s2r_envs.behavior.base import register_demonstrator
+from r2s2r_envs.envs import hand
 from r2s2r_envs.envs.config import ControlConfig, replace_checked
+from r2s2r_envs.envs.controller import finger_command_for_range
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import OperatorStyle
 from r2s2r_envs.lab.lab_env import LabEnv
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
 
-_N_FINGER = len(C.HAND_JOINTS)
-_JOINT = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
 _DIGITS = ("if", "mf", "rf", "th")
 # The practice episodes' seeds: fixed, so the calibration is the same in every process.
 _PRACTICE_SEED = 8_675_309
@@ -200,9 +200,10 @@ class Teleoperator:
         self.control: ControlConfig = base.control
         self.dt = 1.0 / self.control.control_hz
         self.layout: SceneLayout = scene_layout()
-        self._postures = {c: _postures(self.layout, c, self.habits.squeeze) for c in C.CATEGORIES}
-        self._preshape = {c: _finger_command(self.layout, q[0]) for c, q in self._postures.items()}
-        self._open = _finger_command(self.layout, _fingers(-0.22, -0.22, 0.0))
+        # The planner's postures (hand.grasp_postures' defaults) with this operator's grip force.
+        self._postures = {c: hand.grasp_postures(self.layout, c, squeeze=self.habits.squeeze) for c in C.CATEGORIES}
+        self._preshape = {c: self._finger_command(q[0]) for c, q in self._postures.items()}
+        self._open = self._finger_command(hand.open_posture())
         if calibration is None:
             calibration = self._practise(base)
         self.calibration = calibration
@@ -285,7 +286,7 @@ class Teleoperator:
             elif phase == "adjust":  # open a little and close again: adjusting the grip
                 goal = self._anchor + self._anchor_v * (self._timer + self._close_end)
                 goal_v, tau = self._anchor_v, self.dt
-                self._fingers = _finger_command(self.layout, self._postures[cat][1])
+                self._fingers = self._finger_command(self._postures[cat][1])
                 if self._timer >= 0.2:
                     self._anchor = goal.copy()
                     self._begin("close")
@@ -511,7 +512,7 @@ class Teleoperator:
         # Every digit reaches the object together (a digit arriving alone would shove it out of the hand) ...
         q = open_q + (touch_q - open_q) * min(t / half, 1.0)
         if t <= half:
-            return _finger_command(self.layout, q)
+            return self._finger_command(q)
         # ... then the digits squeeze in turn (a wrap) or together (a pinch), the fingers curling in a wrap.
         for k, digit in enumerate(_DIGITS):
             squeeze = min(max((t - half - self._onsets[k]) / half, 0.0), 1.0)
@@ -520,7 +521,7 @@ class Teleoperator:
                 q[idx] += (closed_q[idx] - touch_q[idx]) * squeeze
                 if self.style.grasp == "wrap":
                     q[_CURL_JOINTS[digit]] += _CURL[digit] * squeeze
-        return _finger_command(self.layout, q)
+        return self._finger_command(q)
 
     def _holding(self, tcp: np.ndarray, p: np.ndarray) -> bool:
         return float(np.linalg.norm(p - tcp)) < self.habits.lost_distance
@@ -552,18 +553,13 @@ class Teleoperator:
         return np.array([self.layout.belt_center_x - 0.05, 0.15, self.layout.belt_top + 0.2])
 
     def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
-        """Yaw of the hand's pinch axis: across a bar; for a cube or ball, the equivalent yaw nearest the belt
-        direction (the belt's drag then pushes the object into a pad)."""
-        current = _hand_yaw(obs["eef_quat"])
-        along_belt = np.pi / 2 + np.pi * np.round((current - np.pi / 2) / np.pi)
-        if cat == "ball":
-            return float(along_belt)
-        q = obs["object_quat"].reshape(-1, 4)[i]
-        obj_yaw = 2.0 * math.atan2(q[3], q[0])
-        period = np.pi / 2 if cat == "cube" else np.pi
-        base = obj_yaw + (np.pi / 2 if cat == "bar" else 0.0)
-        reference = along_belt if cat == "cube" else current
-        return float(base + period * np.round((reference - base) / period))
+        """Yaw of the hand's pinch axis (``envs.hand.grasp_yaw``, Python's math): across a bar; for a cube or ball,
+        the equivalent yaw nearest the belt direction (the belt's drag then pushes the object into a pad)."""
+        return hand.grasp_yaw(obs["eef_quat"], obs["object_quat"].reshape(-1, 4)[i], cat)
+
+    def _finger_command(self, q: np.ndarray) -> np.ndarray:
+        """Finger commands for joint angles ``q`` on the rig's nominal joint limits, as the rig sends them."""
+        return finger_command_for_range(self.layout.hand_joint_range, q).astype(np.float32)
 
     # ------------------------------------------------------------------ the rig
     def _command(self, tcp: np.ndarray, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -574,12 +570,12 @@ class Teleoperator:
         lag = self.calibration.lag_steps
         seen = hist[-lag] if 0 < lag <= len(hist) else self._x
         step = (self._x - hist[-1]) + h.feedback_gain * (seen - tcp)
-        action = np.empty(6 + _N_FINGER, dtype=np.float32)
+        action = np.empty(6 + hand.N_FINGER, dtype=np.float32)
         action[:3] = np.clip(step / ctl.max_linear_step, -1.0, 1.0)
         cur = obs["eef_quat"].astype(float)
-        yaw = _hand_yaw(cur) if self._yaw is None else self._yaw
+        yaw = hand.hand_yaw(cur) if self._yaw is None else self._yaw
         local, mat = np.empty(3), np.empty(9)
-        mujoco.mju_subQuat(local, _down_quat(yaw), cur)
+        mujoco.mju_subQuat(local, hand.down_quat(yaw), cur)
         mujoco.mju_quat2Mat(mat, cur)
         action[3:6] = np.clip(h.rotation_gain * (mat.reshape(3, 3) @ local) / ctl.max_angular_step, -1.0, 1.0)
         action[6:] = self._fingers
@@ -731,60 +727,16 @@ def _operator_of(base: Any) -> OperatorStyle:
     return lab.operator if lab is not None else OperatorStyle()
 
 
-# ---------------------------------------------------------------------- hand geometry (nominal, as the planner's)
+# ---------------------------------------------------------------------- digits (nominal hand, envs.hand)
 _THUMB_JOINTS = ("cmc", "axl", "mcp", "ipl")
 _FINGER_JOINTS = ("rot", "mcp", "pip", "dip")
 _DIGIT_JOINTS = {
-    d: np.array([_JOINT[f"{d}_{j}"] for j in (_THUMB_JOINTS if d == "th" else _FINGER_JOINTS)]) for d in _DIGITS
+    d: np.array([hand.JOINT_INDEX[f"{d}_{j}"] for j in (_THUMB_JOINTS if d == "th" else _FINGER_JOINTS)])
+    for d in _DIGITS
 }
 # Extra flexion of the distal joints of each digit in a wrap grasp, rad.
 _CURL = {"if": 0.15, "mf": 0.15, "rf": 0.15, "th": 0.0}
 _CURL_JOINTS = {d: _DIGIT_JOINTS[d][3:] if d == "th" else _DIGIT_JOINTS[d][2:] for d in _DIGITS}
-
-
-def _fingers(flex: float, thumb_flex: float, adduct: float) -> np.ndarray:
-    q = np.zeros(_N_FINGER)
-    for f in ("if", "mf", "rf"):
-        q[_JOINT[f"{f}_mcp"]] = flex
-    q[_JOINT["if_rot"]] = -adduct
-    q[_JOINT["rf_rot"]] = adduct
-    q[_JOINT["th_mcp"]] = thumb_flex
-    return q
-
-
-def _postures(lay: SceneLayout, cat: str, squeeze: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(open, touching, squeezing) finger angles for a category, from the nominal hand geometry and object size;
-    ``squeeze`` is the thumb's flexion beyond touching, rad (the fingers get the share that balances it)."""
-    margin = 0.22
-    size = lay.object_half_sizes[cat]
-    half_width = size[1] if cat == "bar" else size[0]
-    finger = float(np.arcsin(np.clip((lay.finger_base_x - lay.tip_radius - half_width) / lay.finger_length, -1, 1)))
-    thumb = float(np.arcsin(np.clip((lay.thumb_base_x - lay.tip_radius - half_width) / lay.thumb_length, -1, 1)))
-    finger_squeeze = squeeze * lay.thumb_length / (3.0 * lay.finger_length)  # torque balance at the pads
-    adduct = 0.2 if cat in ("cube", "ball") else -0.2
-    return (
-        _fingers(finger - margin, thumb - margin, adduct),
-        _fingers(finger, thumb, adduct),
-        _fingers(finger + finger_squeeze, thumb + squeeze, adduct),
-    )
-
-
-def _finger_command(lay: SceneLayout, q: np.ndarray) -> np.ndarray:
-    lo, hi = lay.hand_joint_range[:, 0], lay.hand_joint_range[:, 1]
-    return np.clip(2.0 * (np.clip(q, lo, hi) - lo) / (hi - lo) - 1.0, -1.0, 1.0).astype(np.float32)
-
-
-def _hand_yaw(quat: np.ndarray) -> float:
-    mat = np.empty(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=float))
-    return float(math.atan2(mat[3], mat[0]))
-
-
-def _down_quat(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, np.array([c, s, 0.0, s, -c, 0.0, 0.0, 0.0, -1.0]))
-    return quat
 
 
 register_demonstrator(Teleoperator.name, Teleoperator)
