@@ -120,7 +120,9 @@ class PickSortVectorEnv(VectorEnv):
         self._terminations = np.zeros(self.num_envs, dtype=np.bool_)
         self._truncations = np.zeros(self.num_envs, dtype=np.bool_)
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)  # ended at the last step: reset before stepping
-        self._was_reset = np.zeros(self.num_envs, dtype=np.bool_)
+        #: Each env's own ``info`` of its last reset or step, as the single env returns it (no batching: ``None``
+        #: stays ``None``), for callers that read one env at a time (the evaluation protocol's records).
+        self.env_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
 
     # ------------------------------------------------------------------ worlds
     def _per_env_worlds(self, worlds: Any, what: str) -> list[Any]:
@@ -196,6 +198,7 @@ class PickSortVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(mask):
             self._obs[i], info = self.envs[i].reset(seed=seeds[i], options=per_env[i] or None)
+            self.env_infos[i] = info
             infos = self._add_info(infos, info, int(i))
         self._rewards[mask] = 0.0
         self._terminations[mask] = False
@@ -265,9 +268,11 @@ class PickSortVectorEnv(VectorEnv):
                     infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
                     obs, info = envs[i].reset()
                 self._obs[i] = obs
+                self.env_infos[i] = info
                 infos = self._add_info(infos, info, i)
             elif to_reset[i]:
                 self._obs[i], info = envs[i].reset()
+                self.env_infos[i] = info
                 self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
                 infos = self._add_info(infos, info, i)
             else:  # DISABLED and ended: left alone until reset

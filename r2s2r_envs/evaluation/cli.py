@@ -8,6 +8,7 @@ and returns an exit code (0 ok, 1 error, 2 usage error).  Both are thin shells: 
 Examples:
     r2s2r evaluate --policy runs/bc_seed0 --env PickSort-Real-v0 --episodes 100 --workers 2 --out results/bc0_lab.json
     r2s2r evaluate --policy my_pkg.policies:make_policy --env PickSort-Ungrounded-v0 --episodes 20 --json
+    r2s2r evaluate --policy zoo:flow-real-only --env PickSort-Real-v0 --episodes 100 --batch 16 --out lab.json
     r2s2r leaderboard results/ --out leaderboard/
 """
 
@@ -214,6 +215,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             video=args.video,
             workers=args.workers,
             method={"method": args.method} if args.method else None,
+            batch=args.batch,
         )
     except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
         print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
@@ -280,6 +282,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     ev.add_argument("--episodes", type=positive_int, default=100, metavar="N", help="episodes (default 100)")
     ev.add_argument("--workers", type=positive_int, default=1, metavar="W", help="worker processes (default 1)")
+    ev.add_argument(
+        "--batch",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="envs stepped together per process in the native vector env, the policy answering for all at once "
+        "(act_batch; default 1); records are identical to --batch 1's, and compose with --workers",
+    )
     ev.add_argument(
         "--seed",
         type=non_negative_int,

@@ -39,6 +39,7 @@ import pickle
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -53,6 +54,7 @@ import numpy as np
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import FAILURE_CAUSES
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
+from r2s2r_envs.evaluation.batched import batch_capable, run_batched
 from r2s2r_envs.evaluation.schema import (
     READABLE_SCHEMA_VERSIONS,
     RESULT_FORMAT,
@@ -125,6 +127,12 @@ class Policy(Protocol):
     ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema). An optional method
     ``set_domain(domain)`` is called with the env's domain (``"real"`` for the lab, ``"sim"`` for a simulator)
     before the first episode: a domain-conditioned policy acts as in that domain.
+
+    Optional batch methods, used by ``evaluate(..., batch=N)`` (docs/protocol.md#batched-policies):
+    ``reset_batch(seeds, mask=None)`` starts an episode in each row ``i`` of a batch of ``len(seeds)`` envs where
+    ``mask[i]`` is true (every row without a mask), as ``reset(seeds[i])`` would; ``act_batch(obs)`` returns the
+    ``(B, A)`` actions for observations ``{key: (B, ...)}``, row ``i`` what ``act`` would give in row ``i``'s
+    episode.  A policy without them is called per env, one copy per row.
     """
 
     def reset(self, seed: int | None) -> None:
@@ -625,6 +633,21 @@ def run_episode(
         success_any_step = success_any_step or bool(info["is_success"])
         if writer is not None:
             writer.append_data(env.render())
+    return _episode_record(info, index, env_seed, policy_seed, steps, total, success_any_step, terminated, truncated)
+
+
+def _episode_record(
+    info: Mapping[str, Any],
+    index: int,
+    env_seed: int,
+    policy_seed: int,
+    steps: int,
+    total: float,
+    success_any_step: bool,
+    terminated: bool,
+    truncated: bool,
+) -> EpisodeRecord:
+    """The record of an episode the env ended (``info``: its last)."""
     return EpisodeRecord(
         index=int(index),
         env_seed=int(env_seed),
@@ -706,6 +729,51 @@ def _worker_episode(index: int, env_seed: int, policy_seed: int) -> EpisodeRecor
     return run_episode(_WORKER["env"], _WORKER["policy"], env_seed=env_seed, policy_seed=policy_seed, index=index)
 
 
+def _batched_episodes(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    policy: PolicyOrFactory,
+    episodes: list[tuple[int, int, int]],
+    batch: int,
+    done: Callable[[EpisodeRecord], None] | None = None,
+) -> list[EpisodeRecord]:
+    """Episodes ``(index, env_seed, policy_seed)`` run ``batch`` at a time in the vector env (``batched``)."""
+
+    def record(slot: Any, terminated: bool, truncated: bool) -> EpisodeRecord:
+        return _episode_record(
+            slot.info, slot.index, slot.env_seed, slot.policy_seed, slot.steps, slot.total, slot.success_any_step,
+            terminated, truncated,
+        )  # fmt: skip
+
+    try:
+        return run_batched(
+            env_id, env_kwargs, policy, episodes, batch, resolve=resolve_policy, action_problem=action_problem,
+            record=record, failure=_policy_failure, done=done,
+        )  # fmt: skip
+    except (TypeError, ValueError, KeyError, FileNotFoundError) as e:
+        if isinstance(e, PolicyError):
+            raise
+        raise EnvArgumentError(f"cannot make the vector env of {env_id} with {env_kwargs}: {e}") from e
+
+
+def _worker_batch(
+    env_id: str, env_kwargs: dict[str, Any], policy: PolicyOrFactory, episodes: list[tuple[int, int, int]], batch: int
+) -> list[EpisodeRecord]:
+    return _batched_episodes(env_id, env_kwargs, policy, episodes, batch)
+
+
+def _split(items: list[Any], parts: int) -> list[list[Any]]:
+    """``items`` in ``parts`` contiguous runs of near-equal length (none empty)."""
+    parts = min(parts, len(items))
+    size, extra = divmod(len(items), parts)
+    out, start = [], 0
+    for k in range(parts):
+        end = start + size + (k < extra)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
 def _check_picklable(obj: Any, what: str) -> None:
     try:
         pickle.dumps(obj)
@@ -727,6 +795,7 @@ def evaluate(
     video: str | os.PathLike[str] | None = None,
     workers: int = 1,
     method: Mapping[str, Any] | None = None,
+    batch: int = 1,
 ) -> EvaluationResult:
     """Evaluate a policy on a PickSort env with the suite's protocol.
 
@@ -749,6 +818,10 @@ def evaluate(
             caller are not known to workers.
         method: Entries of the result's ``method`` section that override the policy's ``metadata``
             (:func:`method_record`), e.g. ``{"method": "my-method"}``.
+        batch: Envs stepped together in the native vector env (``gym.make_vec``; their physics in parallel
+            threads), with the policy's ``act_batch`` answering for all of them at once (docs/protocol.md#batched-
+            policies).  A policy without it is called per env (said once).  Records are identical to
+            ``batch=1``'s.  With ``workers`` > 1 each worker runs its share of the episodes ``batch`` at a time.
 
     Returns:
         The result: records, summary and provenance.
@@ -759,15 +832,22 @@ def evaluate(
         RenderError: ``video`` was asked for but offscreen rendering is not available.
         TypeError: ``policy`` is not a policy or factory, or cannot be pickled for workers.
         ResultSchemaError: the policy's ``metadata`` or ``method`` holds a value the result schema refuses.
-        ValueError: ``episodes`` < 1, ``workers`` < 1 or ``base_seed`` < 0.
+        ValueError: ``episodes`` < 1, ``workers`` < 1, ``batch`` < 1 or larger than ``episodes``, or ``base_seed``
+            < 0.
     """
     from tqdm import tqdm
 
     check_env_id(env_id)
-    for name, value, low in (("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0)):
+    checks = (("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0), ("batch", batch, 1))
+    for name, value, low in checks:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    episodes, workers, base_seed = int(episodes), int(workers), int(base_seed)
+    episodes, workers, base_seed, batch = int(episodes), int(workers), int(base_seed), int(batch)
+    if batch > episodes:
+        raise ValueError(
+            f"batch={batch} is larger than the {episodes} episodes asked: batch must be in [1, {episodes}] "
+            "(the envs stepped together)"
+        )
     kwargs = dict(env_kwargs or {})
     seeds = evaluation_seeds(episodes, base_seed)
     video = None if video is None else os.fspath(check_output_file(video, option="video", suffix=".mp4"))
@@ -782,6 +862,15 @@ def evaluate(
         first = 1 if video is not None else 0
         rest = range(first, episodes)
         parallel = workers > 1 and len(rest) > 1
+        batched = batch > 1 and len(rest) > 1
+        if batched:
+            if not batch_capable(main_policy):
+                warnings.warn(
+                    f"policy {policy_record['name'] or policy_record['class']} has no act_batch/reset_batch: "
+                    f"batch={batch} steps {batch} envs together but calls the policy once per env "
+                    "(docs/protocol.md#batched-policies)",
+                    stacklevel=2,
+                )
         if parallel:
             _check_picklable(policy, "the policy")
             _check_picklable(kwargs, "env_kwargs")
@@ -791,9 +880,41 @@ def evaluate(
                 if video is not None:
                     records[0] = _filmed_episode(env, main_policy, seeds[0], video)
                     bar.update()
-                for i in rest:
+                if batched:
+                    todo = [(i, *seeds[i]) for i in rest]
+
+                    def done(record: EpisodeRecord) -> None:
+                        records[record.index] = record
+                        bar.update()
+
+                    _batched_episodes(env_id, kwargs, policy, todo, min(batch, len(todo)), done)
+                for i in rest if not batched else ():
                     records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1], index=i)
                     bar.update()
+            elif batched:
+                parts = _split([(i, *seeds[i]) for i in rest], workers)
+                pool = ProcessPoolExecutor(max_workers=len(parts), mp_context=get_context("spawn"))
+                workers_started = []
+                try:
+                    futures = [
+                        pool.submit(_worker_batch, env_id, kwargs, policy, part, min(batch, len(part)))
+                        for part in parts
+                    ]
+                    workers_started = list(getattr(pool, "_processes", {}).values())
+                    if video is not None:
+                        records[0] = _filmed_episode(env, main_policy, seeds[0], video)
+                        bar.update()
+                    for future in as_completed(futures):
+                        for record in future.result():
+                            records[record.index] = record
+                            bar.update()
+                except BrokenProcessPool as e:
+                    done_count = sum(r is not None for r in records)
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    code = first_cause([p.exitcode for p in workers_started])
+                    raise WorkerDiedError(worker_death(code, done=done_count, call="evaluate()")) from e
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
             else:
                 workers_started: list[Any] = []
                 pool = ProcessPoolExecutor(

@@ -7,6 +7,13 @@ stacks the episode's observations as the training data was stacked, predicts an 
 a prediction every step, and the executed action is the average of every still-running chunk's prediction for
 this step, weighted ``exp(-k * age)``). Its randomness (the flow's noise) comes from the seed of ``reset``.
 
+Batched (docs/protocol.md#batched-policies): ``reset_batch(seeds, mask)`` and ``act_batch(obs)`` serve B envs at
+once, one episode state per row, and predict the chunks of every row that needs one in one forward pass.  Each
+row's action is bit-identical to what ``act`` gives for that row's episode alone: the network's linear layers are
+evaluated as a batch of one-row products (``torch.bmm``), the same kernel as a single observation's, since a
+plain batched matrix product rounds differently (about 1e-6) and would change the episodes.  A CFG policy
+(which pairs each observation with its unguided copy inside the model) predicts row by row, still exactly.
+
 A CFG policy guides its flow toward a domain label: ``"real"`` unless told otherwise. The evaluation protocol
 tells a policy which domain the env is (:meth:`TrainedPolicy.set_domain`), so in a simulator it is guided toward
 ``"sim"``.
@@ -14,8 +21,10 @@ tells a policy which domain the env is (:meth:`TrainedPolicy.set_domain`), so in
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +85,7 @@ class TrainedPolicy:
         self._chunks: list[tuple[int, np.ndarray]] = []  # (step predicted at, chunk) for temporal ensembling
         self._step = 0
         self._generator = torch.Generator().manual_seed(0)
+        self._rows: list[TrainedPolicy] = []  # one episode state per row of act_batch
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -120,10 +130,10 @@ class TrainedPolicy:
             self._queue = list(self.predict_chunk(stacked)[0, : self.execute_steps])
         return self._queue.pop(0).copy()
 
-    def _ensembled(self, stacked: dict[str, np.ndarray]) -> np.ndarray:
+    def _ensembled(self, stacked: dict[str, np.ndarray], chunk: np.ndarray | None = None) -> np.ndarray:
         horizon = self.pipeline.action_chunk
         self._chunks = [(t, c) for t, c in self._chunks if self._step - t < horizon]
-        self._chunks.append((self._step, self.predict_chunk(stacked)[0]))
+        self._chunks.append((self._step, self.predict_chunk(stacked)[0] if chunk is None else chunk))
         ages = np.array([self._step - t for t, _ in self._chunks], dtype=np.float64)
         weights = np.exp(-self.temporal_ensemble * ages)
         actions = np.stack([c[self._step - t] for t, c in self._chunks])
@@ -139,12 +149,82 @@ class TrainedPolicy:
         )
         return self.pipeline.decode_actions(flat.numpy())
 
+    # ------------------------------------------------------------------ batched (docs/protocol.md#batched-policies)
+    def reset_batch(self, seeds: Sequence[int | None], mask: Sequence[bool] | None = None) -> None:
+        """Starts an episode in every row of a batch of ``len(seeds)`` envs (only the rows where ``mask`` is true):
+        row ``i`` as ``reset(seeds[i])`` would start it.  A batch of another size starts every row."""
+        if len(self._rows) != len(seeds):
+            self._rows = [self._row_state() for _ in seeds]
+            mask = None
+        for row, seed, on in zip(self._rows, seeds, [True] * len(seeds) if mask is None else mask):
+            if on:
+                row.domain = self.domain
+                row.reset(seed)
+
+    def act_batch(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """Actions ``(B, A)`` float32 for observations ``{key: (B, ...)}`` of the B rows of ``reset_batch``: row
+        ``i`` is bit-identical to ``act`` of that row's episode alone.
+
+        Raises:
+            RuntimeError: ``act_batch`` before ``reset_batch``, or a batch of another size.
+            PipelineError: an observation row the policy cannot read (as ``act``).
+        """
+        n = len(next(iter(obs.values())))
+        if len(self._rows) != n:
+            raise RuntimeError(f"act_batch got {n} rows but reset_batch started {len(self._rows)}: call reset_batch")
+        stacks = [row._stacker.push({k: v[i] for k, v in obs.items()}) for i, row in enumerate(self._rows)]
+        ensemble = self.temporal_ensemble > 0
+        need = [i for i, row in enumerate(self._rows) if ensemble or not row._queue]
+        chunks = dict(zip(need, self._predict_rows([stacks[i] for i in need], [self._rows[i] for i in need])))
+        actions = []
+        for i, row in enumerate(self._rows):
+            if ensemble:
+                actions.append(row._ensembled(stacks[i], chunks[i]))
+                continue
+            if i in chunks:
+                row._queue = list(chunks[i][: self.execute_steps])
+            actions.append(row._queue.pop(0).copy())
+        return np.stack(actions)
+
+    def _row_state(self) -> TrainedPolicy:
+        # A policy sharing this one's model and settings, holding one row's episode (stack, queue, generator).
+        row = copy.copy(self)
+        row._stacker = FrameStacker(self.pipeline)
+        row._rows = []
+        row.reset(None)
+        return row
+
+    def _predict_rows(self, stacks: list[dict[str, np.ndarray]], rows: list[TrainedPolicy]) -> list[np.ndarray]:
+        """The chunk ``(H, A)`` of each row, from its stack and its own generator, in one forward pass."""
+        if not stacks:
+            return []
+        if self.model.cfg:  # guidance pairs each row with its unguided copy inside the model: row by row
+            return [row.predict_chunk(s)[0] for row, s in zip(rows, stacks)]
+        batch = {k: np.concatenate([s[k] for s in stacks]) for k in stacks[0]}
+        inputs = {k: torch.from_numpy(v) for k, v in self.pipeline.encode_obs(batch).items()}
+        model = self.model
+        with torch.no_grad(), _one_row_products(model):
+            features = model.encoder(inputs)
+            if not model.generative:
+                flat = model.regress(features)
+            else:  # PolicyModel.predict, with each row's noise from its own generator
+                like = {"dtype": features.dtype, "device": features.device}
+                x = torch.cat([torch.randn((1, model.chunk_dim), generator=r._generator, **like) for r in rows])
+                toward = REAL if self.domain == "real" else SIM
+                dt = 1.0 / self.flow_steps
+                for k in range(self.flow_steps):
+                    t = torch.full((len(rows),), k * dt, **like)
+                    x = x + dt * model.guided_velocity(x, t, features, self.cfg_scale, toward)
+                flat = x
+        return list(self.pipeline.decode_actions(flat.numpy()))
+
     # Sent to evaluation workers as weights, not as a live generator; a worker process runs single-threaded.
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_generator"] = None
         state["_queue"] = []
         state["_chunks"] = []
+        state["_rows"] = []
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -154,6 +234,32 @@ class TrainedPolicy:
 
     def __repr__(self) -> str:
         return f"TrainedPolicy(method={self.metadata['method']!r}, real_fraction={self.metadata['real_fraction']})"
+
+
+@contextlib.contextmanager
+def _one_row_products(model: torch.nn.Module) -> Iterator[None]:
+    """Evaluates every ``nn.Linear`` of ``model`` on a (B, K) input as B one-row products, so each row rounds as
+    a single observation's would (a (B, K) matrix product takes another kernel)."""
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+
+    def one_row(layer: torch.nn.Linear) -> Any:
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            if x.dim() != 2:
+                return torch.nn.functional.linear(x, layer.weight, layer.bias)
+            b = len(x)
+            w = layer.weight.T.expand(b, *layer.weight.T.shape)
+            out = torch.bmm(x[:, None, :], w)[:, 0]
+            return out if layer.bias is None else out + layer.bias
+
+        return forward
+
+    for layer in linears:
+        layer.forward = one_row(layer)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for layer in linears:
+            del layer.forward  # back to the class's forward
 
 
 def build_model(model_config: dict[str, Any]) -> PolicyModel:

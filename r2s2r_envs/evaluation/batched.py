@@ -1,0 +1,175 @@
+"""Batched evaluation: the protocol's episodes run ``batch`` at a time in the native vector env (``envs.vector``).
+
+``evaluate(..., batch=N)`` (and ``r2s2r evaluate --batch N``) comes here.  N envs step together (their physics in
+parallel threads) and the policy answers for all of them at once through its optional ``act_batch``
+(docs/protocol.md#batched-policies).  Episode ``i`` still resets its env with ``env_seed`` and the policy with
+``policy_seed`` of ``episode_seeds(base_seed, i)``; a slot whose episode ends takes the next one, so the records are
+those of the unbatched protocol, bit for bit (``tests/test_evaluate_batch.py``).
+
+A policy without ``act_batch``/``reset_batch`` is called per env instead: one policy per slot, made by the factory
+on that slot's env (or a copy of the policy given), which :func:`evaluate` says once.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from r2s2r_envs.envs.vector import PickSortVectorEnv, make_vector_env
+
+__all__ = ["batch_capable", "run_batched"]
+
+
+def batch_capable(policy: Any) -> bool:
+    """Whether ``policy`` serves a batch itself (callable ``reset_batch`` and ``act_batch``)."""
+    return callable(getattr(policy, "act_batch", None)) and callable(getattr(policy, "reset_batch", None))
+
+
+@dataclasses.dataclass
+class _Slot:
+    """The episode one row of the vector env is running."""
+
+    index: int
+    env_seed: int
+    policy_seed: int
+    info: dict[str, Any]
+    total: float = 0.0
+    steps: int = 0
+    success_any_step: bool = False
+
+
+class _PerEnvPolicies:
+    """``reset_batch``/``act_batch`` over one ordinary policy per slot (the fallback for policies without them)."""
+
+    def __init__(self, policies: list[Any]) -> None:
+        self.policies = policies
+
+    def reset_batch(self, seeds: Sequence[int | None], mask: Sequence[bool] | None = None) -> None:
+        for policy, seed, on in zip(self.policies, seeds, mask if mask is not None else [True] * len(seeds)):
+            if on:
+                policy.reset(seed)
+
+    def act_rows(self, obs: dict[str, np.ndarray], rows: list[int]) -> dict[int, Any]:
+        return {i: self.policies[i].act({k: v[i] for k, v in obs.items()}) for i in rows}
+
+
+def make_batch_policy(policy: Any, vec: PickSortVectorEnv, resolve: Callable[[Any, Any], Any]) -> Any:
+    """The batch policy for ``vec``: the policy itself when :func:`batch_capable`, else per-env policies (a factory
+    called on each slot's env, or copies of the policy given)."""
+    first = resolve(policy, vec.envs[0])
+    if batch_capable(first):
+        return first
+    if first is policy:  # a policy object, not a factory: one copy per further slot
+        rest = [resolve(copy.deepcopy(policy), env) for env in vec.envs[1:]]
+    else:
+        rest = [resolve(policy, env) for env in vec.envs[1:]]
+    return _PerEnvPolicies([first, *rest])
+
+
+def run_batched(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    policy: Any,
+    episodes: Sequence[tuple[int, int, int]],
+    batch: int,
+    *,
+    resolve: Callable[[Any, Any], Any],
+    action_problem: Callable[[Any, tuple[int, ...]], str | None],
+    record: Callable[..., Any],
+    failure: Callable[..., Any],
+    done: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """Run ``episodes`` (``(index, env_seed, policy_seed)``) of ``policy`` on ``env_id``, ``batch`` at a time.
+
+    ``resolve``, ``action_problem``, ``record`` and ``failure`` are the protocol's (``evaluation.protocol``): how a
+    policy is made for an env, what makes an action unusable, and the record of an episode that the env ended or
+    that the policy failed.  ``done(record)`` is called as each episode ends.
+
+    Returns:
+        The records, in the order of ``episodes``.
+    """
+    queue = list(episodes)
+    vec = make_vector_env(env_id, min(batch, len(queue)), autoreset_mode="Disabled", **env_kwargs)
+    try:
+        return _run(vec, policy, queue, resolve, action_problem, record, failure, done)
+    finally:
+        vec.close()
+
+
+def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> list[Any]:
+    n = vec.num_envs
+    shape = vec.single_action_space.shape
+    limits = [env.episode_steps for env in vec.envs]
+    batch_policy = make_batch_policy(policy, vec, resolve)
+    per_env = isinstance(batch_policy, _PerEnvPolicies)
+    order = {index: k for k, (index, _, _) in enumerate(queue)}
+    records: list[Any] = [None] * len(queue)
+    slots: list[_Slot | None] = [None] * n
+    pending = list(queue)
+
+    def start(rows: list[int], first: bool) -> dict[str, np.ndarray]:
+        seeds: list[int | None] = [None] * n
+        mask = np.zeros(n, dtype=np.bool_)
+        policy_seeds: list[int | None] = [None] * n
+        for i in rows:
+            index, env_seed, policy_seed = pending.pop(0)
+            slots[i] = _Slot(index, int(env_seed), int(policy_seed), {})
+            seeds[i], policy_seeds[i], mask[i] = int(env_seed), int(policy_seed), True
+        obs, _ = vec.reset(seed=seeds, options=None if first else {"reset_mask": mask})
+        for i in rows:
+            slot = slots[i]
+            slot.info = vec.env_infos[i]
+            slot.success_any_step = bool(slot.info.get("is_success", False))
+        batch_policy.reset_batch(policy_seeds, None if first else mask.tolist())
+        return obs
+
+    def finish(i: int, rec: Any) -> None:
+        records[order[rec.index]] = rec
+        slots[i] = None
+        if done is not None:
+            done(rec)
+
+    obs = start(list(range(n)), first=True)
+    while any(s is not None for s in slots):
+        active = [i for i, s in enumerate(slots) if s is not None]
+        for i in active:
+            if slots[i].steps >= limits[i]:
+                raise RuntimeError(
+                    f"the env did not end episode {slots[i].index} within its episode_steps={limits[i]} steps"
+                )
+        if per_env:
+            proposed = batch_policy.act_rows(obs, active)
+        else:
+            out = batch_policy.act_batch(obs)
+            proposed = {i: out[i] for i in active}
+        actions = np.zeros((n, *shape), dtype=np.float64)
+        for i in active:
+            slot = slots[i]
+            problem = action_problem(proposed[i], shape)
+            if problem is not None:
+                error = f"step {slot.steps}: {problem}"
+                args = (slot.index, slot.env_seed, slot.policy_seed, slot.steps, slot.total, slot.success_any_step)
+                finish(i, failure(slot.info, error, *args))
+                continue
+            actions[i] = np.asarray(proposed[i], dtype=np.float64)  # float32 -> float64 is exact
+        obs, rewards, terms, truncs, _ = vec.step(actions)
+        ended = []
+        for i in active:
+            slot = slots[i]
+            if slot is None:  # stopped as a policy failure: its env's step is discarded
+                ended.append(i)
+                continue
+            slot.info = vec.env_infos[i]
+            slot.total += float(rewards[i])
+            slot.steps += 1
+            slot.success_any_step = slot.success_any_step or bool(slot.info["is_success"])
+            if terms[i] or truncs[i]:
+                finish(i, record(slot, bool(terms[i]), bool(truncs[i])))
+                ended.append(i)
+        if ended and pending:
+            obs = start(ended[: len(pending)], first=False)
+    return records
