@@ -40,8 +40,6 @@ def bench_generation(
     env: str, episodes: int, workers: list[int], out_dir: Path, env_kwargs: dict[str, Any], episode_steps: int | None
 ) -> dict[str, Any]:
     """Generates the same dataset with each worker count; returns demos/min per count and the hashes."""
-    import r2s2r_envs  # noqa: F401 - registers the envs
-
     # Each env's own demonstrator (the toy env's is "toy-reacher").
     env_id = register_toy_env() if env == "toy" else env
     results: dict[str, Any] = {}

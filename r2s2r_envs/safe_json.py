@@ -10,13 +10,16 @@ and the limit (docs/guide.md#files-the-suite-reads):
 * strict JSON: no ``NaN`` / ``Infinity`` / ``-Infinity``, no key twice in one object, UTF-8 text.
 
 Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes and lab
-logs read through it; behavior models and checkpoints can call it the same way.
+logs read through it; behavior models and checkpoints can call it the same way.  Writers turn their data into
+plain JSON with ``plain_json``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,4 +109,18 @@ def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = 
     return loads(raw, what=str(path), max_depth=max_depth, max_bytes=max_bytes)
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "JSONFileError", "loads", "read_json"]
+def plain_json(value: Any) -> Any:
+    """``value`` as plain JSON data for writing: mappings with string keys, lists for tuples and arrays, Python
+    numbers for numpy scalars, and None for a non-finite float (strict JSON has no NaN); anything else as it is."""
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]
+    if hasattr(value, "tolist"):
+        return plain_json(value.tolist())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "JSONFileError", "loads", "plain_json", "read_json"]

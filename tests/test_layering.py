@@ -215,3 +215,175 @@ def test_importing_the_packages_does_not_load_the_lab():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"importing {modules} loaded the lab: {result.stdout} {result.stderr}"
+
+
+# ---------------------------------------------------------------------------------------------- layering
+# The packages from the bottom up (docs/architecture.md#dependencies): a module imports only from its own package,
+# from the layers below it, and from the foundation (the top-level helper modules: safe_json, provenance, ...).
+# The commands sit on top: the root package (its __init__ registers the envs), r2s2r_envs/cli.py and every
+# package's cli.py or *_cli.py; they may import anything, and only commands import them.
+LAYERS = ("world", "envs", "lab", "datasets", "behavior", "evaluation", "grounding", "policies", "ablation", "course")
+FOUNDATION = "foundation"
+COMMANDS = "commands"
+# Upward imports waiting for their owners: (importer, imported) -> why.  Each must still be there (so the list only
+# shrinks): delete an entry when its import goes.
+PENDING_UPWARD: dict[tuple[str, str], str] = {
+    ("r2s2r_envs.policies.train", "r2s2r_envs"): "a no-op `import r2s2r_envs` in a function (policies/ in rework)",
+}
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE_DIR.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def layer_of(module: str) -> str:
+    """The layer of a module of the package: a package name of ``LAYERS``, ``FOUNDATION`` or ``COMMANDS``."""
+    parts = module.split(".")
+    if module in ("r2s2r_envs", "r2s2r_envs.cli") or parts[-1] == "cli" or parts[-1].endswith("_cli"):
+        return COMMANDS
+    if len(parts) == 2 and not (PACKAGE_DIR / parts[1]).is_dir():
+        return FOUNDATION
+    return parts[1]
+
+
+def _rank(layer: str) -> int:
+    return -1 if layer == FOUNDATION else len(LAYERS) if layer == COMMANDS else LAYERS.index(layer)
+
+
+def package_imports(source: str, module: str, is_package: bool = False) -> set[str]:
+    """The modules of the package that ``source`` (the text of ``module``) imports, anywhere in it (functions too).
+
+    ``from pkg import name`` counts as importing ``pkg.name`` when that is a module, else ``pkg``; a bare
+    ``import r2s2r_envs`` (or ``from r2s2r_envs import <attribute>``) imports the root package, a command.
+    """
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("import_module", "__import__") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.add(arg.value)
+    return {m for m in found if m == "r2s2r_envs" or m.startswith("r2s2r_envs.")}
+
+
+def _package_files() -> list[Path]:
+    return sorted(PACKAGE_DIR.rglob("*.py"))
+
+
+def _edges() -> list[tuple[str, str]]:
+    edges = []
+    for path in _package_files():
+        module = _module_name(path)
+        for target in sorted(package_imports(path.read_text(), module, path.name == "__init__.py")):
+            edges.append((module, target))
+    return edges
+
+
+def upward_imports(edges: list[tuple[str, str]]) -> list[str]:
+    """``importer -> imported (layer -> layer)`` for every import that does not go down the layers."""
+    bad = []
+    for src, dst in edges:
+        a, b = layer_of(src), layer_of(dst)
+        if a == COMMANDS or a == b or _rank(b) < _rank(a):
+            continue
+        bad.append(f"{src} -> {dst} ({a} -> {b})")
+    return bad
+
+
+def test_layers_are_the_documented_order():
+    text = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text()
+    assert " < ".join(LAYERS) in text, "docs/architecture.md#dependencies must state the layer order of this test"
+    assert {layer_of(f"r2s2r_envs.{p.name}") for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").is_file()} == set(
+        LAYERS
+    ), "every subpackage of r2s2r_envs has a place in LAYERS"
+
+
+def test_no_upward_imports():
+    edges = _edges()
+    pending = [f"{src} -> {dst} ({layer_of(src)} -> {layer_of(dst)})" for src, dst in PENDING_UPWARD]
+    for src, dst in PENDING_UPWARD:
+        assert (src, dst) in edges, f"{src} no longer imports {dst}: delete it from PENDING_UPWARD"
+    bad = [b for b in upward_imports(edges) if b not in pending]
+    assert not bad, (
+        "imports that go up (or sideways) the layers of docs/architecture.md#dependencies "
+        f"({' < '.join(LAYERS)}, commands on top):\n" + "\n".join(bad)
+    )
+
+
+def test_no_import_cycle_between_packages():
+    # Between the packages' library modules (commands sit on top by definition; upward imports into them fail above).
+    graph: dict[str, set[str]] = {}
+    for src, dst in _edges():
+        a, b = layer_of(src), layer_of(dst)
+        if COMMANDS not in (a, b) and a != b:
+            graph.setdefault(a, set()).add(b)
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt]
+                pytest.fail(f"import cycle between packages: {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("r2s2r_envs.behavior.segments", "r2s2r_envs.datasets"),  # allowed: datasets sits below behavior
+        ("r2s2r_envs.evaluation.cli", "r2s2r_envs.policies"),  # a command may import anything
+        ("r2s2r_envs.grounding.excitation", "r2s2r_envs.envs.hand"),
+    ],
+)
+def test_layer_checker_allows_downward_imports(importer, imported):
+    assert upward_imports([(importer, imported)]) == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("r2s2r_envs.datasets.generate", "r2s2r_envs.behavior"),  # the cycle this test removed
+        ("r2s2r_envs.lab.teleop", "r2s2r_envs.datasets.reader"),  # lab sits below datasets
+        ("r2s2r_envs.datasets.canonical", "r2s2r_envs"),  # `import r2s2r_envs  # registers the envs`
+        ("r2s2r_envs.grounding.sysid", "r2s2r_envs.grounding.fit_cli"),  # a library importing a command
+        ("r2s2r_envs.safe_json", "r2s2r_envs.world.params"),  # the foundation imports nothing above it
+    ],
+)
+def test_layer_checker_catches_upward_imports(importer, imported):
+    assert upward_imports([(importer, imported)]) != []
+
+
+def test_package_imports_reads_every_form():
+    source = (
+        "import r2s2r_envs\nfrom r2s2r_envs import behavior\nfrom ..datasets import reader\n"
+        "def f():\n    from r2s2r_envs.envs.hand import down_quat\n"
+        "import importlib\nimportlib.import_module('r2s2r_envs.world.params')\n"
+    )
+    assert package_imports(source, "r2s2r_envs.grounding.sysid") == {
+        "r2s2r_envs",
+        "r2s2r_envs.behavior",
+        "r2s2r_envs.datasets.reader",
+        "r2s2r_envs.envs.hand",
+        "r2s2r_envs.world.params",
+    }

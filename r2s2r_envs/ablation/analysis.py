@@ -41,6 +41,7 @@ from r2s2r_envs.ablation.design import (
     Task,
 )
 from r2s2r_envs.ablation.store import Store, write_json_atomic
+from r2s2r_envs.safe_json import plain_json
 
 METRICS: tuple[str, ...] = ("success", "sort_accuracy")
 #: Coverage bins with fewer visited states are left out of the mixture plot (the report's table lists them all).
@@ -543,22 +544,10 @@ def write_report(design: AblationDesign, tasks: Sequence[Task], store: Store, ou
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report = analyze(design, tasks, store)
-    write_json_atomic(out / "report.json", _jsonable(report), sort_keys=False)
+    write_json_atomic(out / "report.json", plain_json(report), sort_keys=False)
     (out / "report.md").write_text(to_markdown(design, report))
     plot_all(design, report, out)
     return out / "report.md"
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
 
 
 # ---------------------------------------------------------------------- plots

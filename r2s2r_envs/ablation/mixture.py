@@ -196,7 +196,6 @@ def rollout_lab(
     """
     import gymnasium as gym
 
-    import r2s2r_envs  # noqa: F401 - registers the envs
     from r2s2r_envs.evaluation import evaluation_seeds
 
     env = gym.make(LAB_ENV_ID, **dict(env_kwargs or {}))

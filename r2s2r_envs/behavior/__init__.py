@@ -10,9 +10,9 @@
 
 from typing import Any
 
-from r2s2r_envs.behavior.base import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
 from r2s2r_envs.behavior.reactive import ReactivePlanner
 from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
+from r2s2r_envs.envs.demonstrators import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
 
 
 def _humanlike(env: Any, **settings: Any) -> Any:

@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs._version import __version__
 from r2s2r_envs.behavior.segments import (
     DT,
     BehaviorDataError,
@@ -41,6 +40,7 @@ from r2s2r_envs.behavior.segments import (
     load_demos,
     object_yaw,
 )
+from r2s2r_envs.provenance import versions
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
@@ -228,7 +228,6 @@ def _choose(sources: list[dict[str, Any]], settings: FitSettings) -> list[dict[s
 
 
 def _provenance(data: DemoSet, settings: FitSettings, successes: int, per_category: dict[str, int]) -> dict[str, Any]:
-    import mujoco
 
     return {
         "demos": {
@@ -244,7 +243,7 @@ def _provenance(data: DemoSet, settings: FitSettings, successes: int, per_catego
         },
         "fit_settings": dataclasses.asdict(settings),
         "method": "object-centric segments of the real demonstrations, tracked closed loop in the moving object frame",
-        "versions": {"r2s2r_envs": __version__, "mujoco": mujoco.__version__, "numpy": np.__version__},
+        "versions": versions("r2s2r_envs", "mujoco", "numpy"),
     }
 
 

@@ -67,10 +67,10 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.scripted import PlannerConfig
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
+from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.envs.hand import N_FINGER, down_quat
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout

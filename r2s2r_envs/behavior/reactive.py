@@ -30,9 +30,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.behavior.scripted import ScriptedPlanner
 from r2s2r_envs.envs import hand
+from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.world import constants as C
 
 #: The joints whose flexion closes a digit onto the object (the planner's grasp moves these).

@@ -16,9 +16,9 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.envs import hand
 from r2s2r_envs.envs.controller import finger_command_for_range
+from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
 

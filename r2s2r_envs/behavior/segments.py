@@ -27,6 +27,7 @@ from scipy.signal import butter, filtfilt, savgol_filter
 
 from r2s2r_envs.datasets import open_dataset
 from r2s2r_envs.envs.config import ControlConfig
+from r2s2r_envs.envs.hand import JOINT_INDEX
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 
@@ -54,8 +55,7 @@ _FLEXION = {
     "rf": ("mcp", "pip", "dip"),
     "th": ("mcp", "ipl"),
 }
-_JOINT_INDEX = {name.removeprefix(C.HAND_PREFIX): k for k, name in enumerate(C.HAND_JOINTS)}
-DIGIT_JOINTS: dict[str, list[int]] = {d: [_JOINT_INDEX[f"{d}_{j}"] for j in _FLEXION[d]] for d in DIGITS}
+DIGIT_JOINTS: dict[str, list[int]] = {d: [JOINT_INDEX[f"{d}_{j}"] for j in _FLEXION[d]] for d in DIGITS}
 #: Index of the first finger command in a task-space action.
 FINGER_ACTION_START = 6
 
@@ -342,7 +342,11 @@ def digit_onsets(closure: np.ndarray, start: int, lift: int) -> dict[str, int]:
 
 
 def hand_yaw(quat: np.ndarray) -> np.ndarray:
-    """Yaw of the hand's x axis in the horizontal plane, rad, for (..., 4) quaternions (w, x, y, z)."""
+    """Yaw of the hand's x axis in the horizontal plane, rad, for (..., 4) quaternions (w, x, y, z).
+
+    Vectorized over recorded traces; its closed form is not ``envs.hand.hand_yaw`` (which goes through MuJoCo's
+    rotation matrix, one quaternion at a time) and differs from it in the last bits, so the fitted model keeps it.
+    """
     w, x, y, z = np.moveaxis(np.asarray(quat, dtype=float), -1, 0)
     return np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
 

@@ -255,8 +255,6 @@ def make_datasets(
         KeyError: for a name not in the spec (the message lists the names).
         ValueError: the spec is invalid.
     """
-    import r2s2r_envs  # noqa: F401 - registers the envs
-
     entries = load_spec(spec_path)
     by_name = {e.name: e for e in entries}
     if names:

@@ -30,8 +30,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     Args:
         subparsers: the object returned by ``parser.add_subparsers()``.
     """
-    from r2s2r_envs.behavior import demonstrator_names
     from r2s2r_envs.datasets.generate import OBS_MODES
+    from r2s2r_envs.envs.demonstrators import demonstrator_names
 
     gen = subparsers.add_parser(
         "generate",
@@ -165,7 +165,6 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r generate``."""
-    import r2s2r_envs  # noqa: F401 - registers the envs
     from r2s2r_envs.datasets.generate import GenerationError, generate
 
     try:
@@ -206,7 +205,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r replay``."""
-    import r2s2r_envs  # noqa: F401 - registers the envs
     from r2s2r_envs.datasets.replay import replay_demo
 
     if args.video is None and not args.check:
@@ -413,8 +411,6 @@ def with_env_sources(
     """
     import gymnasium as gym
 
-    import r2s2r_envs  # noqa: F401 - registers the envs
-
     kwargs = dict(env_kwargs)
     for key, value in (("lab", lab), ("grounding", grounding)):
         if value is None:
@@ -443,7 +439,6 @@ def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
     """
     import gymnasium as gym
 
-    import r2s2r_envs  # noqa: F401 - registers the envs
     from r2s2r_envs.datasets.canonical import read_spec_text
 
     raw = json.loads(read_spec_text(args.spec))

@@ -30,7 +30,6 @@ import json
 import math
 import multiprocessing as mp
 import os
-import platform
 import queue
 import signal
 import threading
@@ -44,13 +43,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
-from r2s2r_envs._version import __version__
 from r2s2r_envs.datasets import schema
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
+from r2s2r_envs.provenance import versions
 from r2s2r_envs.workers import worker_death
 from r2s2r_envs.world.constants import HAND_JOINTS
 
@@ -193,7 +192,7 @@ def check_demonstrator(demonstrator: DemonstratorSpec) -> None:
         raise TypeError(
             f"demonstrator must be a registered name, None (the env's own) or a callable f(env), got {demonstrator!r}"
         )
-    from r2s2r_envs.behavior import demonstrator_names
+    from r2s2r_envs.envs.demonstrators import demonstrator_names
 
     names = demonstrator_names()
     if demonstrator in names:
@@ -216,7 +215,7 @@ def make_demonstrator_for(env: gym.Env, demonstrator: DemonstratorSpec) -> Any:
     check_demonstrator(demonstrator)
     if callable(demonstrator):
         return demonstrator(env)
-    from r2s2r_envs.behavior import demonstrator_names, make_demonstrator
+    from r2s2r_envs.envs.demonstrators import demonstrator_names, make_demonstrator
 
     if demonstrator is None:
         own = getattr(env.unwrapped, "demonstrator", None)
@@ -492,8 +491,6 @@ def build_provenance(
         demo_record["settings_withheld"] = "the lab's operator is a black box to grounding code"
     else:
         demo_record["settings"] = getattr(demonstrator, "settings", {})
-    import h5py
-    import mujoco
 
     return {
         "schema_version": schema.SCHEMA_VERSION,
@@ -508,14 +505,7 @@ def build_provenance(
         "seed": int(config.seed),
         "seeding": SEEDING_CONVENTION,
         "successes_only": bool(config.successes_only),
-        "versions": {
-            "r2s2r_envs": __version__,
-            "mujoco": mujoco.__version__,
-            "gymnasium": gym.__version__,
-            "numpy": np.__version__,
-            "h5py": h5py.__version__,
-            "python": platform.python_version(),
-        },
+        "versions": versions("r2s2r_envs", "mujoco", "gymnasium", "numpy", "h5py", "python"),
     }
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from r2s2r_envs.behavior import register_demonstrator
+from r2s2r_envs.envs.demonstrators import register_demonstrator
 
 if TYPE_CHECKING:
     from r2s2r_envs.datasets.writer import Episode

@@ -20,13 +20,13 @@ import dataclasses
 import hashlib
 import json
 import math
-import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.provenance import versions
 from r2s2r_envs.safe_json import JSONFileError, loads, read_json
 
 LOG_SCHEMA_VERSION = 1
@@ -156,21 +156,6 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _versions() -> dict[str, str]:
-    import h5py
-    import mujoco
-
-    from r2s2r_envs._version import __version__
-
-    return {
-        "r2s2r_envs": __version__,
-        "mujoco": mujoco.__version__,
-        "numpy": np.__version__,
-        "h5py": h5py.__version__,
-        "python": platform.python_version(),
-    }
-
-
 def _check_run(run: LogRun) -> None:
     where = f"run {run.name!r}"
     if not run.name or any(c in run.name for c in "/\\") or run.name.startswith("."):
@@ -245,7 +230,7 @@ def write_logs(
         "schema_version": LOG_SCHEMA_VERSION,
         "lab": {"name": lab_name, "config_sha256": lab_config_sha256},
         "seed": int(seed),
-        "versions": _versions(),
+        "versions": versions("r2s2r_envs", "mujoco", "numpy", "h5py", "python"),
         "runs": entries,
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")

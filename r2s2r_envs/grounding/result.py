@@ -41,7 +41,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, loads
+from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, loads, plain_json
 from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
 
 #: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
@@ -106,7 +106,7 @@ class Grounding:
         object.__setattr__(self, "intervals", {k: _interval_json(v) for k, v in dict(self.intervals).items()})
         object.__setattr__(self, "not_identifiable", dict(self.not_identifiable))
         if self.demonstrator is not None:
-            object.__setattr__(self, "demonstrator", _jsonable(self.demonstrator))
+            object.__setattr__(self, "demonstrator", plain_json(self.demonstrator))
         _check_semantics(self.to_dict(), "Grounding")
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,8 +118,8 @@ class Grounding:
             "intervals": {k: _interval_json(v) for k, v in self.intervals.items()},
             "identified": list(self.identified),
             "not_identifiable": dict(self.not_identifiable),
-            "validation": _jsonable(self.validation),
-            "provenance": _jsonable(self.provenance),
+            "validation": plain_json(self.validation),
+            "provenance": plain_json(self.provenance),
             "demonstrator": None if self.demonstrator is None else dict(self.demonstrator),
         }
 
@@ -428,19 +428,6 @@ def _interval_json(value: Any) -> Any:
         return None
     v = float(value)
     return v if math.isfinite(v) else None
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON data (numpy scalars and arrays converted, non-finite floats as None)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _jsonable(value.tolist())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    return value
 
 
 def _shipped_dir() -> Path:

@@ -51,10 +51,10 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from r2s2r_envs.behavior.base import register_demonstrator
 from r2s2r_envs.envs import hand
 from r2s2r_envs.envs.config import ControlConfig, replace_checked
 from r2s2r_envs.envs.controller import finger_command_for_range
+from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import OperatorStyle
 from r2s2r_envs.lab.lab_env import LabEnv

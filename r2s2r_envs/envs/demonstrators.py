@@ -4,8 +4,10 @@ A demonstrator turns observations into actions, like a policy, but also records 
 how it was configured (``settings``, JSON-serializable) so datasets can say who made them.  Environments name
 the demonstrator that comes with them (``env.unwrapped.demonstrator``, with its settings for that env in
 ``env.unwrapped.demonstrator_settings``); ``make_demonstrator(env)`` builds it.
-Other modules add their own with ``register_demonstrator`` (the lab registers its teleoperator), so this
-module never imports them.
+Other modules add their own with ``register_demonstrator`` (``r2s2r_envs.behavior`` its planners and generator,
+the lab its teleoperator), so this module never imports them.  It lives in ``envs/``, below every package that
+makes or runs demonstrators: dataset generation, the lab and evaluation use the registry without importing
+``behavior`` (docs/architecture.md#dependencies); ``r2s2r_envs.behavior`` re-exports it.
 
 Optional hook: a demonstrator with a method ``executed(action)`` is told, after each ``act``, the action the env
 actually executed when it differs from the one returned (under noise injection, ``generate --action-noise``). A

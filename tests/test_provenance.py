@@ -1,0 +1,38 @@
+"""One provenance helper (r2s2r_envs.provenance) and one JSON form for writers (safe_json.plain_json)."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+
+import mujoco
+import numpy as np
+import pytest
+
+from r2s2r_envs._version import __version__
+from r2s2r_envs.provenance import VERSION_NAMES, versions
+from r2s2r_envs.safe_json import plain_json
+
+
+def test_versions_in_one_order_whatever_is_asked():
+    assert list(versions()) == list(VERSION_NAMES)
+    assert versions("python", "numpy", "r2s2r_envs") == {
+        "r2s2r_envs": __version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+    assert list(versions("python", "mujoco")) == ["mujoco", "python"]
+    assert versions("mujoco")["mujoco"] == mujoco.__version__
+
+
+def test_versions_names_the_valid_choices():
+    with pytest.raises(ValueError, match="valid: \\['r2s2r_envs', 'mujoco'"):
+        versions("torch")
+
+
+def test_plain_json_is_strict_json():
+    data = {1: (np.float32(0.5), np.int64(3)), "a": np.arange(2), "nan": math.nan, "f": np.float64(np.inf), "s": "x"}
+    plain = plain_json(data)
+    assert plain == {"1": [0.5, 3], "a": [0, 1], "nan": None, "f": None, "s": "x"}
+    json.dumps(plain, allow_nan=False)
