@@ -2,7 +2,10 @@
 intervals (docs/ablation.md).
 
 * :mod:`~r2s2r_envs.ablation.design`: the study as typed dataclasses (:class:`AblationDesign`, presets
-  :func:`full_design`, :func:`quick_design`, :func:`smoke_design`) and its task graph keyed by config hash.
+  :func:`full_design`, :func:`quick_design`, :func:`smoke_design`, and :func:`lab_design` for any lab) and its task
+  graph keyed by config hash.
+* :mod:`~r2s2r_envs.ablation.chain`: with ``--lab``, the lab's Real2Sim2Real chain as tasks of that graph (sysid,
+  the behavior fit), the lab known only by its name and config hash (:class:`LabRef`, :func:`resolve_lab`).
 * :mod:`~r2s2r_envs.ablation.tasks`: the units of work (data, training, evaluation, mixture attribution).
 * :mod:`~r2s2r_envs.ablation.runner`: :func:`run_ablation`, the checks before any work and the sweep on Ray.
 * :mod:`~r2s2r_envs.ablation.analysis`: the four-variant table, effects with bootstrap intervals, interaction,
@@ -14,6 +17,7 @@ Importing this package imports neither ray nor torch; running an ablation needs 
 
 from __future__ import annotations
 
+from r2s2r_envs.ablation.chain import ChainSpec, LabError, LabRef, resolve_lab
 from r2s2r_envs.ablation.design import (
     VARIANTS,
     AblationDesign,
@@ -23,6 +27,7 @@ from r2s2r_envs.ablation.design import (
     Task,
     config_hash,
     full_design,
+    lab_design,
     quick_design,
     smoke_design,
 )
@@ -32,14 +37,19 @@ __all__ = [
     "VARIANTS",
     "AblationDesign",
     "AblationError",
+    "ChainSpec",
     "DataSpec",
     "DesignError",
+    "LabError",
+    "LabRef",
     "PolicySpec",
     "RunSummary",
     "Task",
     "config_hash",
     "full_design",
+    "lab_design",
     "quick_design",
+    "resolve_lab",
     "run_ablation",
     "smoke_design",
 ]

@@ -354,13 +354,75 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
     report["sweep"] = sweep_table(runs, design, n)
     report["failures"] = failure_table(runs, design, n)
     report["mixture"] = mixture_summaries(tasks, store)
-    done = {t.key for t in tasks if store.is_done(t.kind, t.key)}
+    status = task_status(tasks, store)
+    done = {t.key for t in tasks if status[t.key][0] == "done"}
     report["tasks"] = {
         "total": len(tasks),
         "finished": len(done),
         "missing": [t.label for t in tasks if t.key not in done],
+        "failed": [{"label": t.label, "error": status[t.key][1]} for t in tasks if status[t.key][0] == "failed"],
+        "skipped": [{"label": t.label, "reason": status[t.key][1]} for t in tasks if status[t.key][0] == "skipped"],
     }
+    if design.lab is not None:
+        report["lab"] = {"name": design.lab.name, "config_sha256": design.lab.config_sha256}
+        report["chain"] = chain_summary(tasks, store, status)
     return report
+
+
+def task_status(tasks: Sequence[Task], store: Store) -> dict[str, tuple[str, str | None]]:
+    """``{key: (status, why)}`` of every task, from the store alone: ``done``; ``failed`` with its recorded error;
+    ``skipped`` because a task it needs failed (why: that task and its error, or the root failure of a skipped one);
+    ``not run`` (an interrupted run)."""
+    labels = {t.key: t.label for t in tasks}
+    out: dict[str, tuple[str, str | None]] = {}
+    for task in tasks:  # dependencies come first
+        if store.is_done(task.kind, task.key):
+            out[task.key] = ("done", None)
+            continue
+        error = store.failure(task.key)
+        if error is not None:
+            out[task.key] = ("failed", error)
+            continue
+        failed = [d for d in task.deps if out.get(d, ("",))[0] == "failed"]
+        skipped = [d for d in task.deps if out.get(d, ("",))[0] == "skipped"]
+        if failed:
+            out[task.key] = ("skipped", f"needs {labels[failed[0]]}, which failed: {out[failed[0]][1]}")
+        elif skipped:
+            out[task.key] = ("skipped", out[skipped[0]][1])
+        else:
+            out[task.key] = ("not run", None)
+    return out
+
+
+def chain_summary(
+    tasks: Sequence[Task], store: Store, status: Mapping[str, tuple[str, str | None]]
+) -> list[dict[str, Any]]:
+    """One entry per stage of the lab's chain (sysid, the lab's demos, behavior fit, the variants' sim data): its
+    status and what it produced (fields identified and not, held-out error reduction, tuned demonstrator; demos
+    made; model sources)."""
+    out = []
+    for task in tasks:
+        if task.kind not in ("sysid", "behavior", "data"):
+            continue
+        state, why = status[task.key]
+        entry: dict[str, Any] = {"stage": task.kind, "label": task.label, "status": state, "why": why}
+        if state == "done":
+            record = store.done_record(task.kind, task.key)
+            if task.kind == "sysid":
+                entry.update(
+                    identified=record["identified"],
+                    not_identifiable=sorted(record["not_identifiable"]),
+                    reduction_percent=record["reduction_percent"],
+                    demonstrator=record["demonstrator"],
+                    sha256=record["sha256"],
+                )
+            elif task.kind == "behavior":
+                entry.update(sources=record["sources"], demos=record["demos"], sha256=record["sha256"])
+            else:
+                entry.update(num_demos=record["num_demos"], sha256=record["sha256"])
+            entry["wall_time_s"] = record.get("wall_time_s")
+        out.append(entry)
+    return out
 
 
 def _pct(x: dict[str, Any] | None) -> str:
@@ -456,9 +518,17 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         else f"{design.rule_fraction(first):g} ({suggestion.note})"
     )
     sims = ", ".join(f"{v}: {s.label} ({s.episodes})" for v, s in design.sim)
-    out = [
-        f"# Grounding ablation ({design.name})",
-        "",
+    out = [f"# Grounding ablation ({design.name})", ""]
+    if report.get("lab") is not None:
+        lab = report["lab"]
+        out += [
+            f"Lab: **{lab['name']}**, config sha256 `{lab['config_sha256']}`. The whole chain ran on it: its world "
+            "identified from its logs (sysid, the scripted demonstrator tuned there), its demos by its own "
+            "teleoperator, the generator fitted to them, the four variants' data made with that grounding file and "
+            "that model, every policy evaluated in this lab.",
+            "",
+        ]
+    out += [
         f"Real data: {real.label} ({real.episodes} lab demos by the teleoperator). Sim data per variant: {sims}. "
         'Every policy trains on the successful demos only (`demos="success"`; every dataset here holds successful '
         "demos only), the same in every variant.",
@@ -531,12 +601,48 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
                 f"{s['states']} | {100 * s['real_like_share']:.1f} | {_calibration(s)} | {s['mean_coverage']:.2f} | "
                 f"{curve} |"
             )
+    if report.get("chain") is not None:
+        out += ["", "## The lab's chain", "", chain_markdown(report["chain"])]
     missing = report["tasks"]["missing"]
     out += ["", "## Tasks", "", f"{report['tasks']['finished']} of {report['tasks']['total']} tasks finished."]
     if missing:
         out.append("Without results (failed or blocked): " + "; ".join(missing))
+    for failed in report["tasks"].get("failed", []):
+        out.append(f"- failed: {failed['label']}: {failed['error']}")
+    for skipped in report["tasks"].get("skipped", []):
+        out.append(f"- skipped: {skipped['label']}: {skipped['reason']}")
     out += ["", "Plots: variants.png, effects.png, sweep.png, mixture.png.", ""]
     return "\n".join(out)
+
+
+def chain_markdown(chain: Sequence[Mapping[str, Any]]) -> str:
+    """The chain's stages as a Markdown table."""
+    lines = ["| stage | status | result |", "|---|---|---|"]
+    for entry in chain:
+        if entry["status"] != "done":
+            result = entry["why"] or "-"
+        elif entry["stage"] == "sysid":
+            reductions = ", ".join(
+                f"{g} {v:.0f}%" for g, v in entry["reduction_percent"].items() if isinstance(v, (int, float))
+            )
+            result = (
+                f"{len(entry['identified'])} fields identified; kept at nominal: "
+                f"{', '.join(entry['not_identifiable']) or 'none'}; held-out error reduction: {reductions or 'n/a'}; "
+                f"demonstrator tuned there: {entry['demonstrator'] or 'defaults'}; grounding sha256 "
+                f"{entry['sha256'][:12]}"
+            )
+        elif entry["stage"] == "behavior":
+            demos = entry["demos"]
+            result = (
+                f"{entry['sources']} source grasps of {demos.get('grasps', '?')} in "
+                f"{demos.get('episodes', '?')} demos; model sha256 {entry['sha256'][:12]}"
+            )
+        else:
+            result = f"{entry['num_demos']} demos, content sha256 {entry['sha256'][:12]}"
+        time_s = entry.get("wall_time_s")
+        shown = f" ({time_s:.0f} s)" if isinstance(time_s, (int, float)) else ""
+        lines.append(f"| {entry['label']} | {entry['status']}{shown} | {result} |")
+    return "\n".join(lines)
 
 
 def write_report(design: AblationDesign, tasks: Sequence[Task], store: Store, out_dir: str | Path) -> Path:

@@ -8,6 +8,8 @@ Examples:
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
     r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
     r2s2r ablation --steps 30000 --train-device cuda --out runs/ablation-30k  # trainings on the GPU, four per GPU
+    r2s2r ablation --lab my_lab.json --quick --out runs/my-lab      # the whole chain on another lab (sysid, demos,
+                                                                    # behavior fit, the variants' data, train, eval)
 
 A re-run with the same ``--out`` skips every finished task (results are keyed by their config hash). Exit codes:
 0 every task finished, 1 some tasks failed (the others' results and the report are written), 2 bad input (nothing
@@ -21,7 +23,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign
+from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, lab_design
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
 
 
@@ -54,10 +56,22 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     size = p.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="one seed, fewer demos, steps and episodes (about 10 minutes on 2 cores)"
+        "--quick",
+        action="store_true",
+        help="one seed, fewer demos, steps and episodes (about 10 minutes on 2 cores; with --lab also sysid's quick "
+        "budget: within 45 minutes)",
     )
     size.add_argument("--smoke", action="store_true", help="a tiny one-object design that only checks the pipeline")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (a re-run resumes it)")
+    p.add_argument(
+        "--lab",
+        default=None,
+        metavar="LAB",
+        help="run the whole Real2Sim2Real chain on this lab (a shipped lab name or a lab JSON file): identify its "
+        "world (sysid, the demonstrator tuned there), record its demos by its own teleoperator, fit the behavior "
+        "model, generate the four variants' data from that grounding, train, evaluate in that lab, analyse; every "
+        "stage cached by its inputs' hashes (default: the default lab's canonical data and shipped groundings)",
+    )
     p.add_argument("--address", default=None, metavar="RAY_ADDRESS", help="join this Ray cluster ('auto': this node's)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="CPUs of a local Ray (default: all)")
     p.add_argument(
@@ -110,9 +124,18 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def design_from_args(args: argparse.Namespace) -> AblationDesign:
-    """The design the options select."""
+    """The design the options select.
+
+    Raises:
+        LabError: ``--lab`` names a lab that cannot be made (unknown, missing, a bad field: named).
+    """
     name = "smoke" if args.smoke else "quick" if args.quick else "full"
-    design = PRESETS[name]()
+    if getattr(args, "lab", None) is not None:
+        from r2s2r_envs.ablation.chain import resolve_lab
+
+        design = lab_design(resolve_lab(args.lab), name)
+    else:
+        design = PRESETS[name]()
     changes: dict[str, object] = {}
     if args.methods is not None:
         changes.update(
@@ -141,10 +164,15 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
 
 def _cmd_ablation(args: argparse.Namespace) -> int:
     from r2s2r_envs.ablation.analysis import print_table
+    from r2s2r_envs.ablation.chain import LabError
     from r2s2r_envs.ablation.runner import AblationError, preflight, run_ablation, write_outputs
     from r2s2r_envs.ablation.store import Store
 
-    design = design_from_args(args)
+    try:
+        design = design_from_args(args)
+    except LabError as e:
+        print(f"r2s2r ablation: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.report_only:
             tasks = preflight(design, args.out)

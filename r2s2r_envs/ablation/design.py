@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.ablation.chain import ChainSpec, LabRef
 from r2s2r_envs.ablation.mixture import ATTRIBUTION_VERSION
 
 #: The four grounding variants, in the order of the 2 x 2 table: (world grounded?, behavior grounded?).
@@ -48,7 +49,9 @@ DEFAULT_SWEEP: tuple[float | str, ...] = (0.0, 0.05, "low", "high", 0.5, 1.0)
 #: Version of the ablation's task definitions; part of every config hash (a change re-runs everything).
 TASK_VERSION = 1
 
-Kind = Literal["data", "train", "eval", "mixture"]
+Kind = Literal["sysid", "data", "behavior", "train", "eval", "mixture"]
+#: The chain stage whose output each grounding axis's env takes, as ``(env argument, task kind)``.
+AXIS_INPUTS: dict[str, tuple[str, str]] = {"world": ("grounding", "sysid"), "behavior": ("behavior", "behavior")}
 RuleEnd = Literal["low", "high"]
 
 
@@ -232,6 +235,11 @@ class AblationDesign:
         mixture_neighbors: nearest demo states per domain whose actions a policy action is compared with.
         bootstrap_replicates: bootstrap replicates of the effect intervals.
         max_retries: retries of a failed task (Ray's ``max_retries``, exceptions included).
+        lab: the lab of the whole chain (``--lab``), or ``None``: the default lab's canonical data and groundings
+            (the shipped grounding file and behavior model), as before ``--lab`` existed.
+        chain: how the chain's stages run (sysid, behavior fit); set exactly when ``lab`` is. With both, the real
+            data is made in that lab by its teleoperator, the grounded variants' envs take the grounding file and
+            the behavior model its chain produced, and every policy is evaluated in that lab.
     """
 
     name: str
@@ -254,6 +262,8 @@ class AblationDesign:
     mixture_neighbors: int = 5
     bootstrap_replicates: int = 2000
     max_retries: int = 2
+    lab: LabRef | None = None
+    chain: ChainSpec | None = None
 
     # ------------------------------------------------------------------ derived
     def sim_spec(self, variant: str) -> DataSpec:
@@ -313,6 +323,8 @@ class AblationDesign:
         d["sim"] = [[v, s.to_dict()] for v, s in self.sim]
         d["train"] = dict(self.train)
         d["eval_env_kwargs"] = dict(self.eval_env_kwargs)
+        d["lab"] = None if self.lab is None else self.lab.to_dict()
+        d["chain"] = None if self.chain is None else self.chain.to_dict()
         return d
 
     @classmethod
@@ -328,6 +340,10 @@ class AblationDesign:
         for name in ("variants", "methods", "seeds", "sweep_fractions", "sweep_methods", "mixture_methods"):
             if name in kw:
                 kw[name] = tuple(kw[name])
+        if kw.get("lab") is not None:
+            kw["lab"] = LabRef(**kw["lab"])
+        if kw.get("chain") is not None:
+            kw["chain"] = ChainSpec.from_dict(kw["chain"])
         return cls(**kw)
 
     # ------------------------------------------------------------------ the task graph
@@ -341,13 +357,33 @@ class AblationDesign:
         hashes = dict(canonical_hashes or {})
         tasks: list[Task] = []
         data_keys: dict[str, str] = {}
+        stage_keys: dict[str, str] = {}  # chain stage kind -> key (designs with a lab only)
+        if self.lab is not None and self.chain is not None:
+            config = self.chain.sysid_config(self.lab)
+            key = config_hash("sysid", config)
+            label = f"sysid lab {self.lab.name}"
+            tasks.append(
+                Task(kind="sysid", key=key, config=config, deps=(), num_cpus=self.chain.sysid_workers, label=label)
+            )
+            stage_keys["sysid"] = key
         for variant, spec in [(None, self.real), *((v, self.sim_spec(v)) for v in self._sim_variants_used())]:
             config = spec.to_dict()
             if spec.canonical is not None:
                 config["expected_sha256"] = hashes.get(spec.canonical)
-            key = config_hash("data", config)
-            tasks.append(Task(kind="data", key=key, config=config, deps=(), num_cpus=1, label=f"data {spec.label}"))
+            deps: tuple[str, ...] = ()
+            if self.lab is not None and spec.env_id == LAB_ENV_ID:
+                config["lab"] = self.lab.to_config()
+            if variant is not None and stage_keys:
+                config["inputs"], deps = self._grounding_inputs(variant, stage_keys)
+            key = config_hash("data", config, deps)
+            tasks.append(Task(kind="data", key=key, config=config, deps=deps, num_cpus=1, label=f"data {spec.label}"))
             data_keys["real" if variant is None else variant] = key
+            if variant is None and self.lab is not None and self.chain is not None:
+                config = self.chain.behavior_config(self.lab)
+                bkey = config_hash("behavior", config, (key,))
+                label = f"behavior fit to {spec.label}"
+                tasks.append(Task(kind="behavior", key=bkey, config=config, deps=(key,), num_cpus=1, label=label))
+                stage_keys["behavior"] = bkey
         policy_keys: dict[PolicySpec, str] = {}
         for policy in self.policies():
             config = self._train_config(policy)
@@ -374,9 +410,15 @@ class AblationDesign:
                     "env_kwargs": dict(self.eval_env_kwargs),
                     "policy": dataclasses.asdict(policy),
                 }
-                key = config_hash("eval", config, (pkey,))
+                deps = (pkey,)
+                if self.lab is not None and env_id == LAB_ENV_ID:
+                    config["lab"] = self.lab.to_config()
+                elif policy.variant is not None and stage_keys:  # its own variant, grounded on this lab
+                    config["inputs"], inputs = self._grounding_inputs(policy.variant, stage_keys)
+                    deps = (pkey, *inputs)
+                key = config_hash("eval", config, deps)
                 label = f"eval {policy_label(policy)} in {env_id}"
-                tasks.append(Task(kind="eval", key=key, config=config, deps=(pkey,), num_cpus=1, label=label))
+                tasks.append(Task(kind="eval", key=key, config=config, deps=deps, num_cpus=1, label=label))
         for policy, sim_variant in self.mixture_policies():
             pkey = policy_keys[policy]
             config = {
@@ -387,6 +429,8 @@ class AblationDesign:
                 "env_kwargs": dict(self.eval_env_kwargs),
                 "attribution_version": ATTRIBUTION_VERSION,
             }
+            if self.lab is not None:
+                config["lab"] = self.lab.to_config()
             deps = (pkey, data_keys["real"], data_keys[sim_variant])
             key = config_hash("mixture", config, deps)
             label = f"mixture {policy_label(policy)}"
@@ -413,6 +457,18 @@ class AblationDesign:
                         if ref is not None:
                             out.append((ref, variant))
         return list(dict.fromkeys(out))
+
+    def _grounding_inputs(
+        self, variant: str, stage_keys: Mapping[str, str]
+    ) -> tuple[dict[str, dict[str, str]], tuple[str, ...]]:
+        """``({env argument: {"kind", "key"}}, keys)`` of the chain outputs ``variant``'s env takes."""
+        world, behavior = VARIANT_AXES[variant]
+        inputs = {}
+        for axis, grounded in (("world", world), ("behavior", behavior)):
+            if grounded:
+                argument, kind = AXIS_INPUTS[axis]
+                inputs[argument] = {"kind": kind, "key": stage_keys[kind]}
+        return inputs, tuple(v["key"] for v in inputs.values())
 
     def _sim_variants_used(self) -> list[str]:
         used = list(self.variants)
@@ -558,6 +614,39 @@ def smoke_design() -> AblationDesign:
 
 PRESETS = {"full": full_design, "quick": quick_design, "smoke": smoke_design}
 
+#: The chain settings of each preset with ``--lab``: the full sysid budget and tuning for ``full``; ``sysid
+#: --quick`` (its default tuning: 10 episodes per grid point) for ``quick``; for ``smoke`` (tests) ``--quick`` with a
+#: two-point tuning of one episode each and a behavior fit that accepts one grasp per category.
+LAB_CHAINS: dict[str, ChainSpec] = {
+    "full": ChainSpec(),
+    "quick": ChainSpec(sysid_quick=True),
+    "smoke": ChainSpec(sysid_quick=True, tune_episodes=1, tune_grid={"lead_time": (0.05, 0.1)}, fit_min_grasps=1),
+}
+
+
+def lab_design(lab: LabRef, preset: str = "quick") -> AblationDesign:
+    """The design ``preset`` (``"full"``, ``"quick"`` or ``"smoke"``) run on the whole chain of lab ``lab``.
+
+    Every dataset is generated by the ablation, none is canonical: the real demos with the recipe of the preset's
+    real data (``lab-50``'s: the teleoperator, base seed 1,000,000) in that lab, by its own teleoperator; the sim
+    demos of each variant with the recipe of its canonical dataset, in envs that take that lab's grounding file
+    (WorldGrounded, FullyGrounded) and behavior model (BehaviorGrounded, FullyGrounded). The chain's stages run
+    with :data:`LAB_CHAINS` ``[preset]``; the rest (policies, episodes, sweep, mixture analysis) is the preset's.
+
+    Raises:
+        DesignError: an unknown preset.
+    """
+    if preset not in PRESETS:
+        raise DesignError(f"unknown design preset {preset!r}; choose from {sorted(PRESETS)}")
+    design = PRESETS[preset]()
+    real = design.real
+    if real.canonical is not None:  # the full design reads lab-50: generate the same recipe in this lab instead
+        real = canonical_recipe(real.canonical, real.episodes, real.label)
+    sim = tuple(
+        (v, canonical_recipe(s.canonical, s.episodes, s.label) if s.canonical is not None else s) for v, s in design.sim
+    )
+    return dataclasses.replace(design, real=real, sim=sim, lab=lab, chain=LAB_CHAINS[preset])
+
 
 # ---------------------------------------------------------------------- checks
 def check_design(design: AblationDesign) -> None:
@@ -619,6 +708,21 @@ def check_design(design: AblationDesign) -> None:
     for variant, spec in design.sim:
         if spec.domain != "sim":
             raise DesignError(f"the sim data of {variant} ({spec.label}) must have domain 'sim'")
+    if (design.lab is None) != (design.chain is None):
+        raise DesignError("a design with a lab needs its chain settings and the other way round (lab_design())")
+    if design.lab is not None and design.chain is not None:
+        try:
+            design.chain.check()
+        except ValueError as exc:
+            raise DesignError(str(exc)) from None
+        canonical = [s.label for s in [design.real, *(s for _, s in design.sim)] if s.canonical is not None]
+        if canonical:
+            raise DesignError(
+                f"dataset(s) {canonical} are canonical, made in the default lab: a design with --lab generates all "
+                "its data in its own chain"
+            )
+        if design.real.env_id != LAB_ENV_ID:
+            raise DesignError(f"the real data {design.real.label} of a lab design is made in {LAB_ENV_ID}")
     fixed = {"method", "real", "sim", "real_fraction", "seed", "out", "demos", "progress", "overwrite"}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - fixed
     bad = sorted(set(design.train) - known)

@@ -2,14 +2,18 @@
 
 :func:`run_ablation` is what ``r2s2r ablation`` calls:
 
-1. **Checks before any work** (:func:`preflight`): the design (unknown variant or method, bad numbers), the output
-   directory (another format or schema version is refused, evaluation results in it must be schema v2), every
-   canonical dataset the design reads (missing: the message names the ``r2s2r datasets make`` command), and ray.
+1. **Checks before any work** (:func:`preflight`): the design (unknown variant or method, bad numbers), the lab
+   (``--lab``: made once, so that the lab config's own validation names an unknown or out-of-range field), the
+   output directory (another format or schema version is refused, evaluation results in it must be schema v2, and
+   a directory made for another lab is refused naming both labs' config hashes), every canonical dataset the
+   design reads (missing: the message names the ``r2s2r datasets make`` command), and ray.
 2. **The task graph on Ray** (:func:`run_tasks`): locally by default (``ray.init(num_cpus=workers)``, no
    dashboard, quiet logs), on a cluster with ``address``. Each task is one ``ray.remote`` call declaring its CPUs,
    with ``max_retries`` and ``retry_exceptions`` (a killed worker or an exception is retried). Finished tasks
    (``task.json`` present) are skipped; a task that fails after its retries is recorded in ``store/failed/`` and the
-   tasks depending on it are reported as blocked, while the rest of the sweep goes on.
+   tasks depending on it are reported as blocked, with the failure that blocks them, while the rest of the sweep
+   goes on. A chain stage that cannot deliver (``chain.StageError``) fails at once, and a re-run reuses that
+   failure (same inputs, same answer) instead of running it again.
 3. **Outputs**: evaluation results copied to ``DIR/results/`` (schema v2, one folder per method and variant),
    ``r2s2r leaderboard`` over them into ``DIR/leaderboard/``, and the ablation's report into ``DIR/report/``.
 
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.ablation.chain import LabError, install_lab, lab_identity
 from r2s2r_envs.ablation.design import AblationDesign, Task, check_design, env_id_of
 from r2s2r_envs.ablation.store import Store, StoreError
 from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error
@@ -51,6 +56,7 @@ class RunSummary:
         ran: tasks run to completion by this run.
         failed: ``{key: error}`` of tasks that failed after their retries.
         blocked: keys of tasks not run because a task they depend on failed.
+        blocked_reasons: ``{key: reason}`` of each blocked task: the failed task it needs, and its error.
         wall_time_s: seconds of the whole run (checks, tasks, leaderboard and report).
         task_time_s: seconds spent in the task graph.
         out: the output directory.
@@ -61,6 +67,7 @@ class RunSummary:
     ran: int = 0
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     blocked: list[str] = dataclasses.field(default_factory=list)
+    blocked_reasons: dict[str, str] = dataclasses.field(default_factory=dict)
     wall_time_s: float = 0.0
     task_time_s: float = 0.0
     out: str = ""
@@ -137,11 +144,52 @@ def check_results_dir(root: Path) -> None:
                 )
 
 
+def design_lab(design: AblationDesign, out: str | os.PathLike[str]) -> dict[str, str]:
+    """The name and config hash of the lab a design runs on (the default lab without ``--lab``), checked.
+
+    Raises:
+        AblationError: the lab cannot be made (the message names the bad field), or a lab file changed since the
+            design was made from it (its config hash differs).
+    """
+    lab = design.lab
+    try:
+        if lab is None:
+            return lab_identity("default")
+        copy = Path(out) / lab.file if lab.file else None
+        identity = lab_identity(copy if copy is not None and copy.is_file() else (lab.origin or lab.name))
+    except LabError as exc:
+        raise AblationError(str(exc)) from None
+    if identity["config_sha256"] != lab.config_sha256:
+        raise AblationError(
+            f"lab {lab.origin or lab.name} has config {identity['config_sha256'][:12]} now, the design was made for "
+            f"config {lab.config_sha256[:12]}: run the command again"
+        )
+    return identity
+
+
+def check_lab_of_dir(store: Store, manifest: dict[str, Any] | None, identity: dict[str, str]) -> None:
+    """A run directory is made for one lab: refuse one whose manifest names another (both config hashes named).
+
+    A manifest without a lab was written before ``--lab`` existed, by a run on the default lab.
+    """
+    if manifest is None:
+        return
+    recorded = manifest.get("lab")
+    if recorded is None:
+        recorded = lab_identity("default")
+    if recorded.get("config_sha256") != identity["config_sha256"]:
+        raise AblationError(
+            f"--out {store.root} was made for lab {recorded.get('name')!r} (config sha256 "
+            f"{recorded.get('config_sha256')}); this run is for lab {identity['name']!r} (config sha256 "
+            f"{identity['config_sha256']}): give another --out"
+        )
+
+
 def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]:
     """Every check that runs before any work; returns the task graph.
 
     Raises:
-        AblationError: a bad design, output directory or dataset, named in the message.
+        AblationError: a bad design, lab, output directory or dataset, named in the message.
     """
     from r2s2r_envs.ablation.design import DesignError
 
@@ -151,9 +199,10 @@ def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]
         raise AblationError(str(exc)) from None
     store = Store(out)
     try:
-        store.check_manifest()
+        manifest = store.check_manifest()
     except StoreError as exc:
         raise AblationError(str(exc)) from None
+    check_lab_of_dir(store, manifest, design_lab(design, out))
     check_results_dir(Path(out))
     hashes = canonical_hashes(design)
     return design.tasks(canonical_hashes=hashes)
@@ -235,7 +284,7 @@ def _check_reachable(address: str) -> None:
 
 
 #: Which ready task goes first (lower first): the nearer a task is to a reported result, the sooner it runs.
-_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 3}
+_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 3, "behavior": 3, "sysid": 3}
 
 
 def _cluster_cpus(ray: Any) -> float:
@@ -269,10 +318,15 @@ def run_tasks(
     summary = RunSummary(total=len(tasks), out=str(store.root))
     remote = ray.remote(execute_task)
     state: dict[str, str] = {}
+    labels = {t.key: t.label for t in tasks}
     for task in tasks:
         if store.is_done(task.kind, task.key):
             state[task.key] = "done"
             summary.skipped += 1
+        elif (error := store.final_failure(task.key)) is not None:  # a stage that cannot deliver with these inputs
+            state[task.key] = "failed"
+            summary.failed[task.key] = error
+            log(f"FAILED   {task.label} (recorded by an earlier run, same inputs): {error}")
     if summary.skipped:
         log(f"{summary.skipped} of {len(tasks)} tasks already finished (skipped)")
     order = {t.key: i for i, t in enumerate(tasks)}
@@ -286,7 +340,9 @@ def run_tasks(
             if any(s in ("failed", "blocked") for s in deps):
                 state[task.key] = "blocked"
                 summary.blocked.append(task.key)
-                log(f"blocked  {task.label} (a task it needs failed)")
+                reason = blocked_reason(task, state, summary, labels)
+                summary.blocked_reasons[task.key] = reason
+                log(f"skipped  {task.label}: {reason}")
             elif all(s == "done" for s in deps):
                 ready_tasks.append(task)
             else:
@@ -326,11 +382,28 @@ def run_tasks(
                 store.record_failure(task.to_dict(), error)
                 log(f"FAILED   {task.label}: {error}")
                 continue
+            if record.get("stage_failed"):  # recorded by the task itself, not retried
+                state[task.key] = "failed"
+                summary.failed[task.key] = record["stage_failed"]
+                log(f"FAILED   {task.label}: {record['stage_failed']}")
+                continue
             state[task.key] = "done"
             summary.ran += 1
             log(f"done     {task.label} ({record['wall_time_s']:.0f} s)")
     summary.task_time_s = time.perf_counter() - start
     return summary
+
+
+def blocked_reason(task: Task, state: dict[str, str], summary: RunSummary, labels: dict[str, str]) -> str:
+    """Why ``task`` is skipped: the first task it needs that failed (with its error), or the reason of the first
+    one it needs that was skipped (the failure at the root)."""
+    for dep in task.deps:
+        if state.get(dep) == "failed":
+            return f"needs {labels.get(dep, dep)}, which failed: {summary.failed.get(dep, '?')}"
+    for dep in task.deps:
+        if state.get(dep) == "blocked":
+            return summary.blocked_reasons.get(dep, f"needs {labels.get(dep, dep)}, which was skipped")
+    return "a task it needs failed"
 
 
 def export_results(design: AblationDesign, tasks: list[Task], store: Store) -> Path:
@@ -376,10 +449,14 @@ def run_ablation(
     start = time.perf_counter()
     tasks = preflight(design, out)
     import_ray()
+    identity = design_lab(design, out)
     store = Store(out)
     store.root.mkdir(parents=True, exist_ok=True)
-    store.write_manifest(design.to_dict(), __version__)
-    log(f"ablation {design.name}: {len(tasks)} tasks -> {store.root}")
+    if design.lab is not None:
+        install_lab(design.lab, store.root)
+    store.write_manifest(design.to_dict(), __version__, lab=identity)
+    on = f" on lab {identity['name']} (config {identity['config_sha256'][:12]})" if design.lab is not None else ""
+    log(f"ablation {design.name}{on}: {len(tasks)} tasks -> {store.root}")
     if address and workers:
         log(f"--workers {workers} is ignored with --address: the cluster's CPUs decide how many tasks run at once")
     started = init_ray(address, workers)
@@ -406,7 +483,8 @@ def write_outputs(
     results = export_results(design, tasks, store)
     if any(results.rglob("*.json")):
         try:
-            build_leaderboard(results, store.root / "leaderboard", title=f"Grounding ablation ({design.name})")
+            on = f", lab {design.lab.name}" if design.lab is not None else ""
+            build_leaderboard(results, store.root / "leaderboard", title=f"Grounding ablation ({design.name}{on})")
         except LeaderboardError as exc:
             log(f"leaderboard not built: {exc}")
     report = write_report(design, tasks, store, store.root / "report")

@@ -2,11 +2,13 @@
 
 Layout of an output directory ``DIR`` (docs/ablation.md, "Output files")::
 
-    DIR/ablation.json                 manifest: format, schema version, the design, package version
+    DIR/ablation.json                 manifest: format, schema version, the design, package version, the lab
+    DIR/lab/<hash>.json               with --lab FILE: the copy of the lab file every task of the run makes its lab from
     DIR/store/<kind>/<key>/           one task's output (dataset, checkpoint, result, mixture arrays)
     DIR/store/<kind>/<key>/task.json  written last, atomically: its presence marks the task finished
     DIR/store/attempts/<key>.jsonl    one line per attempt (start, end, error), kept across runs
-    DIR/store/failed/<key>.json       the last failure of a task that ran out of retries (removed on success)
+    DIR/store/failed/<key>.json       the last failure of a task that ran out of retries (removed on success);
+                                      ``"final": true`` for a chain stage that cannot deliver with these inputs
     DIR/results/...                   the evaluation results, schema v2, for ``r2s2r leaderboard``
     DIR/leaderboard/, DIR/report/     the leaderboard and the ablation's own report
 
@@ -79,18 +81,21 @@ class Store:
             )
         return data
 
-    def write_manifest(self, design: dict[str, Any], package_version: str) -> None:
-        """Records the design of the latest run (earlier designs' task results stay usable by hash)."""
-        write_json_atomic(
-            self.root / MANIFEST,
-            {
-                "format": MANIFEST_FORMAT,
-                "schema_version": MANIFEST_SCHEMA_VERSION,
-                "design": design,
-                "r2s2r_envs": package_version,
-                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-        )
+    def write_manifest(
+        self, design: dict[str, Any], package_version: str, *, lab: dict[str, str] | None = None
+    ) -> None:
+        """Records the design of the latest run (earlier designs' task results stay usable by hash) and the lab the
+        directory is made for (``{"name", "config_sha256"}``; a directory is for one lab only)."""
+        data = {
+            "format": MANIFEST_FORMAT,
+            "schema_version": MANIFEST_SCHEMA_VERSION,
+            "design": design,
+            "r2s2r_envs": package_version,
+            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        if lab is not None:
+            data["lab"] = dict(lab)
+        write_json_atomic(self.root / MANIFEST, data)
 
     # ------------------------------------------------------------------ tasks
     def task_dir(self, kind: str, key: str) -> Path:
@@ -131,12 +136,35 @@ class Store:
         """Where a task's last failure is recorded."""
         return self.root / "store" / "failed" / f"{key}.json"
 
-    def record_failure(self, task: dict[str, Any], error: str) -> None:
-        """Records that a task ran out of retries."""
+    def record_failure(self, task: dict[str, Any], error: str, *, final: bool = False) -> None:
+        """Records that a task ran out of retries, or (``final``) that a chain stage cannot deliver with its inputs:
+        a re-run then reuses the failure instead of running the stage again."""
         write_json_atomic(
             self.failed_path(task["key"]),
-            {"task": task, "error": error, "attempts": self.attempts(task["key"])},
+            {"task": task, "error": error, "attempts": self.attempts(task["key"]), "final": final},
         )
+
+    def final_failure(self, key: str) -> str | None:
+        """The error of a task recorded as a final failure (``None`` if there is none)."""
+        path = self.failed_path(key)
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return str(data.get("error")) if isinstance(data, dict) and data.get("final") else None
+
+    def failure(self, key: str) -> str | None:
+        """The recorded error of a task's last failure (``None`` if none is recorded)."""
+        path = self.failed_path(key)
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return str(data.get("error")) if isinstance(data, dict) else None
 
     def log_attempt(self, key: str, event: dict[str, Any]) -> None:
         """Appends one line to the task's attempt log (start, end or error of one attempt)."""

@@ -1,4 +1,5 @@
-"""The ablation's units of work, each run in one process: make data, train, evaluate, attribute (mixture).
+"""The ablation's units of work, each run in one process: make data, train, evaluate, attribute (mixture), and
+with ``--lab`` the chain's stages (sysid, behavior fit: :mod:`.chain`).
 
 :func:`execute_task` is what a Ray worker runs (``r2s2r_envs.ablation.runner`` wraps it with ``ray.remote``, the
 resources the task declares, ``max_retries`` and ``retry_exceptions``); it needs only the task's JSON and the
@@ -7,7 +8,14 @@ goes through the suite's public APIs: the datasets generation API and reader, ``
 ``policies.load_policy``, ``evaluation.evaluate``, and the lab only as ``gym.make("PickSort-Real-v0")``.
 
 An attempt starts by deleting the partial output of an earlier attempt (a dataset generation instead resumes its
-crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`).
+crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`). A chain stage
+that ran and cannot deliver (:class:`~r2s2r_envs.ablation.chain.StageError`) is not raised to Ray, which would retry
+it for the same answer: it is recorded as a final failure (``Store.record_failure(final=True)``) and returned as
+``{"stage_failed": reason}``; the runner then skips the tasks that need it.
+
+With a lab (``config["lab"]``) a task of the lab env makes it with ``lab=`` that lab (the run directory's copy of a
+lab file); ``config["inputs"]`` names the chain outputs an env takes (``grounding``: a sysid task's grounding file,
+``behavior``: a behavior task's model), by task kind and key.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.ablation.chain import LAB_ENV_ID, StageError, lab_argument
 from r2s2r_envs.ablation.store import Store
 
 DATASET_FILE = "data.hdf5"
@@ -46,8 +55,19 @@ def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
     start, cpu_start = time.perf_counter(), _cpu_seconds()
     try:
         out = store.start(kind, key, keep_partial=kind == "data")
-        runner = {"data": _run_data, "train": _run_train, "eval": _run_eval, "mixture": _run_mixture}[kind]
+        runner = {
+            "sysid": _run_sysid,
+            "data": _run_data,
+            "behavior": _run_behavior,
+            "train": _run_train,
+            "eval": _run_eval,
+            "mixture": _run_mixture,
+        }[kind]
         record = runner(task, store, out)
+    except StageError as exc:  # deterministic: recorded, not retried
+        store.log_attempt(key, {"event": "error", "error": f"{type(exc).__name__}: {exc}"})
+        store.record_failure(task, f"{type(exc).__name__}: {exc}", final=True)
+        return {"kind": kind, "key": key, "label": task["label"], "stage_failed": f"{type(exc).__name__}: {exc}"}
     except BaseException as exc:
         store.log_attempt(key, {"event": "error", "error": f"{type(exc).__name__}: {exc}"})
         raise
@@ -66,6 +86,32 @@ def _cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def env_kwargs_of(task: dict[str, Any], store: Store, env_id: str) -> dict[str, Any]:
+    """The env arguments of a task's env: its ``env_kwargs``, the lab of a lab env (``config["lab"]``) and the
+    chain outputs it takes (``config["inputs"]``)."""
+    config = task["config"]
+    kwargs = dict(config.get("env_kwargs") or {})
+    if config.get("lab") is not None and env_id == LAB_ENV_ID:
+        kwargs["lab"] = lab_argument(config["lab"], store.root)
+    for argument, source in (config.get("inputs") or {}).items():
+        record = store.done_record(source["kind"], source["key"])
+        kwargs[argument] = record["grounding"] if source["kind"] == "sysid" else record["model"]
+    return kwargs
+
+
+# ---------------------------------------------------------------------- chain stages
+def _run_sysid(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    from r2s2r_envs.ablation.chain import run_sysid_task
+
+    return run_sysid_task(task, store.root, out)
+
+
+def _run_behavior(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    from r2s2r_envs.ablation.chain import run_behavior_task
+
+    return run_behavior_task(task, data_path(store, task["deps"][0]), out)
 
 
 def format_error(exc: BaseException) -> str:
@@ -89,7 +135,7 @@ def _run_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
         out / DATASET_FILE,
         seed=config["seed"],
         successes_only=True,
-        env_kwargs=config["env_kwargs"],
+        env_kwargs=env_kwargs_of(task, store, config["env_id"]),
         episode_steps=config["episode_steps"],
         max_attempts=config["max_attempts"],
         progress=False,
@@ -228,7 +274,11 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     config = task["config"]
     policy = load_policy(store.done_record("train", task["deps"][0])["policy"])
     result = evaluate(
-        config["env_id"], policy, episodes=config["episodes"], env_kwargs=config["env_kwargs"], progress=False
+        config["env_id"],
+        policy,
+        episodes=config["episodes"],
+        env_kwargs=env_kwargs_of(task, store, config["env_id"]),
+        progress=False,
     )
     (out / RESULT_FILE).write_text(result.to_json(indent=2) + "\n")
     return {"result": str(out / RESULT_FILE), "summary": result.summary}
@@ -253,7 +303,7 @@ def _run_mixture(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any
         sim_data=data_path(store, sim_key),
         episodes=config["episodes"],
         neighbors=config["neighbors"],
-        env_kwargs=config["env_kwargs"],
+        env_kwargs=env_kwargs_of(task, store, LAB_ENV_ID),
         out=out,
     )
     return {"summary": summary}
