@@ -233,8 +233,10 @@ class PickSortVectorEnv(VectorEnv):
             raise RuntimeError("step() called before reset(): call reset() first")
         actions = self._check_actions(actions)
         mode = self.autoreset_mode
-        to_reset = self._ended if mode == AutoresetMode.NEXT_STEP else np.zeros(self.num_envs, dtype=np.bool_)
-        to_step = ~to_reset & ~(self._ended if mode == AutoresetMode.DISABLED else False)
+        none = np.zeros(self.num_envs, dtype=np.bool_)
+        to_reset = self._ended if mode == AutoresetMode.NEXT_STEP else none  # reset instead of stepped
+        left_alone = self._ended if mode == AutoresetMode.DISABLED else none
+        to_step = ~to_reset & ~left_alone
         stepping = np.flatnonzero(to_step).tolist()
         envs = self.envs
         for i in stepping:  # every row is checked before any env moves
