@@ -115,6 +115,19 @@ def test_the_chain_is_tasks_of_the_graph_keyed_by_their_inputs(lab_file, tmp_pat
     assert other_keys["sysid lab other"] != sysid.key
 
 
+def test_a_chain_stage_runs_only_when_a_variant_of_the_design_needs_it(lab_file):
+    lab = resolve_lab(lab_file)
+
+    def kinds(variants):
+        design = dataclasses.replace(tiny_lab_design(lab), variants=variants)
+        return sorted(t.kind for t in design.tasks() if t.kind in ("sysid", "behavior"))
+
+    assert kinds(("Ungrounded",)) == []
+    assert kinds(("Ungrounded", "WorldGrounded")) == ["sysid"]
+    assert kinds(("BehaviorGrounded",)) == ["behavior"]
+    assert kinds(("FullyGrounded",)) == ["behavior", "sysid"]
+
+
 # ---------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "change, named",

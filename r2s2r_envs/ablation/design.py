@@ -358,7 +358,11 @@ class AblationDesign:
         tasks: list[Task] = []
         data_keys: dict[str, str] = {}
         stage_keys: dict[str, str] = {}  # chain stage kind -> key (designs with a lab only)
-        if self.lab is not None and self.chain is not None:
+        # A stage runs when a variant of the design is grounded on its axis (--variants may leave one out).
+        used = self._sim_variants_used()
+        needs_world = any(VARIANT_AXES[v][0] for v in used)
+        needs_behavior = any(VARIANT_AXES[v][1] for v in used)
+        if self.lab is not None and self.chain is not None and needs_world:
             config = self.chain.sysid_config(self.lab)
             key = config_hash("sysid", config)
             label = f"sysid lab {self.lab.name}"
@@ -378,7 +382,7 @@ class AblationDesign:
             key = config_hash("data", config, deps)
             tasks.append(Task(kind="data", key=key, config=config, deps=deps, num_cpus=1, label=f"data {spec.label}"))
             data_keys["real" if variant is None else variant] = key
-            if variant is None and self.lab is not None and self.chain is not None:
+            if variant is None and self.lab is not None and self.chain is not None and needs_behavior:
                 config = self.chain.behavior_config(self.lab)
                 bkey = config_hash("behavior", config, (key,))
                 label = f"behavior fit to {spec.label}"
