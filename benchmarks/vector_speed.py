@@ -1,0 +1,189 @@
+"""How much faster the native vector env and batched evaluation run than one env at a time.
+
+Two measurements, each as a ratio against its reference timed in the same run, in interleaved rounds (so machine
+load hits both sides alike):
+
+* ``make_vec``: env steps/s of ``gym.make_vec(ENV, num_envs=N)`` (default N = 8, physics in
+  ``min(N, cores)`` threads) with random actions, against one single env (``gym.make``) stepping the same number
+  of env steps.  Also the vector env with one thread, which isolates the cost of stepping envs together from the
+  gain of the threads.  Goal (issue 23): >= 1.7x on 2 free cores (the physics limit is 2x).
+* ``evaluate``: wall time of ``evaluate(ENV, policy, episodes=E, batch=B)`` against today's
+  ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab episodes with a trained policy (default the shipped
+  ``zoo:flow-real-only``); the records of both must be identical, and the script checks it.  Goal (issue 23):
+  >= 3x for 100 lab episodes of a flow policy on 2 cores.
+
+It prints the ratios and writes a JSON record (resolved config, per-round figures, the machine and its load
+average) to ``--out``.
+
+Example::
+
+    MUJOCO_GL=egl python benchmarks/vector_speed.py --out benchmarks/results/vector-speed/vector_speed.json
+    MUJOCO_GL=egl python benchmarks/vector_speed.py --skip-evaluate --num-envs 8 --rounds 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported: headless offscreen rendering
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+import r2s2r_envs  # noqa: F401  (registers the ids)
+from r2s2r_envs.evaluation.protocol import evaluate
+
+
+def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int) -> dict:
+    """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one."""
+    single = gym.make(env_id)
+    vec = gym.make_vec(env_id, num_envs=num_envs)
+    serial = gym.make_vec(env_id, num_envs=num_envs, num_threads=1)
+    rng = np.random.default_rng(seed)
+    single.reset(seed=seed)
+    vec.reset(seed=seed)
+    serial.reset(seed=seed)
+    shape = single.action_space.shape
+    out: dict[str, list[float]] = {"single_steps_per_s": [], "vector_steps_per_s": [], "vector_1thread_steps_per_s": []}
+    out["vector_cpu_per_wall"] = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(steps * num_envs):
+            _, _, terminated, truncated, _ = single.step(rng.uniform(-1.0, 1.0, size=shape))
+            if terminated or truncated:
+                single.reset()
+        out["single_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t))
+        for key, env in (("vector_steps_per_s", vec), ("vector_1thread_steps_per_s", serial)):
+            t, cpu = time.perf_counter(), time.process_time()
+            for _ in range(steps):
+                env.step(rng.uniform(-1.0, 1.0, size=(num_envs, *shape)))  # autoreset: next step
+            wall = time.perf_counter() - t
+            out[key].append(steps * num_envs / wall)
+            if env is vec:
+                out["vector_cpu_per_wall"].append((time.process_time() - cpu) / wall)
+    threads = vec.unwrapped.num_threads
+    for env in (single, vec, serial):
+        env.close()
+    ratios = [v / s for v, s in zip(out["vector_steps_per_s"], out["single_steps_per_s"])]
+    ratios_1 = [v / s for v, s in zip(out["vector_1thread_steps_per_s"], out["single_steps_per_s"])]
+    return {
+        "env_id": env_id,
+        "num_envs": num_envs,
+        "threads": threads,
+        "steps_per_round": steps,
+        "rounds": rounds,
+        **out,
+        "ratio_vector_over_single": ratios,
+        "ratio_vector_1thread_over_single": ratios_1,
+        "median_ratio": statistics.median(ratios),
+        "median_ratio_1thread": statistics.median(ratios_1),
+    }
+
+
+def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps: int, batch: int, workers: int,
+                    rounds: int) -> dict:  # fmt: skip
+    """Interleaved rounds of ``evaluate(..., workers=W)`` and ``evaluate(..., batch=B)``; records compared."""
+    from r2s2r_envs.policies.runtime import load_policy
+
+    policy = load_policy(policy_spec)
+    kwargs = {"episode_steps": episode_steps}
+    out: dict[str, list] = {"workers_s": [], "batch_s": [], "records_identical": []}
+    for _ in range(rounds):
+        t = time.perf_counter()
+        a = evaluate(env_id, policy, episodes=episodes, env_kwargs=kwargs, workers=workers, progress=False)
+        out["workers_s"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        b = evaluate(env_id, policy, episodes=episodes, env_kwargs=kwargs, batch=batch, progress=False)
+        out["batch_s"].append(time.perf_counter() - t)
+        out["records_identical"].append(a.records == b.records)
+    ratios = [w / b for w, b in zip(out["workers_s"], out["batch_s"])]
+    return {
+        "env_id": env_id,
+        "policy": policy_spec,
+        "episodes": episodes,
+        "episode_steps": episode_steps,
+        "batch": batch,
+        "workers": workers,
+        "rounds": rounds,
+        **out,
+        "success_rate": a.summary["success_rate"],
+        "ratio_workers_over_batch": ratios,
+        "median_ratio": statistics.median(ratios),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="PickSort-Real-v0", help="env id (default the lab)")
+    parser.add_argument("--num-envs", type=int, default=8, help="make_vec num_envs (default 8)")
+    parser.add_argument("--steps", type=int, default=40, help="vector steps per round (default 40)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the make_vec part (default 5)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-evaluate", action="store_true", help="only the make_vec part")
+    parser.add_argument("--skip-vector", action="store_true", help="only the evaluate part")
+    parser.add_argument("--policy", default="zoo:flow-real-only", help="policy of the evaluate part")
+    parser.add_argument("--episodes", type=int, default=16, help="lab episodes of the evaluate part (default 16)")
+    parser.add_argument("--episode-steps", type=int, default=500, help="time limit of those episodes (default 500)")
+    parser.add_argument("--batch", type=int, default=16, help="evaluate batch (default 16)")
+    parser.add_argument("--workers", type=int, default=2, help="the reference's workers (default 2)")
+    parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved rounds of the evaluate part")
+    parser.add_argument("--out", type=Path, default=None, help="JSON record")
+    args = parser.parse_args(argv)
+
+    load_before = os.getloadavg()
+    report: dict = {"config": vars(args) | {"out": None if args.out is None else str(args.out)}}
+    if not args.skip_vector:
+        report["vector"] = _report_vector(args)
+    if not args.skip_evaluate:
+        report["evaluate"] = _report_evaluate(args)
+    report["machine"] = {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "mujoco": mujoco.__version__,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+    }
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"record: {args.out}", file=sys.stderr)
+    return 0
+
+
+def _report_vector(args: argparse.Namespace) -> dict:
+    vector = vector_rounds(args.env, args.num_envs, args.steps, args.rounds, args.seed)
+    print(
+        f"make_vec({args.env}, num_envs={args.num_envs}), {vector['threads']} physics threads, random actions: "
+        f"{statistics.median(vector['vector_steps_per_s']):.0f} env steps/s vs single env "
+        f"{statistics.median(vector['single_steps_per_s']):.0f}: ratio {vector['median_ratio']:.2f}x "
+        f"(rounds {', '.join(f'{r:.2f}' for r in vector['ratio_vector_over_single'])}); one thread "
+        f"{vector['median_ratio_1thread']:.2f}x; CPU/wall of the vector env "
+        f"{statistics.median(vector['vector_cpu_per_wall']):.2f}"
+    )
+    return vector
+
+
+def _report_evaluate(args: argparse.Namespace) -> dict:
+    ev = evaluate_rounds(
+        args.env, args.policy, args.episodes, args.episode_steps, args.batch, args.workers, args.eval_rounds
+    )
+    print(
+        f"evaluate({args.env}, {args.policy}, {args.episodes} episodes of <= {args.episode_steps} steps): "
+        f"workers={args.workers} {statistics.median(ev['workers_s']):.1f} s, batch={args.batch} "
+        f"{statistics.median(ev['batch_s']):.1f} s: ratio {ev['median_ratio']:.2f}x; records identical: "
+        f"{all(ev['records_identical'])}"
+    )
+    return ev
+
+
+if __name__ == "__main__":
+    sys.exit(main())
