@@ -49,6 +49,32 @@ def test_a_fresh_reactive_planner_labels_the_planners_states_like_the_planner() 
     assert np.mean(agree) > 0.7, f"agrees with the planner on {np.mean(agree):.0%} of its states"
 
 
+def test_the_reactive_planner_squeezes_until_the_digits_settle_before_lifting() -> None:
+    # The scripted planner closes for close_time before it lifts; a reactive planner that lifted as soon as the
+    # digits were partly flexed taught DAgger a second, earlier grasp for the same states (and dropped objects).
+    env = gym.make("PickSort-Ungrounded-v0", num_objects=1)
+    try:
+        planner = ScriptedPlanner(env)
+        obs, _ = env.reset(seed=3)
+        planner.reset(3)
+        phases, done = [], False
+        while not done:
+            action = planner.act(obs)
+            if planner._phase == "close":
+                expert = ReactivePlanner(env)
+                expert.act(obs)
+                phases.append((planner._timer, expert._phase))
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
+    finally:
+        env.close()
+    steps = int(round(planner.config.close_time * planner.control.control_hz))
+    early = [phase for timer, phase in phases if timer <= steps - 3]  # the digits still moving onto the object
+    assert len(early) >= 4
+    assert early == ["close"] * len(early), phases
+    assert phases[-1][1] == "lift", phases  # and it does lift once they have settled
+
+
 def test_the_reactive_planner_solves_episodes_as_a_demonstrator() -> None:
     env = gym.make("PickSort-Ungrounded-v0", num_objects=1)
     try:
