@@ -108,6 +108,16 @@ def test_a_batch_capable_policy_is_used_as_one():
     assert _records(batched) == _records(one)
 
 
+class Raising(NaNSometimes):
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        raise ValueError("the policy's own error")
+
+
+def test_an_error_of_the_policy_is_not_blamed_on_the_env():
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="^the policy's own error$"):
+        evaluate(SIM, Raising(), episodes=2, env_kwargs=SHORT, progress=False, batch=2)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -17,7 +17,8 @@ EPISODE_STEPS = 6  # short episodes, so the rollouts below cross autoresets
 
 def _rng_states(env) -> list:
     e = env.unwrapped
-    return [r.bit_generator.state for r in (e.np_random, e._layout_rng, e._physics_rng, e._sensor_rng)]
+    streams = (e.np_random, e._layout_rng, e._physics_rng, e._sensor_rng, e._extra_sensor_rng)
+    return [r.bit_generator.state for r in streams]
 
 
 def _compare_rollout(env_id: str, num_envs: int, steps: int, **kwargs) -> None:
@@ -65,6 +66,10 @@ def test_make_vec_is_bit_identical_to_single_envs_in_state_mode(env_id):
 
 def test_make_vec_is_bit_identical_in_rgb_mode():
     _compare_rollout("PickSort-Ungrounded-v0", num_envs=2, steps=EPISODE_STEPS + 2, obs_mode="rgb", image_size=16)
+
+
+def test_make_vec_is_bit_identical_with_the_extra_sensors():
+    _compare_rollout("PickSort-Real-v0", num_envs=2, steps=EPISODE_STEPS + 2, sensors=["arm_torque", "finger_current"])
 
 
 @pytest.mark.parametrize("threads", [1, 2])

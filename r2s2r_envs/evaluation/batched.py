@@ -21,7 +21,7 @@ import numpy as np
 
 from r2s2r_envs.envs.vector import PickSortVectorEnv, make_vector_env
 
-__all__ = ["batch_capable", "run_batched"]
+__all__ = ["batch_capable", "make_batch_env", "run_batched"]
 
 
 def batch_capable(policy: Any) -> bool:
@@ -71,11 +71,9 @@ def make_batch_policy(policy: Any, vec: PickSortVectorEnv, resolve: Callable[[An
 
 
 def run_batched(
-    env_id: str,
-    env_kwargs: dict[str, Any],
+    vec: PickSortVectorEnv,
     policy: Any,
     episodes: Sequence[tuple[int, int, int]],
-    batch: int,
     *,
     resolve: Callable[[Any, Any], Any],
     action_problem: Callable[[Any, tuple[int, ...]], str | None],
@@ -83,21 +81,28 @@ def run_batched(
     failure: Callable[..., Any],
     done: Callable[[Any], None] | None = None,
 ) -> list[Any]:
-    """Run ``episodes`` (``(index, env_seed, policy_seed)``) of ``policy`` on ``env_id``, ``batch`` at a time.
+    """Run ``episodes`` (``(index, env_seed, policy_seed)``) of ``policy``, ``vec.num_envs`` at a time.
 
-    ``resolve``, ``action_problem``, ``record`` and ``failure`` are the protocol's (``evaluation.protocol``): how a
-    policy is made for an env, what makes an action unusable, and the record of an episode that the env ended or
-    that the policy failed.  ``done(record)`` is called as each episode ends.
+    ``vec`` is a vector env in ``autoreset_mode="Disabled"`` with at most ``len(episodes)`` envs (the caller makes
+    and closes it: :func:`make_batch_env`).  ``resolve``, ``action_problem``, ``record`` and ``failure`` are the
+    protocol's (``evaluation.protocol``): how a policy is made for an env, what makes an action unusable, and the
+    record of an episode that the env ended or that the policy failed.  ``done(record)`` is called as each episode
+    ends.
 
     Returns:
         The records, in the order of ``episodes``.
     """
-    queue = list(episodes)
-    vec = make_vector_env(env_id, min(batch, len(queue)), autoreset_mode="Disabled", **env_kwargs)
-    try:
-        return _run(vec, policy, queue, resolve, action_problem, record, failure, done)
-    finally:
-        vec.close()
+    if vec.autoreset_mode.value != "Disabled" or vec.num_envs > len(episodes):
+        raise ValueError(
+            f"run_batched needs a vector env in autoreset_mode 'Disabled' with at most {len(episodes)} envs, got "
+            f"{vec.autoreset_mode.value!r} with {vec.num_envs}"
+        )
+    return _run(vec, policy, list(episodes), resolve, action_problem, record, failure, done)
+
+
+def make_batch_env(env_id: str, env_kwargs: dict[str, Any], num_envs: int) -> PickSortVectorEnv:
+    """The vector env :func:`run_batched` steps: ``num_envs`` envs of ``env_id``, autoreset disabled."""
+    return make_vector_env(env_id, num_envs, autoreset_mode="Disabled", **env_kwargs)
 
 
 def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> list[Any]:

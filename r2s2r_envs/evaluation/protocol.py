@@ -54,7 +54,7 @@ import numpy as np
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import FAILURE_CAUSES
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
-from r2s2r_envs.evaluation.batched import batch_capable, run_batched
+from r2s2r_envs.evaluation.batched import batch_capable, make_batch_env, run_batched
 from r2s2r_envs.evaluation.schema import (
     READABLE_SCHEMA_VERSIONS,
     RESULT_FORMAT,
@@ -746,14 +746,16 @@ def _batched_episodes(
         )  # fmt: skip
 
     try:
-        return run_batched(
-            env_id, env_kwargs, policy, episodes, batch, resolve=resolve_policy, action_problem=action_problem,
-            record=record, failure=_policy_failure, done=done,
-        )  # fmt: skip
-    except (TypeError, ValueError, KeyError, FileNotFoundError) as e:
-        if isinstance(e, PolicyError):
-            raise
+        vec = make_batch_env(env_id, env_kwargs, min(batch, len(episodes)))
+    except (TypeError, ValueError, KeyError, FileNotFoundError) as e:  # the env names what is valid
         raise EnvArgumentError(f"cannot make the vector env of {env_id} with {env_kwargs}: {e}") from e
+    try:
+        return run_batched(
+            vec, policy, episodes, resolve=resolve_policy, action_problem=action_problem, record=record,
+            failure=_policy_failure, done=done,
+        )  # fmt: skip
+    finally:
+        vec.close()
 
 
 def _worker_batch(
