@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -246,20 +246,22 @@ class PickSortVectorEnv(VectorEnv):
                 raise type(e)(f"env {i}: {e}") from None
         results: dict[int, tuple] = {}
         pool = self._thread_pool()
-        futures = []
+        physics: list[tuple[int, Future | None]] = []
         try:
             for i in stepping:
                 env = envs[i]
                 env._begin_step(actions[i])
                 if pool is None:
                     mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+                    physics.append((i, None))
                 else:
-                    futures.append(pool.submit(mujoco.mj_step, env._model, env._data, nstep=env._n_substeps))
+                    physics.append((i, pool.submit(mujoco.mj_step, env._model, env._data, nstep=env._n_substeps)))
+            for i, future in physics:  # in submission order: an env's last phase overlaps the others' physics
+                if future is not None:
+                    future.result()
+                results[i] = envs[i]._finish_step()
         finally:
-            for f in futures:
-                f.result()  # every submitted physics step ends before anything else reads its env
-        for i in stepping:
-            results[i] = envs[i]._finish_step()
+            wait([f for _, f in physics if f is not None])  # no physics step outlives an error
 
         infos: dict[str, Any] = {}
         for i in range(self.num_envs):
