@@ -8,9 +8,9 @@ published seeds (``--episodes`` each, 100 by default):
 * ``co-trained/<method>/<variant>``: ``lab-50`` plus the variant's 1,000 canonical demos at the mixing rule's high
   end (real_fraction ``sqrt(50 / 1000) = 0.224``, docs/concepts.md), evaluated in the lab.
 
-Methods: ``flow`` and ``bc`` for the sim-only and real-only rows, ``flow`` and ``flow-cfg-adda`` co-trained, with the
-grounded variants WorldGrounded, BehaviorGrounded and FullyGrounded and, as the reference without grounding,
-Ungrounded. Nothing is chosen on lab episodes: the recipe, the
+Methods: ``flow`` and ``bc`` for the sim-only and real-only rows, ``flow``, ``flow-cfg`` and ``flow-cfg-adda``
+co-trained, with the grounded variants WorldGrounded, BehaviorGrounded and FullyGrounded and, as the reference
+without grounding, Ungrounded. Nothing is chosen on lab episodes: the recipe, the
 checkpoint (validation loss on held-out *demos*) and real_fraction (the mixing rule) are fixed before any lab
 episode runs.
 
@@ -92,7 +92,7 @@ def all_rows() -> dict[str, Row]:
         *(Row(f"real-only/{m}", m, (REAL_DATA,), (), 1.0, LAB_ID) for m in ("flow", "bc")),
         *(
             Row(f"co-trained/{m}/{v}", m, (REAL_DATA,), (SIM_DATA[v],), CO_TRAINING_FRACTION, LAB_ID)
-            for m in ("flow", "flow-cfg-adda")
+            for m in ("flow", "flow-cfg", "flow-cfg-adda")
             for v in ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded")
         ),
     ]

@@ -30,6 +30,11 @@ def test_rows_name_their_data_and_where_they_are_evaluated() -> None:
     rows = reference.all_rows()
     assert rows["sim-only/flow"].env_id == "PickSort-Ungrounded-v0" and rows["sim-only/flow"].real == ()
     assert rows["real-only/bc"].real_fraction == 1.0 and rows["real-only/bc"].sim == ()
+    assert {r.method for r in rows.values() if r.name.startswith("co-trained/")} == {
+        "flow",
+        "flow-cfg",
+        "flow-cfg-adda",
+    }
     co = rows["co-trained/flow-cfg-adda/FullyGrounded"]
     assert co.sim == ("fullygrounded-1000",) and co.env_id == "PickSort-Real-v0"
     assert co.real_fraction == pytest.approx(0.224)
