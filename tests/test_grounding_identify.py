@@ -214,3 +214,33 @@ def test_recovers_random_labs(tmp_path, seed):
     np.testing.assert_allclose(w.object_pos_offset, truth["object_pos_offset"], atol=0.003)
     for field in NOISE_FIELDS:
         assert getattr(w, field) == pytest.approx(truth[field], rel=0.30), field
+
+
+def test_an_estimate_a_rounding_error_outside_its_bound_is_clipped_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seen on a new lab: the optimizer returned arm_frictionloss -2.8e-17 for a bound of 0, and building the world
+    # from it failed WorldParams' own check, losing the whole identification.
+    from mujoco import sysid
+
+    from r2s2r_envs.grounding import identify as ident
+    from r2s2r_envs.world.params import WorldParams
+
+    class Opt:
+        def as_vector(self) -> np.ndarray:
+            return np.array([-2.7755575615628914e-17])
+
+    class Result:
+        jac = np.ones((3, 1))
+
+    seen: list[float] = []
+
+    def residuals(rollouts, worlds, signals, scale):  # noqa: ANN001, ANN202
+        seen.extend(w.arm_frictionloss[2] for w in worlds)
+        return np.zeros((3, len(worlds)))
+
+    monkeypatch.setattr(ident, "_residuals", residuals)
+    monkeypatch.setattr(sysid, "optimize", lambda *a, **k: (Opt(), Result()))
+    world = WorldParams()
+    params = {"arm_frictionloss[2]": (ident._replace_element("arm_frictionloss", 2), 0.1, 0.0, 10.0)}
+    estimates, _, _ = ident._sysid_fit([], world, params, {}, {}, max_iters=1)
+    assert estimates == {"arm_frictionloss[2]": 0.0}
+    assert min(seen) == 0.0

@@ -412,7 +412,8 @@ def _sysid_fit(
         for col in x.T:
             w = world
             for name, value in zip(names, col):
-                w = params[name][0](w, float(value))
+                # The optimizer may return a bound missed by a rounding error (-3e-17 for a bound of 0): clip.
+                w = params[name][0](w, min(max(float(value), params[name][2]), params[name][3]))
             out.append(w)
         return out
 
@@ -426,7 +427,7 @@ def _sysid_fit(
     opt, result = sysid.optimize(
         pdict, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters, eps=1e-4, x_scale="jac", output=log
     )
-    x = opt.as_vector()
+    x = np.clip(opt.as_vector(), [params[n][2] for n in names], [params[n][3] for n in names])
     r_star = residual_fn(x, opt)[0][0]
     jac = np.asarray(result.jac) if result.jac is not None else None
     if jac is None or jac.shape != (len(r_star), len(names)):
