@@ -144,8 +144,8 @@ class Store:
             {"task": task, "error": error, "attempts": self.attempts(task["key"]), "final": final},
         )
 
-    def final_failure(self, key: str) -> str | None:
-        """The error of a task recorded as a final failure (``None`` if there is none)."""
+    def _failure_record(self, key: str) -> dict[str, Any] | None:
+        """The task's failure record as written by :meth:`mark_failed` (``None`` if none can be read)."""
         path = self.failed_path(key)
         if not path.is_file():
             return None
@@ -153,18 +153,17 @@ class Store:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
-        return str(data.get("error")) if isinstance(data, dict) and data.get("final") else None
+        return data if isinstance(data, dict) else None
+
+    def final_failure(self, key: str) -> str | None:
+        """The error of a task recorded as a final failure (``None`` if there is none)."""
+        data = self._failure_record(key)
+        return str(data.get("error")) if data is not None and data.get("final") else None
 
     def failure(self, key: str) -> str | None:
         """The recorded error of a task's last failure (``None`` if none is recorded)."""
-        path = self.failed_path(key)
-        if not path.is_file():
-            return None
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        return str(data.get("error")) if isinstance(data, dict) else None
+        data = self._failure_record(key)
+        return str(data.get("error")) if data is not None else None
 
     def log_attempt(self, key: str, event: dict[str, Any]) -> None:
         """Appends one line to the task's attempt log (start, end or error of one attempt)."""
