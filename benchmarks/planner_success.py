@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     for world in args.envs:
         results[world] = evaluate(
             WORLDS[world],
-            make_demonstrator,
+            functools.partial(make_demonstrator, name="scripted"),  # the planner in every world, not the env's own
             episodes=args.episodes,
             base_seed=args.seed,
             env_kwargs=world_env_kwargs(world, args.lab, common),
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         **vars(args),
         "out": str(args.out),
         "worlds": {w: WORLDS[w] for w in args.envs},
-        "demonstrator": "r2s2r_envs.behavior.make_demonstrator (the env's own: the scripted planner)",
+        "demonstrator": "r2s2r_envs.behavior.make_demonstrator(env, name='scripted'): the scripted planner in every "
+        "world (the lab's own demonstrator is the teleoperator)",
     }
     del config["envs"]
     written = {w: withhold_lab_world(r.to_dict()) if w == "lab-world" else r.to_dict() for w, r in results.items()}
