@@ -18,7 +18,9 @@ docs/protocol.md) on the same N episodes (base seed S; episode i uses ``episode_
 
 It prints a table (success with its Wilson 95% interval, success at any step, sort accuracy, time to sort,
 failure causes) and writes the resolved configuration and each world's evaluation result (per-episode records
-included) as JSON.  ``r2s2r demo --env ID --seed S --episodes N`` reproduces the sim and lab rows.
+included) as JSON.  Every world runs the scripted planner (``make_demonstrator(env, name="scripted")``).
+``r2s2r demo --env PickSort-Ungrounded-v0 --seed S --episodes N`` reproduces the sim row; in the lab
+``r2s2r demo`` runs the lab's own demonstrator, the teleoperator, so it does not reproduce the lab row.
 
 Example::
 
