@@ -1,8 +1,9 @@
 """Why does behavior grounding not help plain ``flow``? The sim data of the four variants beside the lab's demos.
 
-The four-variant table at 30,000 steps (docs/ablation.md) has ``flow`` policies co-trained on the human-like
-generator's data (BehaviorGrounded, FullyGrounded) sort less in the lab than those co-trained on the scripted
-planner's (Ungrounded, WorldGrounded), and their first failure is mostly a ``missed`` object. This script measures
+The four-variant table at 30,000 steps (benchmarks/results/four-variants-30k/README.md) has ``flow`` policies
+co-trained on the human-like generator's data (BehaviorGrounded, FullyGrounded) sort less in the lab than those
+co-trained on the scripted planner's (Ungrounded, WorldGrounded), and their first failure is mostly a ``missed``
+object. This script measures
 the data each policy trained on, with what a real cell records (states and commands; no simulator state, no lab
 parameter), for the lab's demos and each variant's sim demos:
 
@@ -33,8 +34,8 @@ other than the training demos') and measures the same per-object timing on what 
 plus, per object never lifted, whether the hand came within 5 cm of it before it left the arm's reach and whether
 the fingers closed.
 
-Example (docs/ablation.md, 2 cores; each set's canonical file from the cache, or its first ``--demos`` demos made
-with its recipe where the cache lacks it)::
+Example (the run of benchmarks/results/behavior-axis/README.md, 2 cores; each set's canonical file from the cache,
+or its first ``--demos`` demos made with its recipe where the cache lacks it)::
 
     python benchmarks/behavior_axis.py --demos 300 --out runs/behavior_axis
     python benchmarks/behavior_axis.py --demos 300 --policy B1=runs/bf_30k/behaviorgrounded-seed1 --episodes 30 \\

@@ -1,4 +1,4 @@
-"""How alike each demonstrator's motion is to the lab's demonstrations: the table of docs/behavior.md#measured.
+"""How alike each demonstrator's motion is to the lab's demonstrations (benchmarks/results/behavior-similarity-v2/).
 
 For every row, generates 50 successful demonstrations (base seed 0; kept in ``--work`` and reused by a re-run)
 and compares them with the lab's (``--lab-demos``, the canonical ``lab-50``) with ``behavior.metrics.compare``:

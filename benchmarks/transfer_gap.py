@@ -1,6 +1,6 @@
 """Does a policy sort as well in the lab as in the simulator its data came from? The transfer gap by training budget.
 
-The check behind docs/ablation.md#why-the-world-axis-shows-little: flow policies co-trained on ``lab-50`` and a
+The check behind benchmarks/results/transfer-gap-gpu/README.md: flow policies co-trained on ``lab-50`` and a
 variant's canonical 1,000 demos (at the mixing rule's high end, 0.224, as in the ablation) or trained on the sim
 demos alone (``--sim-only-seeds``), each evaluated with the protocol in the lab and in the variant it was trained
 on. The **transfer gap** is lab minus sim sort accuracy (and episode success) on the same protocol episodes, with

@@ -21,7 +21,7 @@ training defaults, ``--steps``) for ``--seeds``, evaluated in the lab on the pro
 arm's lab sort accuracy and success and the contrasts between arms with the ablation's bootstrap (training seeds
 and episodes, paired by episode); writes ``results.jsonl`` (every episode's object outcomes) in ``--out``.
 
-Example (the run in docs/ablation.md, 2 cores)::
+Example (the run of benchmarks/results/tuned-demos/README.md, 2 cores)::
 
     python benchmarks/tuned_demos.py --out runs/tuned_demos
     python benchmarks/tuned_demos.py --arms worldgrounded-untuned --episodes-data 4 --steps 20 --seeds 0 \\
