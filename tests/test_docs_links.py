@@ -1,7 +1,7 @@
 """Links between the project's pages stay valid: every relative Markdown link in the user docs, the README, the
 changelog, the course and the study READMEs under benchmarks/results/ names a file that exists and, when it names
 an anchor of a Markdown page, a heading (or an ``<a id>``) that page has; every ``docs/<page>.md#<anchor>`` cited in the
-package, the tests, the benchmarks and the baselines names an anchor of that page.
+package, the tests, the benchmarks, the baselines or those pages names an anchor of that page.
 
 Anchors are GitHub's heading slugs: lower case, punctuation other than ``-`` and ``_`` dropped, spaces as ``-``,
 ``-1``, ``-2`` ... for repeated headings. Fenced code blocks are not read.
@@ -78,15 +78,15 @@ def test_relative_links_resolve(page: Path):
 
 
 def test_cited_doc_anchors_exist():
+    sources = [path for folder in SOURCE_DIRS for path in sorted((ROOT / folder).rglob("*.py"))] + PAGES
     bad = []
-    for folder in SOURCE_DIRS:
-        for source in sorted((ROOT / folder).rglob("*.py")):
-            for page, anchor in CITATION.findall(source.read_text(encoding="utf-8")):
-                doc = ROOT / "docs" / page
-                if not doc.exists():
-                    bad.append(f"{source.relative_to(ROOT)}: docs/{page} does not exist")
-                elif anchor not in anchors(doc):
-                    bad.append(f"{source.relative_to(ROOT)}: docs/{page}#{anchor} is no anchor of that page")
+    for source in sources:
+        for page, anchor in CITATION.findall(source.read_text(encoding="utf-8")):
+            doc = ROOT / "docs" / page
+            if not doc.exists():
+                bad.append(f"{source.relative_to(ROOT)}: docs/{page} does not exist")
+            elif anchor not in anchors(doc):
+                bad.append(f"{source.relative_to(ROOT)}: docs/{page}#{anchor} is no anchor of that page")
     assert not bad, "\n".join(bad)
 
 
