@@ -363,14 +363,17 @@ def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage
     real = next(t for t in tasks if t.kind == "data" and t.config.get("lab"))
     with open_dataset(store.done_record("data", real.key)["dataset"], verify="quick") as f:
         assert f.provenance["world"]["lab"] == report["lab"]
-    model = store.done_record("behavior", by_kind["behavior"].key)["model"]
+    model = store.done_record("behavior", by_kind["behavior"].key)
     for variant in ("WorldGrounded", "FullyGrounded"):
         data = next(t for t in tasks if t.label == f"data {design.sim_spec(variant).label}")
         with open_dataset(store.done_record("data", data.key)["dataset"], verify="quick") as f:
-            assert f.provenance["world"]["grounding"]["sha256"] == grounding["sha256"]
+            # The chain's files are recorded by value, named by their hashes (docs/datasets.md#env-arguments).
+            files = f.generation["env_kwarg_files"]
+            assert files["grounding"]["sha256"] == grounding["sha256"]
+            assert f.provenance["world"]["grounding"]["source"] == "inline"
             assert f.provenance["world"]["grounding"]["lab"] == report["lab"]
             if variant == "FullyGrounded":
-                assert f.provenance["world"]["behavior"]["model"] == model
+                assert files["behavior"]["sha256"] == model["sha256"]
     # A second run re-executes nothing: every stage, dataset, policy and evaluation is reused by its key.
     starts = {t.key: store.attempts(t.key) for t in tasks}
     again = run_ablation(design, out, workers=2, log=print)

@@ -386,9 +386,10 @@ def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) ->
             complete, num_demos, version = f.complete, f.num_demos, f.schema_version
     except DatasetError as exc:
         return [str(exc)]
+    recipe_kwargs, recipe_files = _recorded_kwargs(entry)
     expected = {
         "env_id": entry.env_id,
-        "env_kwargs": dict(entry.env_kwargs),
+        "env_kwargs": recipe_kwargs,
         "seed": entry.seed,
         "obs_mode": entry.obs_mode,
         "demonstrator": entry.demonstrator,
@@ -398,7 +399,9 @@ def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) ->
     found = {key: generation.get(key) for key in expected}
     found["action_noise"] = float(generation.get("action_noise", 0.0))
     differences = [
-        f"{key} {found[key]!r} (the recipe: {value!r})" for key, value in expected.items() if found[key] != value
+        _difference(key, found[key], value, generation, recipe_files)
+        for key, value in expected.items()
+        if found[key] != value
     ]
     if version != SCHEMA_VERSION:
         differences.append(f"dataset schema version {version} (this package writes {SCHEMA_VERSION})")
@@ -414,6 +417,42 @@ def recipe_differences(entry: CanonicalDataset, path: str | os.PathLike[str]) ->
     return differences
 
 
+def _recorded_kwargs(entry: CanonicalDataset) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The env arguments a file of ``entry`` records and the files read by value: a file named by path is read by
+    value, as generation does (``datasets.env_values``); the shipped recipes name no file and record their
+    arguments as they are."""
+    import gymnasium as gym
+
+    from r2s2r_envs.datasets.env_values import record_by_value
+
+    if entry.env_id not in gym.registry:
+        return dict(entry.env_kwargs), {}
+    try:
+        return record_by_value(entry.env_id, entry.env_kwargs)
+    except (OSError, ValueError, TypeError, KeyError):  # a file the env refuses: generation reports it
+        return dict(entry.env_kwargs), {}
+
+
+def _difference(key: str, found: Any, expected: Any, generation: Mapping[str, Any], files: Mapping[str, Any]) -> str:
+    """One recipe difference; a file recorded by value is named by its file and hashes, not printed."""
+    if key != "env_kwargs" or not isinstance(found, Mapping) or not isinstance(expected, Mapping):
+        return f"{key} {found!r} (the recipe: {expected!r})"
+    from r2s2r_envs.datasets.env_values import FILES_KEY
+
+    had = generation.get(FILES_KEY) or {}
+    parts = []
+    for name in sorted(k for k in set(found) | set(expected) if found.get(k) != expected.get(k)):
+        if name in had or name in files:
+            old, new = (had.get(name) or {}).get("sha256"), (files.get(name) or {}).get("sha256")
+            parts.append(
+                f"{name}: recorded from a file with sha256 {str(old)[:16]}..., the recipe's file now has "
+                f"{str(new)[:16]}..."
+            )
+        else:
+            parts.append(f"{name} {found.get(name)!r} (the recipe: {expected.get(name)!r})")
+    return f"env_kwargs differ: {'; '.join(parts)}"
+
+
 def _env_differences(entry: CanonicalDataset, provenance: Mapping[str, Any]) -> list[str]:
     """How the file's world record and demonstrator settings differ from what the env of this installation
     records now (a grounding file or behavior model changed since the file was made, a retuned planner)."""
@@ -423,7 +462,7 @@ def _env_differences(entry: CanonicalDataset, provenance: Mapping[str, Any]) -> 
 
     ignored = ("mujoco_version", "obs_mode")  # versions are not part of the recipe; obs_mode is compared above
     try:
-        env = gym.make(entry.env_id, obs_mode=entry.obs_mode, **entry.env_kwargs)
+        env = gym.make(entry.env_id, obs_mode=entry.obs_mode, **_recorded_kwargs(entry)[0])
     except Exception as exc:  # noqa: BLE001 - any failure to make the env is reported, not raised
         return [f"{entry.env_id} cannot be made here to compare ({type(exc).__name__}: {exc})"]
     try:

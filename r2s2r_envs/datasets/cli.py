@@ -97,6 +97,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     rep.add_argument("--video", type=Path, default=None, help="write a video (.mp4 or .gif)")
     rep.add_argument("--fps", type=float, default=None, help="video frame rate (default: the env's)")
     rep.add_argument("--check", action="store_true", help="replay the actions from the seed and compare the states")
+    rep.add_argument(
+        "--trust-paths",
+        action="store_true",
+        help="let the recorded env arguments name local files (grounding, behavior model, world), which the env then "
+        "opens; only for a dataset you made yourself with an older version (this one records such files by value)",
+    )
     rep.set_defaults(func=cmd_replay)
 
     ds = subparsers.add_parser("datasets", help="canonical datasets and dataset files")
@@ -210,7 +216,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.video is None and not args.check:
         return _fail(ValueError("nothing to do: pass --video PATH and/or --check"))
     try:
-        result = replay_demo(args.file, args.demo, video=args.video, fps=args.fps, check=args.check)
+        result = replay_demo(
+            args.file, args.demo, video=args.video, fps=args.fps, check=args.check, trust_paths=args.trust_paths
+        )
     except (DatasetError, KeyError, FileNotFoundError) as exc:
         return _fail(exc)
     if result.video is not None:

@@ -44,6 +44,7 @@ import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
 from r2s2r_envs.datasets import schema
+from r2s2r_envs.datasets.env_values import FILES_KEY, record_by_value
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
@@ -94,6 +95,8 @@ class GenerationConfig:
             DART: the demonstrator corrects the disturbance it meets, so the data covers the states a learned
             policy drifts into and shows how to recover from them.  The executed (noisy) action is recorded as
             ``actions`` and the demonstrator's own, clean one as ``action_labels`` (the label to learn).
+        env_kwarg_files: for each env argument given as a file path and recorded by value (its JSON object is in
+            ``env_kwargs``), the file's name and the SHA-256 of its bytes (``datasets.env_values``).
     """
 
     env_id: str
@@ -105,6 +108,7 @@ class GenerationConfig:
     demonstrator: DemonstratorSpec = DEFAULT_DEMONSTRATOR
     valid_fraction: float = 0.1
     action_noise: float = 0.0
+    env_kwarg_files: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
 
     @property
     def env_name(self) -> str:
@@ -130,6 +134,8 @@ class GenerationConfig:
             "seeding": SEEDING_CONVENTION,
             # Only when used, so files made without noise keep their content (and hash).
             **({"action_noise": float(self.action_noise)} if self.action_noise else {}),
+            # Likewise only when a file was recorded by value.
+            **({FILES_KEY: {k: dict(v) for k, v in self.env_kwarg_files.items()}} if self.env_kwarg_files else {}),
         }
 
 
@@ -541,7 +547,10 @@ def generate(
         successes_only: keep only successful episodes; the attempts are recorded.
         obs_mode: ``"state"``, ``"rgb"`` or ``"state+rgb"``: which observations the file stores.
         obs_keys: store only these observation keys.
-        env_kwargs: env arguments (e.g. ``{"num_objects": 1}``), JSON-able.
+        env_kwargs: env arguments (e.g. ``{"num_objects": 1}``), JSON-able. One that names a file the env reads
+            (``grounding="my.json"``, ``behavior=``, ``world=``) is recorded by value: the file's JSON object,
+            checked as the env checks it, with the file's name and SHA-256 in the generation record; the env runs
+            that object (docs/datasets.md#env-arguments).
         demonstrator: a registered demonstrator name (:func:`r2s2r_envs.behavior.demonstrator_names`), ``None``
             for the env's own, or a factory ``f(env) -> demonstrator`` (recorded by its qualified name; with
             ``workers > 1`` it must be picklable, e.g. a module-level function).
@@ -585,7 +594,12 @@ def generate(
         )
     check_env_id(env_id)
     check_demonstrator(demonstrator)
-    kwargs = check_env_kwargs(env_kwargs or {})
+    # A file named by an argument is recorded (and run) by value: a dataset's arguments never hold a path.
+    try:
+        by_value, files = record_by_value(env_id, env_kwargs or {})
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # the env's loader refuses the file
+        raise GenerationError(f"cannot make env {env_id!r} with {sorted(env_kwargs or {})}: {exc}") from exc
+    kwargs = check_env_kwargs(by_value)
     steps = _episode_steps(episode_steps, max_episode_steps, kwargs)
     if steps is not None:
         kwargs["episode_steps"] = steps
@@ -599,6 +613,7 @@ def generate(
         demonstrator=demonstrator,
         valid_fraction=valid_fraction,
         action_noise=float(action_noise),
+        env_kwarg_files=files,
     )
     max_attempts = 20 * episodes if max_attempts is None else int(max_attempts)
     out = Path(out)

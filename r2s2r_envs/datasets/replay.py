@@ -5,7 +5,9 @@ to re-render or compare (docs/datasets.md, "Schema version 2").
 
 A dataset is data, never code: the env is rebuilt only from a registered id whose name starts with ``PickSort-``
 (or an id the caller allows explicitly in Python), with the env arguments recorded in the file. No env spec, entry
-point or other ``module:function`` read from the file is ever imported or passed to Gymnasium.
+point or other ``module:function`` read from the file is ever imported or passed to Gymnasium, and no path: a
+recorded argument that would make the env open a file (``world``, ``grounding``, ``behavior``, ``lab``) must be a
+value or a shipped name (``datasets.env_values``; ``trust_paths=True`` opts out for a dataset one made oneself).
 
 Example:
     r2s2r replay demos.hdf5 --demo 3 --video demo3.mp4 --check
@@ -22,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from r2s2r_envs.datasets.env_values import check_recorded
 from r2s2r_envs.datasets.reader import DatasetFile, open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 
@@ -85,11 +88,20 @@ def replay_env_id(dataset: DatasetFile, *, allow_env_ids: Collection[str] = ()) 
     return env_ref
 
 
-def replay_env_kwargs(dataset: DatasetFile) -> dict[str, Any]:
+def replay_env_kwargs(
+    dataset: DatasetFile, *, trust_paths: bool = False, allow_env_ids: Collection[str] = ()
+) -> dict[str, Any]:
     """The env arguments recorded in ``dataset`` (JSON values), with the time limit as ``episode_steps``.
 
+    Args:
+        dataset: the open file.
+        trust_paths: pass on recorded arguments that name local files (``grounding="my.json"``), which the env then
+            opens; only for a dataset you made yourself (a file from elsewhere could name any path).
+        allow_env_ids: as for :func:`replay_env_id`.
+
     Raises:
-        DatasetError: the recorded arguments are not a JSON object or hold ``gymnasium.make``'s own arguments.
+        DatasetError: the recorded arguments are not a JSON object, hold ``gymnasium.make``'s own arguments, or
+            (without ``trust_paths``) name a local file instead of holding a value or a shipped name.
     """
     generation = dataset.generation
     recorded = generation.get("env_kwargs") if "env_id" in generation else dataset.env_args.get("env_kwargs", {})
@@ -103,11 +115,17 @@ def replay_env_kwargs(dataset: DatasetFile) -> dict[str, Any]:
     wrong = sorted(k for k in kwargs if k in _GYM_MAKE_ARGUMENTS)
     if wrong:
         raise DatasetError(f"{dataset.path}: the recorded env arguments hold gymnasium.make arguments {wrong}")
+    if not trust_paths:
+        check_recorded(dataset.path, replay_env_id(dataset, allow_env_ids=allow_env_ids), kwargs)
     return kwargs
 
 
 def make_env_for(
-    dataset: DatasetFile, *, render_mode: str | None = "rgb_array", allow_env_ids: Collection[str] = ()
+    dataset: DatasetFile,
+    *,
+    render_mode: str | None = "rgb_array",
+    allow_env_ids: Collection[str] = (),
+    trust_paths: bool = False,
 ) -> gym.Env:
     """Makes the env that generated ``dataset`` (same registered id and env arguments), state observations.
 
@@ -115,12 +133,14 @@ def make_env_for(
         dataset: the open file (a simulated dataset).
         render_mode: the env's render mode.
         allow_env_ids: ids to accept besides the registered ``PickSort-*`` ones (see :func:`replay_env_id`).
+        trust_paths: let recorded arguments name local files (see :func:`replay_env_kwargs`).
 
     Raises:
-        DatasetError: the dataset cannot be replayed (see :func:`replay_env_id`) or the env refuses its arguments.
+        DatasetError: the dataset cannot be replayed (see :func:`replay_env_id`), its arguments name a local file
+            (see :func:`replay_env_kwargs`) or the env refuses its arguments.
     """
     env_id = replay_env_id(dataset, allow_env_ids=allow_env_ids)
-    kwargs = replay_env_kwargs(dataset)
+    kwargs = replay_env_kwargs(dataset, trust_paths=trust_paths, allow_env_ids=allow_env_ids)
     kwargs["obs_mode"] = "state"
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
@@ -139,6 +159,7 @@ def replay_demo(
     check: bool = False,
     tolerance: float = 1e-9,
     allow_env_ids: Collection[str] = (),
+    trust_paths: bool = False,
 ) -> ReplayResult:
     """Re-renders a simulated demo from its stored states and/or re-simulates it from its seed and actions.
 
@@ -151,19 +172,26 @@ def replay_demo(
             sim reproduces them exactly; differences reveal nondeterminism or a changed env).
         tolerance: state difference above which a step counts as divergent.
         allow_env_ids: registered ids to rebuild besides the ``PickSort-*`` ones (a test env, say).
+        trust_paths: let recorded env arguments name local files, which the env then opens: only for a dataset you
+            made yourself with an older version (this version records such files by value).
 
     Returns:
         What was replayed and, with ``check``, how closely.
 
     Raises:
-        DatasetError: the file is unusable, a lab dataset (no simulator state), or made by an env replay does
-            not rebuild.
+        DatasetError: the file is unusable, a lab dataset (no simulator state), made by an env replay does
+            not rebuild, or (without ``trust_paths``) its env arguments name a local file.
         KeyError: no such demo.
     """
     with open_dataset(path, verify="quick") as f:
         _refuse_real(f)
         demo = f.demo(demo_id, obs_keys=[], next_obs=False)
-        env = make_env_for(f, render_mode="rgb_array" if video is not None else None, allow_env_ids=allow_env_ids)
+        env = make_env_for(
+            f,
+            render_mode="rgb_array" if video is not None else None,
+            allow_env_ids=allow_env_ids,
+            trust_paths=trust_paths,
+        )
     assert demo.states is not None  # a simulated dataset always has them (checked when the file was opened)
     video_path: Path | None = None
     max_err: float | None = None

@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import mujoco
@@ -30,6 +30,7 @@ from r2s2r_envs.envs.config import (
     sample_layout,
 )
 from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_targets, make_controller
+from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.world import constants as C
@@ -190,6 +191,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
     domain = "sim"
     _extra_arguments: tuple[str, ...] = ()  # subclasses' own constructor arguments, named in error messages
+    #: Arguments that may name a file the env reads, with what each takes instead (``envs.file_arguments``).
+    file_arguments: ClassVar[Mapping[str, FileArgument]] = {"world": WORLD_FILE}
 
     def __init__(
         self,

@@ -54,6 +54,8 @@ TUNABLE_DEMONSTRATOR = "scripted"
 GROUNDING_FORMAT = "r2s2r_envs.grounding"
 #: Name of the grounding shipped for the default lab.
 DEFAULT_GROUNDING = "default"
+#: ``Grounding.source`` of a grounding given as a JSON object (no file: ``file_sha256`` is None).
+INLINE_SOURCE = "inline"
 _SCHEMA_FILE = "grounding_schema.json"
 _SHIPPED_DIR = "groundings"
 # A field name, or one element of a vector field: "object_mass[1]".
@@ -82,7 +84,8 @@ class Grounding:
         demonstrator: The scripted planner as tuned in this world: ``name`` (``"scripted"``), ``settings``
             (``PlannerConfig`` fields that differ from the defaults' grid) and ``tuning`` (the tuning's grid, episodes,
             base seed and every point's result in this world, or None); None: not tuned (the planner's defaults).
-        source: Where it was loaded from (a shipped name or a path); not part of the file.
+        source: Where it was loaded from (a shipped name, a path, or ``"inline"`` for a JSON object); not part of
+            the file.
         file_sha256: SHA-256 of the file's bytes when loaded from a file; not part of the file.
         file_schema_version: The schema version of the file or dict it was read from (a version-1 file is read
             with ``demonstrator`` None); None when made in memory (written as the current version).
@@ -203,21 +206,27 @@ def shipped_grounding_path(name: str) -> Path:
     return path
 
 
-def load_grounding(grounding: str | os.PathLike[str] | Grounding = DEFAULT_GROUNDING) -> Grounding:
-    """A grounding from a shipped name (``"default"``: the default lab's) or the path of a grounding file.
+def load_grounding(
+    grounding: str | os.PathLike[str] | Mapping[str, Any] | Grounding = DEFAULT_GROUNDING,
+) -> Grounding:
+    """A grounding from a shipped name (``"default"``: the default lab's), the path of a grounding file, or a
+    grounding file's JSON object given inline (checked as the file would be; ``source`` ``"inline"``).
 
     Raises:
         FileNotFoundError: neither a shipped name nor an existing file; the message lists the shipped names.
-        GroundingFileError: the file is not valid JSON, is of another schema version, has unknown or missing
-            fields, or an invalid value; the message names the file and what is accepted.
-        TypeError: ``grounding`` is neither a name, a path nor a ``Grounding``.
+        GroundingFileError: the file (or object) is not valid JSON, is of another schema version, has unknown or
+            missing fields, or an invalid value; the message names the file and what is accepted.
+        TypeError: ``grounding`` is neither a name, a path, a mapping nor a ``Grounding``.
     """
     if isinstance(grounding, Grounding):
         return grounding
+    if isinstance(grounding, Mapping):
+        inline = Grounding.from_dict(dict(grounding), where="inline grounding")
+        return dataclasses.replace(inline, source=INLINE_SOURCE)
     if not isinstance(grounding, (str, os.PathLike)):
         raise TypeError(
-            f"grounding must be a shipped grounding name {shipped_groundings()} or the path of a grounding JSON file "
-            f"(written by `r2s2r sysid`), got {type(grounding).__name__}: {grounding!r}"
+            f"grounding must be a shipped grounding name {shipped_groundings()}, the path of a grounding JSON file "
+            f"(written by `r2s2r sysid`) or its JSON object, got {type(grounding).__name__}: {grounding!r}"
         )
     ref = os.fspath(grounding)
     shipped = shipped_groundings()

@@ -15,19 +15,43 @@ A file without the section leaves the planner at its defaults.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from r2s2r_envs.behavior.variants import BehaviorGroundedEnv
+from r2s2r_envs.behavior.variants import BEHAVIOR_FILE, BehaviorGroundedEnv
+from r2s2r_envs.envs.file_arguments import FileArgument
 from r2s2r_envs.envs.pick_sort import PickSortEnv
-from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, GROUNDING_SCHEMA_VERSION, Grounding, load_grounding
+from r2s2r_envs.grounding.result import (
+    DEFAULT_GROUNDING,
+    GROUNDING_SCHEMA_VERSION,
+    Grounding,
+    load_grounding,
+    shipped_groundings,
+)
+
+
+def _check_grounding(value: Any, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{where} must hold a JSON object (a grounding file written by `r2s2r sysid`)")
+    Grounding.from_dict(dict(value), where=where)
+
+
+#: ``grounding``: a shipped name, a grounding file, or the file's JSON object (checked as the file is).
+GROUNDING_FILE = FileArgument(
+    kind="grounding file",
+    shipped=shipped_groundings,
+    check=_check_grounding,
+    inline="a grounding file's JSON object",
+)
 
 
 class WorldGroundedEnv(PickSortEnv):
     """PickSort in a world identified from lab logs.  Same spaces, reward and ``info`` as ``PickSortEnv``.
 
     Args:
-        grounding: A shipped grounding name (default ``"default"``: the default lab's) or the path of a
-            grounding file written by ``r2s2r sysid --out FILE``.
+        grounding: A shipped grounding name (default ``"default"``: the default lab's), the path of a
+            grounding file written by ``r2s2r sysid --out FILE``, or that file's JSON object (checked as the file
+            is; how datasets record it, docs/datasets.md#env-arguments).
         **kwargs: Any ``PickSortEnv`` argument except ``world`` (the grounding decides the world).
             ``reset(options={"world": ...})`` and ``set_world`` still change the world per episode, e.g. for
             domain randomization around the grounding (:mod:`r2s2r_envs.grounding.randomization`).
@@ -39,8 +63,14 @@ class WorldGroundedEnv(PickSortEnv):
     """
 
     _extra_arguments = ("grounding",)
+    file_arguments: ClassVar[Mapping[str, FileArgument]] = {"grounding": GROUNDING_FILE}
 
-    def __init__(self, *, grounding: str | os.PathLike[str] | Grounding = DEFAULT_GROUNDING, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        grounding: str | os.PathLike[str] | Mapping[str, Any] | Grounding = DEFAULT_GROUNDING,
+        **kwargs: Any,
+    ) -> None:
         if "world" in kwargs:
             raise TypeError(
                 "PickSort-WorldGrounded-v0 takes no 'world' argument: its world comes from 'grounding' (a shipped "
@@ -60,9 +90,9 @@ class WorldGroundedEnv(PickSortEnv):
         return self.grounding.demonstrator_settings()
 
     def grounding_identity(self) -> dict[str, Any]:
-        """Which grounding file this env runs: its name or path, the SHA-256 of its bytes, the file's schema version
-        (a version-1 file stays 1, though it is read as the current version) and the lab it was identified from (name
-        and config hash)."""
+        """Which grounding file this env runs: its name or path (``"inline"`` for a JSON object), the SHA-256 of its
+        bytes (None inline: no file), the file's schema version (a version-1 file stays 1, though it is read as the
+        current version) and the lab it was identified from (name and config hash)."""
         g = self.grounding
         return {
             "source": g.source,
@@ -82,11 +112,14 @@ class FullyGroundedEnv(BehaviorGroundedEnv, WorldGroundedEnv):
     equal ``PickSort-WorldGrounded-v0``'s exactly, only the demonstrations differ.
 
     Args:
-        grounding: A shipped grounding name (default ``"default"``) or a grounding file (``r2s2r sysid``).
-        behavior: A shipped generator model name (default ``"default"``) or a model file (``r2s2r fit-behavior``).
+        grounding: A shipped grounding name (default ``"default"``), a grounding file (``r2s2r sysid``) or its JSON
+            object.
+        behavior: A shipped generator model name (default ``"default"``), a model file (``r2s2r fit-behavior``) or
+            its JSON object.
         **kwargs: Any ``PickSortEnv`` argument except ``world`` (``demonstrator`` defaults to ``"humanlike"``).
 
     Both files are read and checked when the env is made; ``provenance()`` names both with their hashes.
     """
 
     _extra_arguments = ("behavior", "grounding")
+    file_arguments: ClassVar[Mapping[str, FileArgument]] = {"grounding": GROUNDING_FILE, "behavior": BEHAVIOR_FILE}

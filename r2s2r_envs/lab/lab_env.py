@@ -19,13 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
+from r2s2r_envs.envs.file_arguments import FileArgument
 from r2s2r_envs.envs.pick_sort import PickSortEnv
-from r2s2r_envs.lab.config import InterfaceFaults, LabConfig, load_lab
+from r2s2r_envs.lab.config import InterfaceFaults, LabConfig, available_labs, load_lab
 from r2s2r_envs.world.params import Bound, check_number
+
+#: ``lab``: a shipped lab name, a lab file or a dict.  Never recorded by value: a lab config is the lab's hidden
+#: parameters (a dataset names the lab by name and config hash; an inline lab is withheld from every file).
+LAB_FILE = FileArgument(kind="lab config", shipped=available_labs, check=None, inline="a dict of lab config fields")
 
 # Readings indexed by arm joint, which the interface's joint order applies to.
 _ARM_JOINT_KEYS = ("arm_qpos", "arm_qvel", "arm_torque")
@@ -46,6 +51,7 @@ class LabEnv(PickSortEnv):
 
     domain = "real"
     _extra_arguments = ("lab",)
+    file_arguments: ClassVar[Mapping[str, FileArgument]] = {"lab": LAB_FILE}
 
     def __init__(self, *, lab: str | Path | Mapping[str, Any] | LabConfig | None = None, **kwargs: Any) -> None:
         if "world" in kwargs:
