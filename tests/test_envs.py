@@ -333,6 +333,24 @@ def test_render_returns_image(env_id, make_env):
     assert frame.std() > 5.0
 
 
+def test_human_render_mode_is_gymnasiums_wrapper_over_rgb_array():
+    """``render_mode="human"`` is what Gymnasium gives any rgb_array env: its HumanRendering wrapper (a pygame
+    window, opened at the first render); the env class itself takes only "rgb_array" (docs/task.md)."""
+    from gymnasium.wrappers import HumanRendering
+
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
+
+    with pytest.warns(UserWarning, match="HumanRendering wrapper is being applied"):
+        env = gym.make(ENV_IDS[0], render_mode="human")
+    try:
+        assert isinstance(env, HumanRendering) and env.render_mode == "human"
+        assert env.unwrapped.render_mode == "rgb_array"
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match=r"unknown render_mode 'human'; valid: \['rgb_array'\] or None"):
+        PickSortEnv(render_mode="human")
+
+
 def test_pickle_after_render(make_env):
     env = make_env(ENV_IDS[0], obs_mode="rgb", image_size=32)
     env.reset(seed=0)

@@ -164,8 +164,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     ``world`` (a preset name, a JSON file, a mapping of ``WorldParams`` fields over the nominal world, or a
     ``WorldParams``; see ``world.load_world``), ``obs_mode``, ``num_objects`` (1-8, default 3; more objects need
-    a longer ``episode_steps``), ``image_size`` (16-480, default 128), ``render_mode`` (``"rgb_array"``),
-    ``render_size`` ((height, width), up to (480, 640), the default), ``reward_mode`` (``"dense"``/``"sparse"``),
+    a longer ``episode_steps``), ``image_size`` (16-480, default 128), ``render_mode`` (``"rgb_array"``;
+    ``gymnasium.make(..., render_mode="human")`` wraps it in Gymnasium's ``HumanRendering``, a pygame window that
+    needs a display), ``render_size`` ((height, width), up to (480, 640), the default), ``reward_mode``
+    (``"dense"``/``"sparse"``),
     ``randomization`` (mapping of ``EpisodeRandomization`` fields), ``demonstrator`` (name of the demonstrator
     that comes with the env; ``demonstrator_settings`` holds its settings for this env, none here, the planner as
     tuned in the grounded world in ``PickSort-WorldGrounded-v0``), ``episode_steps`` (the time limit in control
