@@ -118,6 +118,10 @@ def test_a_grounding_file_is_recorded_by_value_and_replays_after_it_is_deleted(t
         assert f.generation["env_kwargs"]["grounding"] == content
         assert f.env_args["env_kwargs"]["grounding"] == content  # robomimic's record too
         assert f.generation[FILES_KEY] == {"grounding": {"file": "grounding.json", "sha256": digest}}
+        # The provenance's env spec (a description) names the file rather than holding a third copy.
+        assert f.provenance["env_spec"]["kwargs"]["grounding"] == {
+            "recorded_by_value": f.generation[FILES_KEY]["grounding"]
+        }
         identity = f.provenance["world"]["grounding"]
         assert identity["source"] == "inline" and identity["lab"] == {"name": "test-lab", "config_sha256": "ab" * 32}
         assert f.provenance["world"]["world_sha256"] == load_grounding(grounding).world.sha256()

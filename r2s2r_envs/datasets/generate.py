@@ -488,6 +488,12 @@ def build_provenance(
         spec_json: Any = json.loads(spec.to_json()) if spec is not None else None
     except (ValueError, TypeError) as exc:  # kwargs that JSON cannot hold
         spec_json = {"id": spec.id if spec else config.env_name, "unserializable": str(exc)}
+    if config.env_kwarg_files and isinstance(spec_json, dict) and isinstance(spec_json.get("kwargs"), dict):
+        # A file read by value is in generation's env_kwargs (and env_args); the spec names it instead of a third copy.
+        spec_json["kwargs"] = {
+            k: {"recorded_by_value": dict(config.env_kwarg_files[k])} if k in config.env_kwarg_files else v
+            for k, v in spec_json["kwargs"].items()
+        }
     world = unwrapped.provenance() if hasattr(unwrapped, "provenance") else {}
     demo_record: dict[str, Any] = {"name": str(getattr(demonstrator, "name", type(demonstrator).__name__))}
     if domain == "real":
