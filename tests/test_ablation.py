@@ -110,6 +110,20 @@ def test_a_changed_dataset_changes_exactly_the_keys_downstream_of_it():
     assert any(t.kind == "train" and t.config["real_fraction"] == 0.0 and t.key not in downstream for t in before)
 
 
+def test_a_changed_recipe_value_changes_the_training_keys(monkeypatch):
+    from r2s2r_envs.policies import config as policy_config
+
+    design = tiny_design()
+    recipe = design.train.get("recipe", policy_config.DEFAULT_RECIPE)
+    before = {t.label: t.key for t in design.tasks() if t.kind == "train"}
+    changed = {**policy_config.RECIPES[recipe], "adda_weight": 0.0123}
+    monkeypatch.setitem(policy_config.RECIPES, recipe, changed)
+    after = {t.label: t.key for t in design.tasks() if t.kind == "train"}
+    assert before.keys() == after.keys() and before
+    # The design names the recipe only; its resolved values are what the key covers.
+    assert all(before[label] != after[label] for label in before)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -472,6 +486,9 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     assert split["behavior, grounded world (F - W)"]["flow"]["estimate"] == pytest.approx(7 / 12)
     # Ungrounded is 0 everywhere and BehaviorGrounded too on success: the success effect of behavior is F - W only.
     assert report["effects"]["success"]["behavior"]["flow"]["estimate"] == pytest.approx(0.25)
+    assert split["world minus behavior"]["flow"]["estimate"] == pytest.approx(0.25 - 1 / 12)
+    finding = report["findings"]["sort_accuracy"]
+    assert finding["policies"] == "flow" and finding["interaction"] == split["interaction"]["flow"]
     versus = report["versus_real_only"]["sort_accuracy"]["flow"]["FullyGrounded"]
     assert versus["estimate"] == pytest.approx(5 / 6 - 1 / 24)
     failures = {row["variant"]: row for row in report["failures"]}
@@ -488,6 +505,7 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     path = analysis.write_report(design, tasks, store, tmp_path / "report")
     text = path.read_text()
     assert "+50.0 [" in text and "| FullyGrounded | 0.5 |" in text
+    assert "## Which axis matters (lab)" in text and "Does behavior grounding matter more" in text
     assert "| flow | FullyGrounded | 100 / 100 / 50 | 100% of 8 | 100 / 0 / 0 | +50.0 [" in text
     assert {p.name for p in (tmp_path / "report").iterdir()} >= {
         "report.md",
@@ -495,6 +513,49 @@ def test_analysis_of_hand_made_result_files(tmp_path):
         "variants.png",
         "effects.png",
     }
+
+
+def _effect(low, high):
+    return {"estimate": (low + high) / 2, "ci95": [low, high]}
+
+
+def test_findings_read_the_intervals():
+    effects = {
+        "success": {
+            "world": {"flow": _effect(0.0, 0.2), "bc": _effect(0.1, 0.3), "all methods": _effect(0.1, 0.3)},
+            "behavior": {"flow": _effect(0.1, 0.2), "bc": _effect(-0.1, 0.2), "all methods": _effect(-0.1, 0.2)},
+            "interaction": {"flow": _effect(0.1, 0.2), "bc": _effect(-0.3, -0.1), "all methods": _effect(-0.3, -0.05)},
+            "world minus behavior": {
+                "flow": _effect(-1, 1),
+                "bc": _effect(0.05, 0.2),
+                "all methods": _effect(0.05, 0.2),
+            },
+            "behavior, nominal world (B - U)": {"all methods": _effect(0.1, 0.3)},
+            "behavior, grounded world (F - W)": {"all methods": _effect(-0.2, 0.1)},
+        },
+        "sort_accuracy": {
+            "world": {"flow": _effect(-0.3, -0.1)},
+            "behavior": {"flow": {"estimate": None, "ci95": None}},
+            "interaction": {"flow": _effect(0.1, 0.4)},
+            "world minus behavior": {"flow": _effect(-0.4, -0.1)},
+        },
+    }
+    found = analysis.findings(effects)
+    pooled = found["success"]
+    # With several methods the findings read their average, not any one method.
+    assert pooled["policies"] == "all methods"
+    assert pooled["signs"] == {"world": "positive", "behavior": "unresolved", "interaction": "negative"}
+    assert pooled["larger_axis"] == "world"
+    assert pooled["behavior_more_with_nominal_world"] == "yes"
+    assert pooled["behavior_nominal_world"]["ci95"] == [0.1, 0.3]
+    one = found["sort_accuracy"]
+    assert one["policies"] == "flow"
+    assert one["signs"] == {"world": "negative", "behavior": None, "interaction": "positive"}
+    assert one["larger_axis"] == "behavior" and one["behavior_more_with_nominal_world"] == "no"
+    text = analysis.findings_markdown({"findings": found, "effects": effects})
+    assert "world grounding: helps (interval above zero)" in text
+    assert "behavior grounding: cannot be computed (cells missing)" in text
+    assert "yes, it adds more on the nominal world" in text and "no, it adds more on the identified world" in text
 
 
 def test_mixture_attribution_on_hand_made_states():

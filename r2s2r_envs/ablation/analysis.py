@@ -9,7 +9,9 @@ Statistics (docs/ablation.md, "Analysis"):
   FullyGrounded): the **world effect** ``((W - U) + (F - B)) / 2``, the **behavior effect** ``((B - U) + (F - W)) / 2``
   and the **interaction** ``(F - B) - (W - U)`` (= ``(F - W) - (B - U)``: how much more one axis adds when the other
   is grounded; negative when behavior grounding matters most with the nominal world). "All methods" averages each
-  effect over the methods.
+  effect over the methods. The **findings** read those intervals as sentences: each axis helps, hurts or is
+  unresolved, which adds more, and whether behavior grounding matters more on the nominal world than on the
+  identified one (a negative interaction).
 - **Where policies fail**: per object in the order the belt brings them, the share sorted (in the lab and in the
   policy's own variant), the share of second objects sorted after the first was, and the **transfer gap**, a
   policy's lab sort accuracy minus its sort accuracy in its own simulated variant on the same protocol episodes:
@@ -56,6 +58,8 @@ EFFECTS: dict[str, dict[str, float]] = {
     "world, grounded behavior (F - B)": {"BehaviorGrounded": -1.0, "FullyGrounded": 1.0},
     "behavior, nominal world (B - U)": {"Ungrounded": -1.0, "BehaviorGrounded": 1.0},
     "behavior, grounded world (F - W)": {"WorldGrounded": -1.0, "FullyGrounded": 1.0},
+    # world effect minus behavior effect: U and F cancel, W - B remains.
+    "world minus behavior": {"WorldGrounded": 1.0, "BehaviorGrounded": -1.0},
 }
 
 
@@ -193,6 +197,80 @@ def effects(
                 pooled_cells, pooled_weights, replicates=replicates, seed=seed
             )
     return out
+
+
+def _sign(effect: Mapping[str, Any]) -> str | None:
+    """``"positive"`` / ``"negative"`` when the 95% interval excludes zero, ``"unresolved"`` when it holds zero."""
+    if effect.get("estimate") is None:
+        return None
+    low, high = effect["ci95"]
+    return "positive" if low > 0 else "negative" if high < 0 else "unresolved"
+
+
+def findings(effects_by_metric: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Which grounding axis matters, read off the effects' intervals, per metric.
+
+    The policies read are the average over methods when the design has several (``"all methods"``), else its one
+    method. Per metric: the sign of the world effect, the behavior effect and the interaction (``"positive"``,
+    ``"negative"``, or ``"unresolved"`` when the 95% interval holds zero); which axis adds more (the world minus
+    behavior effect); and whether behavior grounding matters more when world grounding is imperfect (the study's
+    finding): the behavior effect on the nominal world (B - U) against on the identified world (F - W), whose
+    difference is the interaction; ``"yes"`` when the interaction's interval lies below zero, ``"no"`` above it.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for metric, by_effect in effects_by_metric.items():
+        if not by_effect or not by_effect.get("world"):
+            continue
+        policies = "all methods" if "all methods" in by_effect["world"] else next(iter(by_effect["world"]))
+        pick = {name: per_method[policies] for name, per_method in by_effect.items() if policies in per_method}
+        signs = {name: _sign(pick[name]) for name in ("world", "behavior", "interaction") if name in pick}
+        larger = _sign(pick.get("world minus behavior", {}))
+        interaction = signs.get("interaction")
+        out[metric] = {
+            "policies": policies,
+            "signs": signs,
+            "larger_axis": {"positive": "world", "negative": "behavior"}.get(larger or "", larger),
+            "behavior_more_with_nominal_world": {"negative": "yes", "positive": "no"}.get(
+                interaction or "", interaction
+            ),
+            "behavior_nominal_world": pick.get("behavior, nominal world (B - U)"),
+            "behavior_grounded_world": pick.get("behavior, grounded world (F - W)"),
+            "interaction": pick.get("interaction"),
+        }
+    return out
+
+
+def findings_markdown(report: Mapping[str, Any]) -> str:
+    """The findings as sentences, one paragraph per metric."""
+    said = {
+        "positive": "helps (interval above zero)",
+        "negative": "hurts (interval below zero)",
+        "unresolved": "not resolved (interval holds zero)",
+        None: "cannot be computed (cells missing)",
+    }
+    lines = []
+    for metric, f in report.get("findings", {}).items():
+        effects = report["effects"][metric]
+        world, behavior = effects["world"][f["policies"]], effects["behavior"][f["policies"]]
+        larger = {
+            "world": "world grounding adds more than behavior grounding",
+            "behavior": "behavior grounding adds more than world grounding",
+            "unresolved": "neither axis adds measurably more than the other",
+        }.get(f["larger_axis"] or "", "which axis adds more cannot be computed")
+        more = {
+            "yes": "yes, it adds more on the nominal world than on the identified one",
+            "no": "no, it adds more on the identified world than on the nominal one",
+            "unresolved": "not resolved: the two differ by less than the interval",
+        }.get(f["behavior_more_with_nominal_world"] or "", "cannot be computed")
+        nominal, grounded = f["behavior_nominal_world"] or {}, f["behavior_grounded_world"] or {}
+        lines.append(
+            f"- **{METRIC_NAMES[metric]}** ({f['policies']}): world grounding: {said[f['signs'].get('world')]}, "
+            f"{_pts(world)} points; behavior grounding: {said[f['signs'].get('behavior')]}, {_pts(behavior)}; "
+            f"{larger}. Does behavior grounding matter more when world grounding is imperfect? {more}: on the "
+            f"nominal world (B - U) {_pts(nominal) if nominal else 'n/a'}, on the identified world (F - W) "
+            f"{_pts(grounded) if grounded else 'n/a'}, interaction {_pts(f['interaction'] or {})}."
+        )
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- tables
@@ -351,6 +429,7 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
         grounded = {m: {v: x for v, x in c.items() if v != REAL_ONLY} for m, c in cells.items()}
         report["effects"][metric] = effects(grounded, replicates=n)
         report["versus_real_only"][metric] = versus_real_only(cells, n)
+    report["findings"] = findings(report["effects"])
     report["sweep"] = sweep_table(runs, design, n)
     report["failures"] = failure_table(runs, design, n)
     report["mixture"] = mixture_summaries(tasks, store)
@@ -549,6 +628,10 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         "",
         "world = ((W - U) + (F - B)) / 2, behavior = ((B - U) + (F - W)) / 2, interaction = (F - B) - (W - U).",
         effects_markdown(report),
+        "",
+        "## Which axis matters (lab)",
+        "",
+        findings_markdown(report) or "No effect could be computed: cells are missing.",
         "",
         "## Each variant against real-only (lab, points)",
         "",

@@ -48,8 +48,9 @@ DEFAULT_METHODS: tuple[str, ...] = ("flow", "flow-cfg-adda")
 SINGLE_DOMAIN_METHOD = "flow"
 #: The real_fraction sweep of the fully grounded variant: numbers, or ``"low"`` / ``"high"``, the mixing rule's ends.
 DEFAULT_SWEEP: tuple[float | str, ...] = (0.0, 0.05, "low", "high", 0.5, 1.0)
-#: Version of the ablation's task definitions; part of every config hash (a change re-runs everything).
-TASK_VERSION = 1
+#: Version of the ablation's task definitions; part of every config hash (a change re-runs everything). 2: a
+#: training task's configuration holds its recipe's resolved values, so a recipe that changes re-runs its tasks.
+TASK_VERSION = 2
 
 Kind = Literal["sysid", "data", "behavior", "train", "eval", "mixture"]
 #: The chain stage whose output each grounding axis's env takes, as ``(env argument, task kind)``.
@@ -487,8 +488,14 @@ class AblationDesign:
         return [policy.variant] if policy.variant is not None and policy.real_fraction < 1 else []
 
     def _train_config(self, policy: PolicySpec) -> dict[str, Any]:
+        from r2s2r_envs.policies.config import DEFAULT_RECIPE, RECIPES
+
+        # Resolved: every value the recipe supplies is part of the key, so editing a recipe re-runs its tasks.
+        recipe = self.train.get("recipe", DEFAULT_RECIPE)
         return {
+            **RECIPES.get(recipe, {}),
             **dict(self.train),
+            "recipe": recipe,
             "method": policy.method,
             "real_fraction": policy.real_fraction,
             "seed": policy.seed,
