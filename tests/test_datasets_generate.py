@@ -118,7 +118,24 @@ def test_rgb_mode_stores_only_images(tmp_path: Path) -> None:
         _gen(tmp_path / "bad.hdf5", 1, obs_keys=["joint_angles"])
 
 
-def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
+def _interrupted_file_is_shown_partial(path: Path, cache: Path, monkeypatch, capsys) -> None:
+    """``datasets list`` and ``datasets verify NAME`` say that an interrupted file (here: as lab-50's) is partial."""
+    import shutil
+
+    cache.mkdir()
+    shutil.copy(path, cache / "lab-50.hdf5")
+    monkeypatch.setenv("R2S2R_DATA_DIR", str(cache))
+    capsys.readouterr()
+    assert _cli(["datasets", "list"]) == 0
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()}
+    assert rows["lab-50"] == "partial" and rows["ungrounded-1000"] == "missing"
+    assert _cli(["datasets", "verify", "lab-50"]) == 0
+    assert "(incomplete: its generation was interrupted" in capsys.readouterr().out
+    assert _cli(["datasets", "verify", "lab-5O"]) == 1
+    assert "nor the name of a canonical dataset (lab-50, " in capsys.readouterr().err
+
+
+def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path, monkeypatch, capsys) -> None:
     # Same settings as the interrupted run: the content hash covers the generation settings (step_delay included).
     ref = _gen(tmp_path / "ref.hdf5", 12, seed=4, env_kwargs={"step_delay": 0.002})
     out = tmp_path / "int.hdf5"
@@ -131,6 +148,7 @@ def test_interrupt_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert 0 < first.num_demos < 12
     with open_dataset(out) as f:
         assert not f.complete and f.num_demos == first.num_demos
+    _interrupted_file_is_shown_partial(out, tmp_path / "cache", monkeypatch, capsys)
     second = _gen(out, 12, seed=4, env_kwargs={"step_delay": 0.002})
     assert second.resumed and second.complete and second.new_demos == 12 - first.num_demos
     assert second.content_hash == ref.content_hash

@@ -504,7 +504,7 @@ def mismatch_message(entry: CanonicalDataset, path: str | os.PathLike[str], dige
 
 
 def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Path) -> list[dict[str, Any]]:
-    """Rows for ``r2s2r datasets list``: name, env, demos, whether cached, expected hash."""
+    """Rows for ``r2s2r datasets list``: name, env, demos, whether cached (and complete), expected hash."""
     rows = []
     for e in entries:
         path = cache_dir / e.file
@@ -514,6 +514,8 @@ def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Pat
                 "env_id": e.env_id,
                 "episodes": e.episodes,
                 "cached": path.exists(),
+                # An interrupted build leaves a resumable file: cached, not complete (``datasets make`` resumes it).
+                "complete": path.exists() and _complete(path),
                 "sha256": e.sha256,
                 "path": str(path),
             }

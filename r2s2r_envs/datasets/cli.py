@@ -133,7 +133,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     info.add_argument("file", type=Path, metavar="FILE")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     info.set_defaults(func=cmd_datasets_info)
-    ver = ds_sub.add_parser("verify", help="check files' schema and content hashes")
+    ver = ds_sub.add_parser(
+        "verify", help="check files' schema and content hashes (a canonical dataset's name: its cached file)"
+    )
     ver.add_argument("files", type=Path, nargs="+", metavar="FILE")
     ver.add_argument(
         "--expect",
@@ -279,7 +281,7 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         return _fail(exc)
     for row in spec_entries_for_display(entries, args.cache_dir or default_cache_dir()):
-        cached = "cached" if row["cached"] else "missing"
+        cached = ("cached" if row["complete"] else "partial") if row["cached"] else "missing"
         print(f"{row['name']:24s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {row['sha256'] or '(no hash)'}")
     return EXIT_OK
 
@@ -327,11 +329,22 @@ def _sha256_arg(text: str) -> str:
 
 def cmd_datasets_verify(args: argparse.Namespace) -> int:
     """Handler of ``r2s2r datasets verify``."""
+    from r2s2r_envs.datasets.canonical import default_cache_dir, load_spec
     from r2s2r_envs.datasets.reader import open_dataset
 
     status = EXIT_OK
     expect = getattr(args, "expect", None)
     for path in args.files:
+        if not Path(path).exists():  # a canonical dataset's name stands for its cached file
+            names = {e.name: default_cache_dir() / e.file for e in load_spec()}
+            if str(path) not in names:
+                print(
+                    f"FAILED  {path}: no such file, nor the name of a canonical dataset ({', '.join(names)})",
+                    file=sys.stderr,
+                )
+                status = EXIT_ERROR
+                continue
+            path = names[str(path)]
         try:
             with open_dataset(path, verify="full") as f:
                 if expect is not None and f.content_hash != expect:
@@ -342,7 +355,8 @@ def cmd_datasets_verify(args: argparse.Namespace) -> int:
                     )
                     status = EXIT_ERROR
                     continue
-                print(f"ok      {path}  {f.num_demos} demos  sha256 {f.content_hash}")
+                partial = "" if f.complete else "  (incomplete: its generation was interrupted; re-run it to resume)"
+                print(f"ok      {path}  {f.num_demos} demos  sha256 {f.content_hash}{partial}")
         except (DatasetError, FileNotFoundError) as exc:
             print(f"FAILED  {path}: {exc}", file=sys.stderr)
             status = EXIT_ERROR
