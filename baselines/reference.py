@@ -164,9 +164,10 @@ def _paired(cells: dict[str, dict[str, np.ndarray]], row: str, base: str, replic
 
 
 def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 2000) -> dict[str, Any]:
-    """Per row: success and sort accuracy with 95% bootstrap intervals; co-trained rows against real-only."""
+    """Per row: success and sort accuracy with 95% bootstrap intervals; co-trained rows against real-only, against
+    the Ungrounded sim data (the world axis) and, for the other co-training methods, against `flow` on the same data."""
     cells = {name: _matrices(paths) for name, paths in done.items() if paths}
-    summary: dict[str, Any] = {"rows": {}, "versus_real_only": {}, "versus_ungrounded": {}}
+    summary: dict[str, Any] = {"rows": {}, "versus_real_only": {}, "versus_ungrounded": {}, "versus_flow": {}}
     for row in rows:
         if row.name not in cells:
             continue
@@ -181,6 +182,10 @@ def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 20
             ungrounded = f"co-trained/{row.method}/Ungrounded"
             if row.name != ungrounded and ungrounded in cells:
                 summary["versus_ungrounded"][row.name] = _paired(cells, row.name, ungrounded, replicates)
+            # Another co-training method on the same data against plain flow.
+            flow = f"co-trained/flow/{row.name.rsplit('/', 1)[1]}"
+            if row.method != "flow" and flow in cells:
+                summary["versus_flow"][row.name] = _paired(cells, row.name, flow, replicates)
     return summary
 
 
@@ -218,6 +223,14 @@ def to_markdown(summary: dict[str, Any], recipe: str, episodes: int) -> str:
             "|---|---|---|",
         ]
         for name, c in summary["versus_ungrounded"].items():
+            lines.append(f"| {name} | {_pts(c['success'])} | {_pts(c['sort_accuracy'])} |")
+    if summary.get("versus_flow"):
+        lines += [
+            "",
+            "| method minus `flow`, same data (lab) | success, points | sort accuracy, points |",
+            "|---|---|---|",
+        ]
+        for name, c in summary["versus_flow"].items():
             lines.append(f"| {name} | {_pts(c['success'])} | {_pts(c['sort_accuracy'])} |")
     return "\n".join(lines) + "\n"
 

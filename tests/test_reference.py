@@ -57,7 +57,12 @@ def test_bad_rows_and_seeds_are_refused_before_any_work(tmp_path: Path, capsys: 
 
 def test_summary_contrasts_are_paired_over_the_episodes(tmp_path: Path) -> None:
     rows = reference.all_rows()
-    names = ["real-only/flow", "co-trained/flow/Ungrounded", "co-trained/flow/WorldGrounded"]
+    names = [
+        "real-only/flow",
+        "co-trained/flow/Ungrounded",
+        "co-trained/flow/WorldGrounded",
+        "co-trained/flow-cfg/Ungrounded",
+    ]
     result = evaluate("PickSort-Ungrounded-v0", ZeroPolicy(), episodes=3, env_kwargs=FAST, progress=False)
     paths = {}
     for k, name in enumerate(names):
@@ -70,5 +75,8 @@ def test_summary_contrasts_are_paired_over_the_episodes(tmp_path: Path) -> None:
         contrast = summary["versus_real_only"][name]["success"]
         assert contrast["estimate"] == 0.0 and contrast["ci95"] == [0.0, 0.0]  # the same episodes: no difference
     assert list(summary["versus_ungrounded"]) == ["co-trained/flow/WorldGrounded"]
+    # Another method is compared with flow on the same sim data, not on another variant's.
+    assert list(summary["versus_flow"]) == ["co-trained/flow-cfg/Ungrounded"]
     text = reference.to_markdown(summary, "cpu", 3)
     assert "| co-trained/flow/WorldGrounded | +0.0 [+0.0, +0.0] |" in text
+    assert "| method minus `flow`, same data (lab) |" in text
