@@ -22,13 +22,14 @@ SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri chromium
 # Headless offscreen rendering: MuJoCo picks its GL backend at import time.
 export MUJOCO_GL ?= egl
 
-.PHONY: help setup egl demo test test-fast lint format bench clean
+.PHONY: help setup egl demo test test-fast lint typecheck format bench clean
 
 help:
 	@echo "make demo      set up, then 3 demo episodes of every variant and the lab, side by side (r2s2r demo --env all)"
 	@echo "make test      set up, then run the whole test suite (python -m pytest -q, slow tests included)"
 	@echo "make test-fast tests without the slow marker"
-	@echo "make lint      ruff check and ruff format --check (CI runs it)"
+	@echo "make lint      ruff check, ruff format --check and the type check (CI runs it)"
+	@echo "make typecheck mypy on the package; its errors may only shrink (.ci/typecheck.py)"
 	@echo "make bench     env speed and 100-seed planner success (benchmarks/)"
 	@echo "make setup     only the set-up; make clean removes .venv and build outputs"
 
@@ -71,6 +72,10 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(PY) .ci/typecheck.py
+
+typecheck: $(STAMP)
+	$(PY) .ci/typecheck.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
