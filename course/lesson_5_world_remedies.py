@@ -188,7 +188,7 @@ for name, dr in {
 # good across all the worlds drawn, which makes learning harder. In practice: identify first, then randomize
 # over what remains (the intervals, widened). The suite's RL baseline, `baselines/rl_dr.py` (PPO with domain
 # randomization, zero-shot in the lab), shows how hard randomization alone is at a small budget: 2/100 in the
-# lab after 25 minutes of training (docs/measured.md).
+# lab after 25 minutes of training (benchmarks/results/rl-dr/README.md).
 #
 # ## Exercise 5: the world lab
 #

@@ -1,0 +1,429 @@
+"""Render docs/measured.md's tables from the committed JSON records, so that they cannot drift.
+
+Every figure in a generated table is read from a JSON record committed in the repository (under
+``benchmarks/results/`` or a shipped file such as the default grounding); a row whose figure has no committed
+record says so and links to the README that holds the figure, and states no number. The tables sit between
+``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` markers; the text around them is the
+page's own.
+
+    python benchmarks/measured_tables.py            # rewrite the tables in docs/measured.md
+    python benchmarks/measured_tables.py --check    # exit 1, printing the difference, when the page is stale
+
+``tests/test_measured_tables.py`` runs ``--check``. The script reads JSON only (standard library, no package import),
+so it runs in a second. To add a row, add a ``Row`` to ``TABLES`` whose ``render`` reads the record; a goal met or not
+is decided here from the record's value, never written by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "measured.md"
+RESULTS = "benchmarks/results"
+
+SPEED = f"{RESULTS}/speed/env_speed.json"
+PLANNER = f"{RESULTS}/speed/planner_success.json"
+GROUNDING = "r2s2r_envs/grounding/groundings/default.json"
+TUNING = f"{RESULTS}/demonstrator-tuning/grounded.json"
+AXIS_V2 = f"{RESULTS}/behavior-axis-v2/behavior_axis_seed8000.json"
+SIMILARITY_V2 = f"{RESULTS}/behavior-similarity-v2/behavior_similarity.json"
+TRAINING = f"{RESULTS}/training-speed/training_speed.json"
+EVALUATE = f"{RESULTS}/vector-speed/run3_evaluate100.json"
+
+#: READMEs holding figures that have no committed JSON record.
+UNRECORDED = f"{RESULTS}/speed-unrecorded/README.md"
+
+
+@cache
+def record(path: str) -> Any:
+    """A committed JSON record, by its path from the repository root."""
+    return json.loads((ROOT / path).read_text(encoding="utf-8"))
+
+
+def pct(x: float, digits: int = 0) -> str:
+    return f"{100 * x:.{digits}f}%"
+
+
+def ci(pair: list[float], digits: int = 1) -> str:
+    return f"{100 * pair[0]:.{digits}f}-{100 * pair[1]:.{digits}f}%"
+
+
+def points(x: float) -> str:
+    return f"{100 * x:+.0f}"
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def causes(counts: dict[str, int]) -> str:
+    """Failure causes with a count, largest first: ``missed 23, dropped 11``."""
+    items = sorted(((n, k) for k, n in counts.items() if n), key=lambda t: (-t[0], t[1]))
+    return ", ".join(f"{k.replace('_', ' ')} {n}" for n, k in items) or "none"
+
+
+def success(summary: dict[str, Any], key: str = "success_rate") -> str:
+    return f"{pct(summary[key])} ({ci(summary[key + '_ci95'])})"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: what is measured, its goal, and how the record gives the figure."""
+
+    measure: str
+    goal: str = ""
+    source: str | None = None  # the record's path; None: no committed record
+    render: Callable[[], str] | None = None
+    readme: str | None = None  # where a figure without a record is written
+    see: str | None = None  # the page whose own generated table or record holds the figures
+
+    def cells(self) -> tuple[str, str, str, str]:
+        if self.see is not None:
+            assert self.readme, self.measure
+            name = self.readme.split("/")[-2]
+            return self.measure, self.goal, f"see {self.see}", f"[{name}](../{self.readme})"
+        if self.source is None:
+            assert self.readme, self.measure
+            name = self.readme.split("/")[-2]
+            return self.measure, self.goal, "no committed record", f"[{name}](../{self.readme})"
+        assert self.render is not None
+        return self.measure, self.goal, self.render(), f"[{Path(self.source).name}](../{self.source})"
+
+
+# --- speed and scale -------------------------------------------------------------------------------------------
+
+
+def env_speed_raw() -> str:
+    value = record(SPEED)["raw_mj_step_per_s"]
+    return f"{value:,.0f}: {met(value >= 8000)}"
+
+
+def env_speed_steps() -> str:
+    state = record(SPEED)["state"]
+    return f"{state['zeros']['env_steps_per_s']:,.0f} / {state['random']['env_steps_per_s']:,.0f}"
+
+
+def env_speed_ratio() -> str:
+    state = record(SPEED)["state"]
+    random_ratio = state["random"]["overhead_ratio"]
+    return f"{random_ratio:.3f} (zero actions {state['zeros']['overhead_ratio']:.3f}): {met(random_ratio <= 1.10)}"
+
+
+def env_speed_images() -> str:
+    rgb = record(SPEED)["rgb"]
+    frames = rgb["image_frames_per_s"]
+    return f"{frames:,.0f} ({rgb['env_steps_per_s']:,.0f} env steps/s): {met(frames >= 100)}"
+
+
+def env_speed_world() -> str:
+    w = record(SPEED)["world_change"]
+    return (
+        f"{1000 * w['in_place_s']:.1f} ms / {1000 * w['recompile_s']:.1f} ms "
+        f"(one episode's simulation: {1000 * w['episode_simulation_s']:.0f} ms)"
+    )
+
+
+def planner(world: str, goal: float | None = None) -> Callable[[], str]:
+    def render() -> str:
+        summary = record(PLANNER)["results"][world]["summary"]
+        text = f"{success(summary)}; failures: {causes(summary['failure_causes'])}"
+        if goal is not None:
+            text += f": {met(summary['success_rate'] >= goal)}"
+        return text
+
+    return render
+
+
+def planner_episodes() -> int:
+    return int(record(PLANNER)["config"]["episodes"])
+
+
+# --- grounding, demonstrators and baselines --------------------------------------------------------------------
+
+
+def sysid_time() -> str:
+    t = record(GROUNDING)["provenance"]["wall_time_s"]
+    ident = t["logging"] + t["fitting"] + t["validation"]
+    return (
+        f"{ident:.0f} s (logging {t['logging']:.0f}, fitting {t['fitting']:.0f}, held-out validation "
+        f"{t['validation']:.0f}), then {t['planner']:.0f} s of planner episodes; {t['total']:.0f} s in all: "
+        f"{met(t['total'] <= 600)}"
+    )
+
+
+NRMSE_GROUPS = ("arm joints", "fingers", "objects on the belt", "held objects")
+
+
+def nrmse_cut() -> str:
+    nrmse = record(GROUNDING)["validation"]["nrmse"]
+    cuts = [nrmse[g]["reduction_percent"] for g in NRMSE_GROUPS]
+    held_beyond = nrmse["held objects"]["beyond_noise"]["reduction_percent"]
+    short = [g for g, c in zip(NRMSE_GROUPS, cuts, strict=True) if c < 70]
+    verdict = "met" if not short else "**not met** for " + ", ".join(short)
+    return " / ".join(f"{c:.1f}%" for c in cuts) + f" ({held_beyond:.1f}% beyond sensor noise): {verdict}"
+
+
+def identified() -> str:
+    g = record(GROUNDING)
+    world, lo_hi = g["world"], g["intervals"]
+    lat, lat_ci = world["control_latency"], lo_hi["control_latency"]
+    belt, belt_ci = world["belt_speed"], lo_hi["belt_speed"]
+    offset = ", ".join(f"{1000 * v:.1f}" for v in world["object_pos_offset"])
+    return (
+        f"{1000 * lat:.0f} ms ({1000 * lat_ci[0]:.0f}-{1000 * lat_ci[1]:.0f}); ({offset}) mm; "
+        f"{belt:.4f} m/s ({belt_ci[0]:.4f}-{belt_ci[1]:.4f})"
+    )
+
+
+def grounded_planner() -> str:
+    p = record(GROUNDING)["validation"]["planner"]
+    rows = p["rows"]
+    cells = [pct(rows["nominal"]["success_rate"])] + [success(rows[k]) for k in ("grounded", "lab")]
+    return " / ".join(cells) + f": grounding closes {p['gap']['closed_percent']:.0f}% of the gap"
+
+
+def tuned_planner() -> str:
+    by_env = {e["env_id"]: e for e in record(TUNING)["evaluation"]}
+    envs = ("PickSort-WorldGrounded-v0", "PickSort-Real-v0")
+    tuned = " / ".join(pct(by_env[e]["tuned"]["success"]) for e in envs)
+    default = " / ".join(pct(by_env[e]["default"]["success"]) for e in envs)
+    diffs = " / ".join(
+        f"{points(by_env[e]['success_diff'])} [{points(by_env[e]['success_diff_ci95'][0])}, "
+        f"{points(by_env[e]['success_diff_ci95'][1])}]"
+        for e in envs
+    )
+    nominal = by_env["PickSort-Ungrounded-v0"]
+    return (
+        f"{tuned} against {default} with the default settings ({diffs} points, paired); nominal sim "
+        f"{points(nominal['success_diff'])} [{points(nominal['success_diff_ci95'][0])}, "
+        f"{points(nominal['success_diff_ci95'][1])}]"
+    )
+
+
+def generator_success() -> str:
+    axis = record(AXIS_V2)
+    worlds = ("PickSort-FullyGrounded-v0", "PickSort-Real-v0", "PickSort-BehaviorGrounded-v0")
+    rows = [axis[f"generator in {w}"] for w in worlds]
+    cells = " / ".join(f"{pct(r['success'])} ({ci(r['success_ci95'], 0)})" for r in rows)
+    ok = rows[0]["success"] >= 0.75 and rows[1]["success"] >= 0.60
+    return f"{cells}: {met(ok)}"
+
+
+def generator_similarity() -> str:
+    rows = {r["row"]: r for r in record(SIMILARITY_V2)["rows"]}
+    gen, ref = rows["generator, nominal sim"], rows["teleoperator, nominal sim"]
+    ok = all(g["met"] for g in record(SIMILARITY_V2)["goals"].values())
+    return (
+        f"{gen['auc_all']:.3f} / {ref['auc_all']:.3f} (strategy traits: {gen['auc_strategy']:.3f} / "
+        f"{ref['auc_strategy']:.3f}); identified sim and lab rows in the record: {met(ok)}"
+    )
+
+
+def training_cpu() -> str:
+    synthetic = record(TRAINING)["synthetic"]
+    methods = ("bc", "flow", "flow-cfg-adda")
+    runs = [synthetic[f"cpu/{m}/threads=1"] for m in methods]
+    ok = all(r["projected_run_s"] <= r["goal_s"] for r in runs)
+    return " / ".join(f"{r['projected_run_s'] / 60:.0f}" for r in runs) + f" min, projected: {met(ok)}"
+
+
+def evaluate_speed() -> str:
+    e = record(EVALUATE)["evaluate"]
+    workers, batch = e["workers_s"][0], e["batch_s"][0]
+    return f"{workers:.0f} s / {batch:.0f} s: {met(min(workers, batch) <= 300)}"
+
+
+TABLES: dict[str, list[Row]] = {
+    "speed": [
+        Row(
+            "raw `mj_step`/s of the PickSort model, arm holding still (`benchmarks/env_speed.py`)",
+            ">= 8,000",
+            SPEED,
+            env_speed_raw,
+        ),
+        Row("env steps/s, state observations (zero / random actions)", "", SPEED, env_speed_steps),
+        Row(
+            "`env.step` time / raw physics time, state observations, random actions", "<= 1.10", SPEED, env_speed_ratio
+        ),
+        Row(
+            "128x128 image frames/s (scene + wrist camera, 2 per env step; random actions)",
+            ">= 100",
+            SPEED,
+            env_speed_images,
+        ),
+        Row(
+            "world change, `set_world` + `reset`: in place / recompiling the model",
+            "well under one episode",
+            SPEED,
+            env_speed_world,
+        ),
+        Row(
+            "scripted planner on `PickSort-Ungrounded-v0`, 100 protocol episodes (`benchmarks/planner_success.py`)",
+            ">= 90%",
+            PLANNER,
+            planner("sim", 0.90),
+        ),
+        Row(
+            "same episodes, simulator with the lab's world parameters (an oracle: the best world grounding can do)",
+            "",
+            PLANNER,
+            planner("lab-world"),
+        ),
+        Row("same episodes on `PickSort-Real-v0` (the lab), the same planner", "", PLANNER, planner("lab")),
+        Row(
+            "dataset generation, 60 episodes, 1 / 2 workers (`benchmarks/dataset_speed.py`)",
+            "2 workers >= 1.8x",
+            readme=UNRECORDED,
+        ),
+        Row(
+            "low-dim loader, numpy batches (batch 256, frame stack 2, action chunk 16)",
+            ">= 50,000 samples/s",
+            readme=UNRECORDED,
+        ),
+        Row("peak memory while loading a dataset's arrays", "<= ~2x the arrays", readme=UNRECORDED),
+        Row("canonical datasets `lab-50` and `ungrounded-1000`: size and build time", "", readme=UNRECORDED),
+    ],
+    "grounding": [
+        Row(
+            "`r2s2r sysid --lab default` of the shipped grounding file (`benchmarks/sysid_speed.py` times it too)",
+            "<= 10 min",
+            GROUNDING,
+            sysid_time,
+        ),
+        Row(
+            "held-out NRMSE cut, nominal to grounded: arm joints / fingers / objects on the belt / held objects",
+            ">= 70%",
+            GROUNDING,
+            nrmse_cut,
+        ),
+        Row(
+            "identified default lab: latency, perception offset, belt speed (95% intervals)",
+            "",
+            GROUNDING,
+            identified,
+        ),
+        Row(
+            "scripted planner, 100 protocol episodes: nominal sim / grounded sim / lab, as the grounding file's "
+            "validation records them",
+            "grounded much closer to the lab",
+            GROUNDING,
+            grounded_planner,
+        ),
+        Row(
+            "scripted planner tuned in the grounded world (`r2s2r tune-planner`, `benchmarks/demonstrator_tuning.py`), "
+            "100 protocol episodes: grounded sim / lab",
+            "",
+            TUNING,
+            tuned_planner,
+        ),
+        Row(
+            "random labs, recovery within tolerance (`tests/test_grounding_identify.py`)",
+            "every parameter",
+            readme=f"{RESULTS}/identification-recovery/README.md",
+        ),
+        Row(
+            "teleoperator in the default lab, 100 episodes (`r2s2r demo --env PickSort-Real-v0`)",
+            "80-95%",
+            readme=f"{RESULTS}/teleoperator/README.md",
+        ),
+        Row(
+            "human-like generator, 50 episodes (base seed 8000): identified sim / lab / nominal sim "
+            "(`benchmarks/behavior_axis.py`)",
+            ">= 75% / >= 60% / none",
+            AXIS_V2,
+            generator_success,
+        ),
+        Row(
+            "classifier AUC against the lab's 50 demos, generator / the lab's teleoperator in the same world, "
+            "nominal sim (`benchmarks/behavior_similarity.py`)",
+            "generator <= teleoperator + 0.05",
+            SIMILARITY_V2,
+            generator_similarity,
+        ),
+        Row(
+            "cost on top of an env step: teleoperator / generator / planner (`benchmarks/behavior_speed.py`); "
+            "`fit-behavior` on 50 demos / `compare-behavior` 50 vs 50",
+            "<= 20%; <= 5 min / <= 1 min",
+            readme=UNRECORDED,
+        ),
+        Row(
+            "`r2s2r train` at the `cpu` recipe, one policy on 50 real + 1,000 sim demos: bc / flow / flow-cfg-adda "
+            "(`benchmarks/training_speed.py`, 1 thread)",
+            "<= 45 min on 2 cores",
+            TRAINING,
+            training_cpu,
+        ),
+        Row(
+            "baselines at the `cpu` recipe, 100 protocol episodes per policy (`baselines/reference.py`)",
+            "",
+            readme=f"{RESULTS}/reference-cpu/README.md",
+            see="[baselines.md](baselines.md#measured)",
+        ),
+        Row(
+            "`evaluate(...)`, 100 lab episodes of `zoo:flow-real-only`: `workers=2` / `batch=16` "
+            "(`benchmarks/vector_speed.py`)",
+            "<= 5 min",
+            EVALUATE,
+            evaluate_speed,
+        ),
+        Row(
+            "PPO with domain randomization, 25 min, zero-shot (`baselines/rl_dr.py`)",
+            "honest report",
+            readme=f"{RESULTS}/rl-dr/README.md",
+        ),
+    ],
+}
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| measure | goal | measured | record |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render(text: str) -> str:
+    """``text`` with every generated block replaced by the table its records give."""
+    for name, rows in TABLES.items():
+        begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"no block {begin} ... {end} in the page")
+        block = f"{begin}\n{table(rows)}\n{end}"
+        text = pattern.sub(lambda _m, block=block: block, text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs from its records")
+    parser.add_argument("--doc", type=Path, default=DOC, help="the page (default docs/measured.md)")
+    args = parser.parse_args(argv)
+    doc: Path = args.doc
+    current = doc.read_text(encoding="utf-8")
+    wanted = render(current)
+    if current == wanted:
+        return 0
+    if args.check:
+        diff = difflib.unified_diff(
+            current.splitlines(), wanted.splitlines(), str(doc), "from the records", lineterm=""
+        )
+        print("\n".join(diff))
+        print(f"{doc} differs from its records: run python benchmarks/measured_tables.py", file=sys.stderr)
+        return 1
+    doc.write_text(wanted, encoding="utf-8")
+    print(f"wrote {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
