@@ -246,138 +246,129 @@ def evaluate_speed() -> str:
 TABLES: dict[str, list[Row]] = {
     "speed": [
         Row(
-            "raw `mj_step`/s of the PickSort model, arm holding still (`benchmarks/env_speed.py`)",
+            "raw `mj_step`/s, arm holding still (`benchmarks/env_speed.py`)",
             ">= 8,000",
             SPEED,
             env_speed_raw,
         ),
-        Row("env steps/s, state observations (zero / random actions)", "", SPEED, env_speed_steps),
+        Row("env steps/s, state obs, zero / random actions", "", SPEED, env_speed_steps),
+        Row("`env.step` time / raw physics time, random actions", "<= 1.10", SPEED, env_speed_ratio),
         Row(
-            "`env.step` time / raw physics time, state observations, random actions", "<= 1.10", SPEED, env_speed_ratio
-        ),
-        Row(
-            "128x128 image frames/s (scene + wrist camera, 2 per env step; random actions)",
+            "128x128 image frames/s (2 cameras per step)",
             ">= 100",
             SPEED,
             env_speed_images,
         ),
         Row(
-            "world change, `set_world` + `reset`: in place / recompiling the model",
+            "world change, `set_world` + `reset`: in place / recompiling",
             "well under one episode",
             SPEED,
             env_speed_world,
         ),
         Row(
-            "scripted planner on `PickSort-Ungrounded-v0`, 100 protocol episodes (`benchmarks/planner_success.py`)",
+            "scripted planner, 100 protocol episodes, nominal sim (`benchmarks/planner_success.py`)",
             ">= 90%",
             PLANNER,
             planner("sim", 0.90),
         ),
         Row(
-            "same episodes, simulator with the lab's world parameters (an oracle: the best world grounding can do)",
+            "same, sim with the lab's world parameters (an oracle)",
             "",
             PLANNER,
             planner("lab-world"),
         ),
-        Row("same episodes on `PickSort-Real-v0` (the lab), the same planner", "", PLANNER, planner("lab")),
+        Row("same, in the lab", "", PLANNER, planner("lab")),
         Row(
-            "dataset generation, 60 episodes, 1 / 2 workers (`benchmarks/dataset_speed.py`)",
-            "2 workers >= 1.8x",
+            "dataset generation, 2 workers / 1 (`benchmarks/dataset_speed.py`)",
+            ">= 1.8x",
             readme=UNRECORDED,
         ),
         Row(
-            "low-dim loader, numpy batches (batch 256, frame stack 2, action chunk 16)",
+            "low-dim loader, numpy batches of 256",
             ">= 50,000 samples/s",
             readme=UNRECORDED,
         ),
-        Row("peak memory while loading a dataset's arrays", "<= ~2x the arrays", readme=UNRECORDED),
-        Row("canonical datasets `lab-50` and `ungrounded-1000`: size and build time", "", readme=UNRECORDED),
+        Row("peak memory loading a dataset", "<= ~2x the arrays", readme=UNRECORDED),
+        Row("canonical datasets: size and build time", "", readme=UNRECORDED),
     ],
     "grounding": [
         Row(
-            "`r2s2r sysid --lab default` of the shipped grounding file (`benchmarks/sysid_speed.py` times it too)",
+            "`r2s2r sysid --lab default`, the shipped grounding file's run",
             "<= 10 min",
             GROUNDING,
             sysid_time,
         ),
         Row(
-            "held-out NRMSE cut, nominal to grounded: arm joints / fingers / objects on the belt / held objects",
+            "held-out NRMSE cut: arm / fingers / objects on the belt / held objects",
             ">= 70%",
             GROUNDING,
             nrmse_cut,
         ),
         Row(
-            "identified default lab: latency, perception offset, belt speed (95% intervals)",
+            "identified: latency, perception offset, belt speed",
             "",
             GROUNDING,
             identified,
         ),
         Row(
-            "scripted planner, 100 protocol episodes: nominal sim / grounded sim / lab, as the grounding file's "
-            "validation records them",
+            "scripted planner, 100 episodes: nominal / grounded sim / lab (the file's validation)",
             "grounded much closer to the lab",
             GROUNDING,
             grounded_planner,
         ),
         Row(
-            "scripted planner tuned in the grounded world (`r2s2r tune-planner`, `benchmarks/demonstrator_tuning.py`), "
-            "100 protocol episodes: grounded sim / lab",
+            "planner tuned in the grounded world (`r2s2r tune-planner`), 100 episodes: grounded sim / lab",
             "",
             TUNING,
             tuned_planner,
         ),
         Row(
-            "random labs, recovery within tolerance (`tests/test_grounding_identify.py`)",
+            "identification of random labs within tolerance",
             "every parameter",
             readme=f"{RESULTS}/identification-recovery/README.md",
         ),
         Row(
-            "teleoperator in the default lab, 100 episodes (`r2s2r demo --env PickSort-Real-v0`)",
+            "teleoperator in the default lab, 100 episodes",
             "80-95%",
             readme=f"{RESULTS}/teleoperator/README.md",
         ),
         Row(
-            "human-like generator, 50 episodes (base seed 8000): identified sim / lab / nominal sim "
-            "(`benchmarks/behavior_axis.py`)",
+            "human-like generator, 50 episodes: identified sim / lab / nominal sim",
             ">= 75% / >= 60% / none",
             AXIS_V2,
             generator_success,
         ),
         Row(
-            "classifier AUC against the lab's 50 demos, generator / the lab's teleoperator in the same world, "
-            "nominal sim (`benchmarks/behavior_similarity.py`)",
+            "AUC against the lab's demos, nominal sim: generator / teleoperator",
             "generator <= teleoperator + 0.05",
             SIMILARITY_V2,
             generator_similarity,
         ),
         Row(
-            "cost on top of an env step: teleoperator / generator / planner (`benchmarks/behavior_speed.py`); "
-            "`fit-behavior` on 50 demos / `compare-behavior` 50 vs 50",
+            "demonstrators' cost per env step; `fit-behavior`, `compare-behavior` time",
             "<= 20%; <= 5 min / <= 1 min",
             readme=UNRECORDED,
         ),
         Row(
-            "`r2s2r train` at the `cpu` recipe, one policy on 50 real + 1,000 sim demos: bc / flow / flow-cfg-adda "
-            "(`benchmarks/training_speed.py`, 1 thread)",
+            "`r2s2r train`, `cpu` recipe, 50 real + 1,000 sim demos: bc / flow / flow-cfg-adda",
             "<= 45 min on 2 cores",
             TRAINING,
             training_cpu,
         ),
         Row(
-            "baselines at the `cpu` recipe, 100 protocol episodes per policy (`baselines/reference.py`)",
+            "baselines at the `cpu` recipe (`baselines/reference.py`)",
             "",
             readme=f"{RESULTS}/reference-cpu/README.md",
             see="[baselines.md](baselines.md#measured)",
         ),
         Row(
-            "`evaluate(...)`, 100 lab episodes of `zoo:flow-real-only`: `workers=2` / `batch=16` "
-            "(`benchmarks/vector_speed.py`)",
+            "`evaluate`, 100 lab episodes: `workers=2` / `batch=16`",
             "<= 5 min",
             EVALUATE,
             evaluate_speed,
         ),
         Row(
-            "PPO with domain randomization, 25 min, zero-shot (`baselines/rl_dr.py`)",
+            "PPO with domain randomization, zero-shot (`baselines/rl_dr.py`)",
             "honest report",
             readme=f"{RESULTS}/rl-dr/README.md",
         ),
