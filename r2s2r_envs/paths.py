@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -34,6 +35,13 @@ def check_output_file(path: str | os.PathLike[str], *, option: str, suffix: str 
         raise ValueError(f"{where}: {folder} is a file, so nothing can be written below it")
     if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ValueError(f"{where}: not writable (no write permission in {folder})")
+    # Permissions do not tell everything (root passes os.access; /proc, a read-only mount or a full quota refuse
+    # anyway): make and drop a nameless file where the output or its first missing folder will go.
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ValueError(f"{where}: not writable (a file cannot be made in {folder}: {e.strerror or e})") from None
     return path
 
 

@@ -409,6 +409,9 @@ def test_cli_policy_errors_are_one_line(policy, message, capsys):
         ("--out", "{tmp}/result.txt", "the file must end in .json"),
         ("--video", "{tmp}/first.gif", "the file must end in .mp4"),
         ("--video", "{tmp}/a-file/first.mp4", "a-file is a file, so nothing can be written below it"),
+        # Nothing can be made in /proc, even by root (whom os.access lets write anywhere).
+        ("--out", "/proc/r2s2r-test/result.json", "not writable (a file cannot be made in /proc"),
+        ("--video", "/proc/r2s2r-test/first.mp4", "not writable (a file cannot be made in /proc"),
     ],
 )
 def test_cli_outputs_are_checked_before_any_episode(tmp_path, capsys, monkeypatch, option, path, message):
