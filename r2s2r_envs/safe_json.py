@@ -9,9 +9,9 @@ and the limit (docs/guide.md#files-the-suite-reads):
 * nesting: at most ``MAX_DEPTH`` (64) levels of arrays and objects, checked before parsing;
 * strict JSON: no ``NaN`` / ``Infinity`` / ``-Infinity``, no key twice in one object, UTF-8 text.
 
-Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes and lab
-logs read through it; behavior models and checkpoints can call it the same way.  Writers turn their data into
-plain JSON with ``plain_json``.
+Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes, lab
+logs, behavior models and checkpoints' ``config.json`` read through it.  Writers turn their data into plain JSON
+with ``plain_json``.
 """
 
 from __future__ import annotations

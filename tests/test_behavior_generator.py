@@ -138,6 +138,22 @@ def test_malformed_models_fail_at_make(tmp_path, fitted):
         gym.make("PickSort-BehaviorGrounded-v0", behavior="no_such_model")
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),  # a raw RecursionError before
+        ('{"format": 1, "format": 2}', "key 'format' appears twice"),
+        ('{"delay_s": NaN}', "NaN is not a JSON value"),
+    ],
+)
+def test_a_model_file_is_read_as_strict_bounded_json(tmp_path, text, message):
+    path = tmp_path / "model.json"
+    path.write_text(text)
+    with pytest.raises(BehaviorModelError, match=message) as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+
+
 def _refused(tmp_path, model, match):
     path = tmp_path / "m.json"
     path.write_text(json.dumps(model))

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ from r2s2r_envs.policies.data import DataSelectionError
 from r2s2r_envs.policies.models import NO_LABEL, REAL, PolicyModel, gradient_reversal
 from r2s2r_envs.policies.pipeline import FrameStacker, PipelineError
 from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, split_demos, train
+from r2s2r_envs.policies.zoo import zoo_root
 
 TINY = dict(steps=4, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 
@@ -361,6 +363,25 @@ def test_load_policy_refuses_what_is_not_a_checkpoint(data: dict[str, Path], tmp
     with pytest.raises(CheckpointError, match="do not fit"):
         load_policy(variant("resized", {**doc, "model": {**doc["model"], "hidden_dim": 64}}))
     assert read_checkpoint(good)["metadata"]["method"] == "bc"
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        # A non-finite statistic: Python's json would read Infinity and the policy would act on it.
+        (lambda text: text.replace('"mean": [', '"mean": [Infinity, ', 1), "Infinity is not a JSON value"),
+        (lambda text: "[" * 100_000 + "]" * 100_000, "nested 100000 levels deep"),  # a raw RecursionError before
+        (lambda text: text.replace("{", '{"format": "x", ', 1), "key 'format' appears twice"),
+        (lambda text: text[: len(text) // 2], "not valid JSON"),
+    ],
+)
+def test_checkpoint_config_is_read_as_strict_bounded_json(tmp_path: Path, edit, message) -> None:
+    ckpt = tmp_path / "ck"
+    shutil.copytree(zoo_root() / "flow-real-only", ckpt)
+    (ckpt / CONFIG_FILE).write_text(edit((ckpt / CONFIG_FILE).read_text()))
+    with pytest.raises(CheckpointError, match=message) as info:
+        read_checkpoint(ckpt)
+    assert str(ckpt / CONFIG_FILE) in str(info.value)
 
 
 def test_check_config_accepts_the_defaults() -> None:

@@ -41,6 +41,7 @@ from r2s2r_envs.behavior.segments import (
     object_yaw,
 )
 from r2s2r_envs.provenance import versions
+from r2s2r_envs.safe_json import JSONFileError, read_json
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
@@ -303,9 +304,9 @@ def load_model(name_or_path: str | Path | dict[str, Any]) -> dict[str, Any]:
     else:
         path = resolve_model_path(name_or_path)
         where = str(path)
-        try:
-            model = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        try:  # bounded and strict (safe_json): a 100,000-deep file or a NaN is refused, naming the file
+            model = read_json(path)
+        except JSONFileError as exc:
             raise BehaviorModelError(f"{where} is not a readable JSON behavior model ({exc})") from None
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise BehaviorModelError(

@@ -18,9 +18,10 @@ evaluation or a leaderboard can read the metadata of a policy on a machine witho
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from typing import Any
+
+from r2s2r_envs.safe_json import JSONFileError, read_json
 
 #: The ``format`` field of ``config.json``.
 CHECKPOINT_FORMAT = "r2s2r_envs.policy_checkpoint"
@@ -82,10 +83,10 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     config_path = root / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(f"{root} is not a policy checkpoint: it has no {CONFIG_FILE} (written by r2s2r train)")
-    try:
-        data = json.loads(config_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{config_path} is not valid JSON ({exc})") from None
+    try:  # bounded and strict: a NaN/Infinity statistic or a 100,000-deep file is refused naming the file
+        data = read_json(config_path)
+    except JSONFileError as exc:
+        raise CheckpointError(f"{exc} (a checkpoint's {CONFIG_FILE} is strict JSON, written by r2s2r train)") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         fmt = data.get("format") if isinstance(data, dict) else None
         raise CheckpointError(
