@@ -268,6 +268,19 @@ FILES = {
         lambda d: _manifest(d, lambda m: m.__setitem__("seed", "zero")),
         r"'seed' must be an integer, got 'zero'",
     ),
+    # The manifest's copies of a run's protocol and split: a renamed key or another value was ignored before.
+    "unknown manifest key": (
+        lambda d: _manifest(d, lambda m: m.__setitem__("note", 1)),
+        r"unknown key\(s\) \['note'\]; a manifest has schema_version, lab, seed, versions, runs",
+    ),
+    "run entry key renamed": (
+        lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("sqlit", m["runs"][0].pop("split"))),
+        r"each run entry has exactly 'file', 'protocol', 'split', 'sha256', got \[.*'sqlit'\]",
+    ),
+    "split unlike the run file's": (
+        lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("split", "heldout")),
+        r"has split 'heldout', but its run file says 'fit'; the manifest was changed after logging",
+    ),
     "deeply nested manifest": (
         lambda d: (d / "manifest.json").write_text("[" * 100_000 + "]" * 100_000),
         r"manifest.json: nested 100000 levels deep; at most 64 levels are accepted",

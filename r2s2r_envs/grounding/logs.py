@@ -258,6 +258,9 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     for key in ("lab", "seed", "runs"):
         if key not in manifest:
             raise LogError(f"{path}: missing key {key!r}; a manifest has schema_version, lab, seed, versions, runs")
+    unknown = sorted(set(manifest) - _MANIFEST_KEYS)
+    if unknown:
+        raise LogError(f"{path}: unknown key(s) {unknown}; a manifest has schema_version, lab, seed, versions, runs")
     lab = manifest["lab"]
     if not isinstance(lab, Mapping) or not all(isinstance(lab.get(k), str) for k in ("name", "config_sha256")):
         raise LogError(f"{path}: 'lab' must be an object with string 'name' and 'config_sha256', got {lab!r}")
@@ -268,11 +271,17 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     return dict(manifest)
 
 
+#: Keys of a manifest and of each of its run entries (``write_logs`` writes exactly these).
+_MANIFEST_KEYS = {"schema_version", "lab", "seed", "versions", "runs"}
+_ENTRY_KEYS = {"file", "protocol", "split", "sha256"}
+
+
 def _run_file(directory: Path, entry: Any) -> Path:
     """The run file an entry of the manifest names: a plain ``<run>.hdf5`` name inside the log directory."""
     where = f"{directory / MANIFEST}"
-    if not isinstance(entry, Mapping) or not {"file", "sha256"} <= set(entry):
-        raise LogError(f"{where}: each run entry needs 'file', 'protocol', 'split', 'sha256', got {entry!r}")
+    if not isinstance(entry, Mapping) or set(entry) != _ENTRY_KEYS:
+        keys = sorted(entry) if isinstance(entry, Mapping) else type(entry).__name__
+        raise LogError(f"{where}: each run entry has exactly 'file', 'protocol', 'split', 'sha256', got {keys}")
     name = entry["file"]
     if not isinstance(name, str) or Path(name).name != name or name.startswith(".") or not name.endswith(".hdf5"):
         raise LogError(
@@ -358,7 +367,14 @@ def read_logs(directory: str | Path) -> LogSet:
     runs, hashes = [], {}
     for entry in manifest["runs"]:
         path = _run_file(directory, entry)
-        runs.append(_read_run(path, entry["sha256"]))
+        run = _read_run(path, entry["sha256"])
+        for key in ("protocol", "split"):  # the run file is hash-checked: the manifest's copy must agree with it
+            if entry[key] != getattr(run, key):
+                raise LogError(
+                    f"{directory / MANIFEST}: run {path.name!r} has {key} {entry[key]!r}, but its run file says "
+                    f"{getattr(run, key)!r}; the manifest was changed after logging"
+                )
+        runs.append(run)
         hashes[path.name] = entry["sha256"]
     lab = manifest["lab"]
     return LogSet(
