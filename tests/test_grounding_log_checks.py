@@ -281,6 +281,19 @@ FILES = {
         lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("split", "heldout")),
         r"has split 'heldout', but its run file says 'fit'; the manifest was changed after logging",
     ),
+    # A hash that differs only in its last digit: both are shown whole (12-digit prefixes read as equal).
+    "run hash changed in its last digit": (
+        lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("sha256", m["runs"][0]["sha256"][:-1] + "x")),
+        r"SHA-256 [0-9a-f]{64} differs from the manifest's [0-9a-f]{63}x: the file was truncated or changed",
+    ),
+    "lab name unlike the run files'": (
+        lambda d: _manifest(d, lambda m: m["lab"].__setitem__("name", "other")),
+        r"'lab' has name 'other', but the run file \w+\.hdf5 says '[^']+'; the manifest was changed after logging",
+    ),
+    "lab config hash unlike the run files'": (
+        lambda d: _manifest(d, lambda m: m["lab"].__setitem__("config_sha256", "0" * 64)),
+        r"'lab' has config_sha256 '0{64}', but the run file \w+\.hdf5 says '[0-9a-f]*'",
+    ),
     "deeply nested manifest": (
         lambda d: (d / "manifest.json").write_text("[" * 100_000 + "]" * 100_000),
         r"manifest.json: nested 100000 levels deep; at most 64 levels are accepted",

@@ -384,6 +384,16 @@ def test_checkpoint_config_is_read_as_strict_bounded_json(tmp_path: Path, edit, 
     assert str(ckpt / CONFIG_FILE) in str(info.value)
 
 
+def test_a_weights_hash_mismatch_shows_both_hashes_whole(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ck"
+    shutil.copytree(zoo_root() / "flow-real-only", ckpt)
+    config = json.loads((ckpt / CONFIG_FILE).read_text())
+    config["weights_sha256"] = config["weights_sha256"][:-1] + "x"  # differs in its last digit only
+    (ckpt / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=r"sha256 [0-9a-f]{63}x, the file has [0-9a-f]{64}\)"):
+        read_checkpoint(ckpt)
+
+
 def test_check_config_accepts_the_defaults() -> None:
     data = {"real": ("lab-50",), "sim": ("ungrounded-1000",)}
     config = TrainConfig(method="flow-cfg-adda", **data, real_fraction=0.22, out="x")

@@ -311,7 +311,7 @@ def _control_dt_attr(path: Path, value: Any) -> None:
         raise LogError(f"{path}: attribute 'control_dt' must be a finite period > 0 s, got {value}")
 
 
-def _read_run(path: Path, expected_sha256: str) -> LogRun:
+def _read_run(path: Path, expected_sha256: str, lab: Mapping[str, str]) -> LogRun:
     import h5py
 
     if not path.is_file():
@@ -319,8 +319,8 @@ def _read_run(path: Path, expected_sha256: str) -> LogRun:
     digest = file_sha256(path)
     if digest != expected_sha256:
         raise LogError(
-            f"{path}: SHA-256 {digest[:12]}... differs from the manifest's {str(expected_sha256)[:12]}...: the file "
-            "was truncated or changed after logging"
+            f"{path}: SHA-256 {digest} differs from the manifest's {expected_sha256}: the file was truncated or "
+            "changed after logging"
         )
     try:
         with h5py.File(path, "r") as f:
@@ -330,6 +330,12 @@ def _read_run(path: Path, expected_sha256: str) -> LogRun:
             version = int(f.attrs["schema_version"])
             if version != LOG_SCHEMA_VERSION:
                 raise LogError(f"{path}: log schema version {version}; this r2s2r_envs reads {LOG_SCHEMA_VERSION}")
+            for key in ("name", "config_sha256"):  # the run file is hash-checked: the manifest's lab must agree
+                if str(f.attrs[f"lab_{key}"]) != lab[key]:
+                    raise LogError(
+                        f"{path.parent / MANIFEST}: 'lab' has {key} {lab[key]!r}, but the run file {path.name} says "
+                        f"{str(f.attrs[f'lab_{key}'])!r}; the manifest was changed after logging"
+                    )
             for key in ("actions", "timestamps", "obs"):
                 if key not in f:
                     raise LogError(f"{path}: missing {key!r}; a run file has actions, timestamps and obs/<key>")
@@ -367,7 +373,7 @@ def read_logs(directory: str | Path) -> LogSet:
     runs, hashes = [], {}
     for entry in manifest["runs"]:
         path = _run_file(directory, entry)
-        run = _read_run(path, entry["sha256"])
+        run = _read_run(path, entry["sha256"], manifest["lab"])
         for key in ("protocol", "split"):  # the run file is hash-checked: the manifest's copy must agree with it
             if entry[key] != getattr(run, key):
                 raise LogError(

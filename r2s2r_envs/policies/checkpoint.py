@@ -110,8 +110,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     expected = data.get("weights_sha256")
     if version >= 2 and expected != (actual := weights_digest(root / WEIGHTS_FILE)):
         raise CheckpointError(
-            f"{root / WEIGHTS_FILE} does not match the weights its config.json records (sha256 "
-            f"{str(expected)[:16]}..., the file has {actual[:16]}...): the file was changed or damaged; retrain or "
-            "restore it"
+            f"{root / WEIGHTS_FILE} does not match the weights its config.json records (sha256 {expected}, the "
+            f"file has {actual}): the file was changed or damaged; retrain or restore it"
         )
     return data
