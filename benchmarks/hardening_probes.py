@@ -16,8 +16,9 @@ Three families are measurements run as probes, each a short program that exits 0
   (datasets: flips in the bytes of their arrays, where content lives; other kinds: any byte).
 * ``fuzz``: random, boundary, constant and zero actions on the five shipped ids and the joint mode; passes with 0
   exceptions, 0 NaN and 0 observations outside their space.
-* ``writers``: a second ``r2s2r generate`` on a file another one is writing (a lock error), and ``kill -9``
-  during generation followed by the same command (it resumes; ``datasets verify`` passes; nothing lost).
+* ``writers``: a second ``r2s2r generate`` on a file another one is writing (a lock error); ``kill -9`` of a
+  generation, and of one of its workers (reported as killed, without the ``__main__`` guard advice), each followed
+  by the same command (it resumes; ``datasets verify`` passes; nothing lost).
 
 The record (``--out``, default benchmarks/results/hardening/probes.json) holds every probe's command, exit code,
 wall time, checks and the tail of its output; benchmarks/results/hardening/README.md reads it.
@@ -934,6 +935,13 @@ def cli(tmp: Path) -> list[Probe]:
                 str(tmp / "g.hdf5"),
             ],
         ),
+        # Port 1 on this machine: nothing listens (never 'auto', which joins whatever cluster runs here).
+        Probe(
+            family="cli",
+            name="ablation --address to a cluster it cannot reach",
+            expect="127.0.0.1:1",
+            command=[*R2S2R, "ablation", "--smoke", "--address", "127.0.0.1:1", "--out", str(tmp / "ablation")],
+        ),
     ]
 
 
@@ -1355,6 +1363,8 @@ def started(proc, demos=1, limit=120.0):
     return False
 
 
+if case == "worker":
+    generate += ["--workers", "2"]
 first = subprocess.Popen(generate, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 if not started(first, demos=1 if case == "concurrent" else 3):
     first.kill()
@@ -1367,8 +1377,22 @@ if case == "concurrent":
     print(second.stdout + second.stderr)
     print(f"second writer: exit {second.returncode}")
     raise SystemExit(0 if second.returncode != 0 else 3)
-os.kill(first.pid, signal.SIGKILL)
-first.wait()
+if case == "worker":  # kill -9 one generation worker (not the resource tracker), let the parent report it
+    children = Path(f"/proc/{first.pid}/task/{first.pid}/children").read_text().split()
+    workers = [int(c) for c in children if b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        told = first.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        first.kill()
+        told = first.communicate()[0]
+    print(told.strip()[-600:])
+    print(f"generate after one of its workers was killed: exit {first.returncode}")
+    if first.returncode == 0:
+        raise SystemExit(1)
+else:
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
 verify = subprocess.run([*r2s2r, "datasets", "verify", str(out)], capture_output=True, text=True)
 print(f"after kill -9: datasets verify exit {verify.returncode}: {(verify.stdout + verify.stderr).strip()[-300:]}")
 again = subprocess.run(generate, capture_output=True, text=True)
@@ -1399,6 +1423,15 @@ def writers(tmp: Path) -> list[Probe]:
             expect_rc="zero",
             expect="resumed",
             command=_python(_WRITERS_PROGRAM) + [json.dumps(R2S2R), "killed", "12"],
+        ),
+        # The message must say the worker was killed, without the `__main__` guard advice (not the cause here).
+        Probe(
+            family="writers",
+            name="kill -9 one of generate --workers 2's workers, then the same command again",
+            expect_rc="zero",
+            expect="killed by SIGKILL",
+            forbid=("__main__",),
+            command=_python(_WRITERS_PROGRAM) + [json.dumps(R2S2R), "worker", "16"],
         ),
     ]
 
