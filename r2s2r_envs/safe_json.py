@@ -12,10 +12,18 @@ and the limit (docs/guide.md#files-the-suite-reads):
 Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes, lab
 logs, behavior models and checkpoints' ``config.json`` read through it.  Writers turn their data into plain JSON
 with ``plain_json``.
+
+Files the suite writes and reads back (checkpoints' ``config.json``, result files, behavior models, grounding
+files written by ``r2s2r sysid``) carry a hash of their own content, ``content_sha256``: the SHA-256 of the
+file's JSON object without that field, serialized canonically (``canonical_json``: sorted keys, no spaces, ASCII).
+``with_content_hash`` adds it; ``check_content_hash`` verifies it when present and refuses a mismatch, so a
+flipped byte that leaves valid JSON is still detected.  A file without the field (an older file, one written by
+hand) is read as before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -109,6 +117,69 @@ def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = 
     return loads(raw, what=str(path), max_depth=max_depth, max_bytes=max_bytes)
 
 
+#: The field holding a file's hash of its own content (``content_sha256`` of the rest of its JSON object).
+CONTENT_HASH_FIELD = "content_sha256"
+
+
+class ContentHashError(JSONFileError):
+    """A file's content does not match the ``content_sha256`` it records: changed or damaged since written."""
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON text: sorted keys, ``,`` and ``:`` without spaces, ASCII, strict (no NaN)."""
+    return json.dumps(plain_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def content_sha256(data: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of ``data``'s canonical JSON without its ``content_sha256`` field."""
+    body = {k: v for k, v in data.items() if k != CONTENT_HASH_FIELD}
+    return hashlib.sha256(canonical_json(body).encode("ascii")).hexdigest()
+
+
+def with_content_hash(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` (a JSON object) with ``content_sha256``, the hash of the rest, as its last field."""
+    body = {k: v for k, v in data.items() if k != CONTENT_HASH_FIELD}
+    return {**body, CONTENT_HASH_FIELD: content_sha256(body)}
+
+
+def _one_character_off(key: str, name: str) -> bool:
+    return len(key) == len(name) and sum(a != b for a, b in zip(key, name)) == 1
+
+
+def check_content_hash(data: Any, what: str, *, fix: str) -> Any:
+    """Verify ``data``'s ``content_sha256`` when it has one; return ``data`` without the field.
+
+    Args:
+        data: a file's parsed JSON (anything else than an object, or an object without the field, is returned
+            as it is: the file's own checks judge it).
+        what: the file, for the message.
+        fix: what to do about a mismatch (``"retrain or restore it"``).
+
+    Raises:
+        ContentHashError: the field is present but not the hash of the rest of the object, or a key one character
+            off its name (a flipped byte there) stands in its place.
+    """
+    if not isinstance(data, dict):
+        return data
+    if CONTENT_HASH_FIELD not in data:
+        near = [k for k in data if _one_character_off(k, CONTENT_HASH_FIELD)]
+        if near:  # a flipped byte in the field's name would otherwise make the file read as one without a hash
+            raise ContentHashError(
+                f"{what}: it has the key {near[0]!r} where {CONTENT_HASH_FIELD!r} is expected: the file was changed "
+                f"or damaged after it was written; {fix}"
+            )
+        return data
+    recorded = data[CONTENT_HASH_FIELD]
+    body = {k: v for k, v in data.items() if k != CONTENT_HASH_FIELD}
+    actual = content_sha256(body)
+    if recorded != actual:
+        raise ContentHashError(
+            f"{what}: its content does not match the {CONTENT_HASH_FIELD} it records ({recorded!r}; the content "
+            f"has {actual}): the file was changed or damaged after it was written; {fix}"
+        )
+    return body
+
+
 def plain_json(value: Any) -> Any:
     """``value`` as plain JSON data for writing: mappings with string keys, lists for tuples and arrays, Python
     numbers for numpy scalars, and None for a non-finite float (strict JSON has no NaN); anything else as it is."""
@@ -123,4 +194,17 @@ def plain_json(value: Any) -> Any:
     return value
 
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "JSONFileError", "loads", "plain_json", "read_json"]
+__all__ = [
+    "CONTENT_HASH_FIELD",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "ContentHashError",
+    "JSONFileError",
+    "canonical_json",
+    "check_content_hash",
+    "content_sha256",
+    "loads",
+    "plain_json",
+    "read_json",
+    "with_content_hash",
+]

@@ -148,7 +148,9 @@ def test_a_behavior_model_file_is_recorded_by_value_and_makes_the_shipped_models
     generate(env_id, 1, shipped, seed=0, env_kwargs={**ONE_OBJECT, "behavior": "default"}, **SHORT)
     model_file.unlink()
     with open_dataset(by_path) as f, open_dataset(shipped) as g:
-        assert f.generation["env_kwargs"]["behavior"] == load_model("default")
+        recorded = f.generation["env_kwargs"]["behavior"]
+        assert recorded == json.loads(resolve_model_path("default").read_text())  # the file's object, as it is:
+        assert recorded["content_sha256"] and load_model(recorded) == load_model("default")  # with its own hash
         assert f.generation[FILES_KEY] == {"behavior": {"file": "model.json", "sha256": digest}}
         assert g.generation["env_kwargs"]["behavior"] == "default" and FILES_KEY not in g.generation
         assert f.provenance["world"]["behavior"] == {

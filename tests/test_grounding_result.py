@@ -20,6 +20,7 @@ from r2s2r_envs.grounding.result import (
     validate_grounding,
     write_grounding,
 )
+from r2s2r_envs.safe_json import content_sha256
 from r2s2r_envs.world import WorldParams, nominal
 
 
@@ -79,7 +80,9 @@ def test_round_trip_is_exact_and_records_the_file_hash(tmp_path):
     g = example_grounding()
     path = tmp_path / "g.json"
     digest = write_grounding(g, path)
-    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    # the SHA-256 of the file's text without its content_sha256 (the field ends the file)
+    assert digest == hashlib.sha256(g.to_json().encode()).hexdigest()
+    assert json.loads(path.read_text())["content_sha256"] == content_sha256(g.to_dict())
     loaded = load_grounding(path)
     assert loaded == g
     assert loaded.world == g.world and loaded.world.control_latency == 0.04

@@ -33,6 +33,14 @@ from r2s2r_envs.policies.models import NO_LABEL, REAL, PolicyModel, gradient_rev
 from r2s2r_envs.policies.pipeline import FrameStacker, PipelineError
 from r2s2r_envs.policies.train import build_pipeline, load_datasets, prepare, split_demos, train
 from r2s2r_envs.policies.zoo import zoo_root
+from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, with_content_hash
+
+
+def rehashed_config(document: dict) -> dict:
+    """An edited ``config.json`` re-hashed: these tests check what lies behind its content hash (a mismatch is
+    refused first, tests/test_content_hash.py)."""
+    return with_content_hash(document) if CONTENT_HASH_FIELD in document else document
+
 
 TINY = dict(steps=4, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 
@@ -341,7 +349,7 @@ def test_load_policy_refuses_what_is_not_a_checkpoint(data: dict[str, Path], tmp
     def variant(name: str, document: dict, weights: bytes | None = None) -> Path:
         d = tmp_path / name
         d.mkdir()
-        (d / CONFIG_FILE).write_text(json.dumps(document))
+        (d / CONFIG_FILE).write_text(json.dumps(rehashed_config(document)))
         (d / WEIGHTS_FILE).write_bytes((good / WEIGHTS_FILE).read_bytes() if weights is None else weights)
         return d
 
@@ -389,7 +397,7 @@ def test_a_weights_hash_mismatch_shows_both_hashes_whole(tmp_path: Path) -> None
     shutil.copytree(zoo_root() / "flow-real-only", ckpt)
     config = json.loads((ckpt / CONFIG_FILE).read_text())
     config["weights_sha256"] = config["weights_sha256"][:-1] + "x"  # differs in its last digit only
-    (ckpt / CONFIG_FILE).write_text(json.dumps(config))
+    (ckpt / CONFIG_FILE).write_text(json.dumps(rehashed_config(config)))
     with pytest.raises(CheckpointError, match=r"sha256 [0-9a-f]{63}x, the file has [0-9a-f]{64}\)"):
         read_checkpoint(ckpt)
 

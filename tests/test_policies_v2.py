@@ -22,6 +22,7 @@ from r2s2r_envs.policies.config import RECIPES, ConfigError, TrainConfig, check_
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import weighted_merge
 from r2s2r_envs.policies.train import EMA, build_pipeline, load_datasets, lr_factor, prepare, split_demos, train
+from r2s2r_envs.safe_json import with_content_hash
 
 TINY = dict(steps=6, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 
@@ -310,6 +311,7 @@ def test_a_version_1_checkpoint_still_loads_and_acts_the_same(data: dict[str, Pa
     # Rewrite config.json as version 1 wrote it: no recipe, no new fields, no feature stage or architecture.
     doc = json.loads((out / CONFIG_FILE).read_text())
     doc["checkpoint_version"] = 1
+    doc.pop("content_sha256")  # version 1 wrote none
     doc["config"] = {k: v for k, v in doc["config"].items() if k in _V1_FIELDS or k not in RECIPES["v1"]}
     doc["config"].pop("recipe")
     doc["pipeline"].pop("features")
@@ -347,14 +349,14 @@ def test_damaged_or_non_finite_checkpoints_are_refused_at_load(data: dict[str, P
     torch.save(state, nan / WEIGHTS_FILE)
     doc = json.loads((nan / CONFIG_FILE).read_text())
     doc["weights_sha256"] = weights_digest(nan / WEIGHTS_FILE)  # consistent, but not finite
-    (nan / CONFIG_FILE).write_text(json.dumps(doc))
+    (nan / CONFIG_FILE).write_text(json.dumps(with_content_hash(doc)))
     with pytest.raises(CheckpointError, match="not finite"):
         load_policy(nan)
 
     zero = copy("zero")
     doc = json.loads((zero / CONFIG_FILE).read_text())
     doc["config"]["execute_steps"] = 0
-    (zero / CONFIG_FILE).write_text(json.dumps(doc))
+    (zero / CONFIG_FILE).write_text(json.dumps(with_content_hash(doc)))
     with pytest.raises(CheckpointError, match=r"execute_steps 0 in config.json is not in \[1, 4\]"):
         load_policy(zero)
 

@@ -41,7 +41,7 @@ from r2s2r_envs.behavior.segments import (
     object_yaw,
 )
 from r2s2r_envs.provenance import versions
-from r2s2r_envs.safe_json import JSONFileError, read_json
+from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, JSONFileError, check_content_hash, read_json, with_content_hash
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
@@ -249,17 +249,18 @@ def _provenance(data: DemoSet, settings: FitSettings, successes: int, per_catego
 
 
 def save_model(model: dict[str, Any], path: str | Path) -> Path:
-    """Writes a model to ``path`` (JSON); returns the path."""
+    """Writes a model to ``path`` (JSON, with ``content_sha256``, the hash of its own content, that
+    :func:`load_model` verifies); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(model, separators=(",", ":"), sort_keys=True) + "\n")
+    path.write_text(json.dumps(with_content_hash(model), separators=(",", ":"), sort_keys=True) + "\n")
     return path
 
 
 def model_sha256(model: dict[str, Any]) -> str:
     """SHA-256 of a model's canonical JSON, without the software versions in its provenance (it identifies what
-    a model does)."""
-    body = dict(model)
+    a model does) and without the file's own ``content_sha256``."""
+    body = {k: v for k, v in model.items() if k != CONTENT_HASH_FIELD}
     prov = dict(body.get("provenance", {}))
     prov.pop("versions", None)
     body["provenance"] = prov
@@ -320,6 +321,14 @@ def load_model(name_or_path: str | Path | dict[str, Any]) -> dict[str, Any]:
             + f"; this package reads version {MODEL_SCHEMA_VERSION}: refit it from its lab demonstrations with "
             f"{REFIT_COMMAND}"
         )
+    # After format and version (another version's file gets that message): the content_sha256 save_model writes
+    # (an older file has none and is read as before).
+    try:
+        model = check_content_hash(
+            model, where, fix=f"refit it ({REFIT_COMMAND}) or restore the file; a model is not edited by hand"
+        )
+    except JSONFileError as exc:
+        raise BehaviorModelError(str(exc)) from None
     _check_keys(model, where)
     _check_model(model, where)
     return model

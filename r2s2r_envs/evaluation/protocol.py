@@ -422,8 +422,11 @@ class EvaluationResult:
         }
 
     def to_json(self, indent: int | None = None) -> str:
-        """The result as JSON text (strict JSON: no NaN or infinity)."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        """The result as JSON text (strict JSON: no NaN or infinity), with ``content_sha256``, the hash of its own
+        content (:func:`r2s2r_envs.safe_json.with_content_hash`) that :meth:`from_dict` verifies."""
+        from r2s2r_envs.safe_json import with_content_hash
+
+        return json.dumps(with_content_hash(self.to_dict()), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationResult:
@@ -432,11 +435,26 @@ class EvaluationResult:
         A file of schema version 1 is checked against its own schema and upgraded (no policy failures, a method
         section from the policy record); the result is then of the current version.
 
+        A ``content_sha256`` field (written by :meth:`to_json`) must be the hash of the rest of the result; a
+        result without one (older files) is read as before.
+
         Raises:
-            ResultSchemaError: not a result, an unsupported ``schema_version``, a field that breaks the schema,
+            ResultSchemaError: not a result, its ``content_sha256`` does not match its content, an unsupported
+                ``schema_version``, a field that breaks the schema,
                 records out of order or with seeds that do not follow the seeding convention, or a summary
                 that does not match the records.
         """
+        from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, ContentHashError, check_content_hash
+
+        if isinstance(data, Mapping) and CONTENT_HASH_FIELD in data:  # written by to_json: verify, then drop it
+            try:
+                data = check_content_hash(
+                    dict(data),
+                    "this result",
+                    fix="re-run the evaluation or restore the file (written by r2s2r evaluate, not by hand)",
+                )
+            except ContentHashError as e:
+                raise ResultSchemaError(str(e)) from None
         if validate_result(data) == 1:
             data = _upgrade_v1(data)
         records = tuple(EpisodeRecord.from_dict(r) for r in data["records"])

@@ -41,7 +41,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, loads, plain_json
+from r2s2r_envs.safe_json import (
+    CONTENT_HASH_FIELD,
+    MAX_BYTES,
+    JSONFileError,
+    check_content_hash,
+    loads,
+    plain_json,
+    with_content_hash,
+)
 from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
 
 #: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
@@ -134,9 +142,17 @@ class Grounding:
     def from_dict(cls, data: Any, *, where: str = "grounding") -> Grounding:
         """Check and read a grounding file's JSON object.
 
+        A ``content_sha256`` (written by :func:`write_grounding`) must match the rest of the object and is dropped;
+        an object without one (written by hand) is read as it is.
+
         Raises:
             GroundingFileError: naming ``where``, what is wrong and what is accepted.
         """
+        _check_identity(data, where)  # another version's file gets that message, not a hash mismatch
+        try:
+            data = check_content_hash(data, where, fix=_EDITED)
+        except JSONFileError as e:
+            raise GroundingFileError(str(e)) from None
         validate_grounding(data, where=where)
         return cls(
             world=WorldParams.from_dict(data["world"]),
@@ -189,6 +205,13 @@ class Grounding:
 
 
 # ---------------------------------------------------------------------- reading and writing
+#: What to do about a grounding file whose content_sha256 does not match its content.
+_EDITED = (
+    f"if you edited it by hand, delete its {CONTENT_HASH_FIELD} field (a grounding file without one is read as "
+    "written by hand); otherwise restore it or re-run `r2s2r sysid`"
+)
+
+
 def shipped_groundings() -> list[str]:
     """Names of the grounding files shipped with the package (``load_grounding(name)`` takes them)."""
     return sorted(p.stem for p in _shipped_dir().glob("*.json"))
@@ -246,23 +269,42 @@ def load_grounding(
         raise GroundingFileError(
             f"{e}; a grounding file is written by `r2s2r sysid` (write null for an unbounded interval end)"
         ) from None
-    grounding_ = Grounding.from_dict(data, where=where)
+    _check_identity(data, where)
+    try:  # the content_sha256 write_grounding adds; a file without one (written by hand, or older) is read as is
+        checked = check_content_hash(data, where, fix=_EDITED)
+    except JSONFileError as e:
+        raise GroundingFileError(str(e)) from None
+    grounding_ = Grounding.from_dict(checked, where=where)
     source = ref if ref in shipped else str(path)
-    return dataclasses.replace(grounding_, source=source, file_sha256=hashlib.sha256(raw).hexdigest())
+    if checked is not data:  # the hash of the text write_grounding writes for this content, without the field:
+        digest = hashlib.sha256(_file_text(checked).encode()).hexdigest()  # the bytes' hash before the field
+    else:
+        digest = hashlib.sha256(raw).hexdigest()
+    return dataclasses.replace(grounding_, source=source, file_sha256=digest)
+
+
+def _file_text(data: Mapping[str, Any]) -> str:
+    """A grounding file's text as ``write_grounding`` writes it (``Grounding.to_json``) for the JSON object."""
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def write_grounding(grounding: Grounding, path: str | os.PathLike[str]) -> str:
-    """Write ``grounding`` to ``path`` (atomically: a reader never sees half a file) and return the file's SHA-256.
+    """Write ``grounding`` to ``path`` (atomically: a reader never sees half a file) and return its SHA-256.
+
+    The file ends with ``content_sha256``, the hash of its own content (:func:`r2s2r_envs.safe_json.with_content_hash`)
+    that :func:`load_grounding` verifies.  The SHA-256 returned (and recorded as ``file_sha256`` when the file is
+    loaded) is that of the file's text without that field, ``Grounding.to_json()``: the same as before the field.
 
     Raises:
         GroundingFileError: the grounding does not pass the checks a reader makes.
     """
     text = grounding.to_json()
-    validate_grounding(json.loads(text), where=f"grounding to write to {path}")
+    data = json.loads(text)
+    validate_grounding(data, where=f"grounding to write to {path}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(_file_text(with_content_hash(data)))
     os.replace(tmp, path)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -287,14 +329,8 @@ def grounding_schema_for(version: int) -> dict[str, Any]:
     }
 
 
-def validate_grounding(data: Any, *, where: str = "grounding") -> None:
-    """Check a grounding file's JSON object: schema version first, then the JSON schema, then the semantics.
-
-    Raises:
-        GroundingFileError: naming ``where``, what is wrong and what is accepted.
-    """
-    import jsonschema
-
+def _check_identity(data: Any, where: str) -> None:
+    """A JSON object of a grounding ``format`` and a readable ``schema_version``, else a GroundingFileError."""
     if not isinstance(data, Mapping):
         raise GroundingFileError(f"{where} must hold a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")
@@ -309,6 +345,18 @@ def validate_grounding(data: Any, *, where: str = "grounding") -> None:
         raise GroundingFileError(
             f"{where}: 'format' is {data.get('format')!r}, expected {GROUNDING_FORMAT!r} (is this a grounding file?)"
         )
+
+
+def validate_grounding(data: Any, *, where: str = "grounding") -> None:
+    """Check a grounding file's JSON object: schema version first, then the JSON schema, then the semantics.
+
+    Raises:
+        GroundingFileError: naming ``where``, what is wrong and what is accepted.
+    """
+    import jsonschema
+
+    _check_identity(data, where)
+    version = data["schema_version"]
     known = [k for k in grounding_schema()["properties"] if version >= 2 or k != "demonstrator"]
     unknown = sorted(set(data) - set(known))
     if unknown:

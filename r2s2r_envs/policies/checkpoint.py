@@ -21,7 +21,7 @@ import hashlib
 import os
 from typing import Any
 
-from r2s2r_envs.safe_json import JSONFileError, read_json
+from r2s2r_envs.safe_json import JSONFileError, check_content_hash, read_json
 
 #: The ``format`` field of ``config.json``.
 CHECKPOINT_FORMAT = "r2s2r_envs.policy_checkpoint"
@@ -99,6 +99,11 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{list(READABLE_CHECKPOINT_VERSIONS)} (retrain with this version, or use the r2s2r_envs version that "
             "wrote it)"
         )
+    # After format and version: its own content_sha256 (r2s2r train writes it; an older file has none).
+    try:
+        data = check_content_hash(data, str(config_path), fix="retrain, or restore the checkpoint from its source")
+    except JSONFileError as exc:
+        raise CheckpointError(str(exc)) from None
     for key in ("config", "metadata", "pipeline", "model"):
         if not isinstance(data.get(key), dict):
             raise CheckpointError(f"{config_path} lacks its {key!r} section")

@@ -615,9 +615,11 @@ def _write(
         "training": {k: log[k] for k in _TRAINING_SUMMARY},
         "weights_sha256": weights_digest(out / WEIGHTS_FILE),
     }
+    from r2s2r_envs.safe_json import with_content_hash
+
     # config.json last, atomically: its presence marks a finished checkpoint.
     tmp = out / (CONFIG_FILE + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    tmp.write_text(json.dumps(with_content_hash(document), indent=2) + "\n")  # a hash of its own content
     os.replace(tmp, out / CONFIG_FILE)
 
 
