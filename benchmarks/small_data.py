@@ -124,7 +124,7 @@ def summarize(out: Path, names: list[str], replicates: int = 2000) -> dict[str, 
     cells: dict[str, dict[str, np.ndarray]] = {}
     rows: dict[str, Any] = {}
     for name in names:
-        paths = sorted((out / "results").glob(f"{name}-s*.json"))
+        paths = sorted(p for p in (out / "results").glob(f"{name}-s*.json") if p.stem[len(name) + 2 :].isdigit())
         if not paths:
             continue
         results = [EvaluationResult.from_json(p.read_text()) for p in paths]
