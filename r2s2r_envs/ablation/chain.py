@@ -292,7 +292,8 @@ def run_sysid_task(task: Mapping[str, Any], root: Path, out: Path) -> dict[str, 
     demonstrator = grounding.demonstrator or {}
     return {
         "grounding": str(out / GROUNDING_FILE),
-        "sha256": result.sha256,
+        # The written file's bytes, content_sha256 included: what datasets made with it record (env_kwarg_files).
+        "sha256": hashlib.sha256((out / GROUNDING_FILE).read_bytes()).hexdigest(),
         "lab": dict(grounding.provenance.get("lab", {})),
         "identified": list(grounding.identified),
         "not_identifiable": dict(grounding.not_identifiable),
