@@ -71,9 +71,8 @@ def _log(out: Path, text: str) -> None:
 def make_data(out: Path, workers: int) -> Path:
     from r2s2r_envs.datasets.generate import generate
 
-    path = out / DATA_FILE
-    if not path.is_file() or path.with_suffix(".hdf5.lock").exists():
-        generate(ENV_ID, DEMOS, path, seed=DATA_SEED, successes_only=True, workers=workers, progress=False)
+    path = out / DATA_FILE  # generate resumes an existing file: a complete one is only checked
+    generate(ENV_ID, DEMOS, path, seed=DATA_SEED, successes_only=True, workers=workers, progress=False)
     return path
 
 
@@ -133,10 +132,10 @@ def summarize(out: Path, names: list[str], replicates: int = 2000) -> dict[str, 
             "sort_accuracy": np.stack([[float(r.sort_accuracy) for r in res.records] for res in results]),
         }
         failures: dict[str, int] = {}
-        for res in results:
-            for r in res.records:
-                if r.failure_cause:
-                    failures[r.failure_cause] = failures.get(r.failure_cause, 0) + 1
+        for res in results:  # episodes per first failure cause, as each result counts them
+            for cause, count in res.summary["failure_causes"].items():
+                if count:
+                    failures[cause] = failures.get(cause, 0) + count
         validation = []
         for p in paths:
             log = json.loads((out / "train" / p.stem / "train_log.json").read_text())
