@@ -39,6 +39,8 @@ from r2s2r_envs.evaluation.protocol import (
     EnvArgumentError,
     EvaluationResult,
     RenderError,
+    UnknownEnvError,
+    check_env_id,
     evaluate,
 )
 from r2s2r_envs.paths import check_output_file
@@ -54,19 +56,7 @@ def registered_env_ids() -> list[str]:
 
 
 class UsageError(ValueError):
-    """A bad command-line choice (unknown env id, invalid env argument); reported without a traceback."""
-
-
-class UnknownEnvError(UsageError):
-    """An env id that is not registered; the message lists the registered PickSort ids."""
-
-
-def check_env_id(env_id: str) -> None:
-    """Raise ``UnknownEnvError`` naming the registered PickSort ids if ``env_id`` is not one of them."""
-    try:
-        protocol.check_env_id(env_id)  # a non-PickSort Gymnasium id has no demonstrator either
-    except protocol.UnknownEnvError as e:
-        raise UnknownEnvError(str(e)) from e
+    """A bad command-line choice (a lab or grounding the env does not take); reported without a traceback."""
 
 
 def shipped_labs() -> list[str]:
@@ -226,7 +216,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     try:
         if args.video is not None:
             check_output_file(args.video, option="--video", suffix=".mp4")
-        check_env_id(args.env)
+        check_env_id(args.env)  # a non-PickSort Gymnasium id has no demonstrator either
         if args.lab is not None:
             check_lab(args.env, args.lab)
             env_kwargs["lab"] = args.lab
@@ -245,7 +235,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             video=args.video,
             workers=args.workers,
         )
-    except (UsageError, EnvArgumentError, RenderError, ValueError) as e:
+    except (UsageError, UnknownEnvError, EnvArgumentError, RenderError, ValueError) as e:
         print(f"r2s2r demo: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(result.to_json() if args.json else _format_summary(result))

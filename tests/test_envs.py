@@ -360,3 +360,23 @@ def test_pickle_after_render(make_env):
         assert_obs_equal(env.step(a)[0], clone.step(a)[0])
     finally:
         clone.close()
+
+
+def test_check_env_id_and_make_env_are_the_one_gate():
+    from r2s2r_envs.envs import EnvArgumentError, UnknownEnvError, check_env_id, make_env
+
+    assert check_env_id(ENV_IDS[0]) == ENV_IDS[0]
+    assert check_env_id("CartPole-v1", picksort_only=False) == "CartPole-v1"  # a user's own env, for datasets
+    for bad in ("CartPole-v1", "PickSort-Nope-v0", 3, None):
+        with pytest.raises(UnknownEnvError, match="registered PickSort ids") as err:
+            check_env_id(bad)
+        assert ENV_IDS[0] in str(err.value)
+    with pytest.raises(UnknownEnvError, match="not a registered id"):
+        check_env_id("NoSuchEnv-v0", picksort_only=False)
+    with pytest.raises(EnvArgumentError, match="num_objects"):
+        make_env(ENV_IDS[0], {"num_objects": 99})
+    env = make_env(ENV_IDS[0], {"num_objects": 1})
+    try:
+        assert env.spec.id == ENV_IDS[0]
+    finally:
+        env.close()

@@ -48,6 +48,7 @@ from r2s2r_envs.datasets.env_values import FILES_KEY, record_by_value
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
+from r2s2r_envs.envs.registration import EnvArgumentError, UnknownEnvError, check_env_id, make_env
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
 from r2s2r_envs.provenance import versions
@@ -233,21 +234,13 @@ def make_demonstrator_for(env: gym.Env, demonstrator: DemonstratorSpec) -> Any:
     return make_demonstrator(env, demonstrator)
 
 
-def check_env_id(env_id: Any) -> str:
-    """Checks that ``env_id`` is a registered Gymnasium id and returns it.
-
-    Raises:
-        GenerationError: not a string, or not registered (the message lists the registered PickSort ids).
-    """
-    if isinstance(env_id, EnvSpec) or not isinstance(env_id, str):
-        raise GenerationError(
-            f"cannot make env {env_id!r}: datasets are generated from registered env ids only (a str; register an "
-            "unregistered env with gymnasium.register first)"
-        )
-    if env_id not in gym.registry:
-        known = sorted(k for k in gym.registry if k.startswith("PickSort-"))
-        raise GenerationError(f"cannot make env {env_id!r}: not a registered id; registered PickSort ids: {known}")
-    return env_id
+@contextlib.contextmanager
+def _as_generation_error() -> Iterator[None]:
+    """The registry's refusals (``r2s2r_envs.envs.check_env_id`` / ``make_env``) as a :class:`GenerationError`."""
+    try:
+        yield
+    except (UnknownEnvError, EnvArgumentError) as exc:
+        raise GenerationError(str(exc)) from exc
 
 
 def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -271,21 +264,18 @@ def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def make_env(config: GenerationConfig, *, obs_mode: str | None = None, render_mode: str | None = None) -> gym.Env:
+def _make_env(config: GenerationConfig, *, obs_mode: str | None = None, render_mode: str | None = None) -> gym.Env:
     """Makes the env of a generation config (in ``config.env_obs_mode`` unless ``obs_mode`` is given).
 
     Raises:
         GenerationError: the id is not registered or the env cannot be made with these arguments.
     """
-    check_env_id(config.env_id)
     kwargs = dict(config.env_kwargs)
     kwargs["obs_mode"] = obs_mode or config.env_obs_mode
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    try:
-        return gym.make(config.env_id, **kwargs)
-    except (gym.error.Error, TypeError, ValueError) as exc:
-        raise GenerationError(f"cannot make env {config.env_name!r} with {sorted(kwargs)}: {exc}") from exc
+    with _as_generation_error():
+        return make_env(config.env_id, kwargs, picksort_only=False)
 
 
 def rollout(
@@ -598,7 +588,8 @@ def generate(
             f"action_noise must be a number in [0, 1] (standard deviation in normalized action units), got "
             f"{action_noise!r}"
         )
-    check_env_id(env_id)
+    with _as_generation_error():
+        check_env_id(env_id, picksort_only=False)  # datasets can come from a user's own registered env
     check_demonstrator(demonstrator)
     # A file named by an argument is recorded (and run) by value: a dataset's arguments never hold a path.
     try:
@@ -625,7 +616,7 @@ def generate(
     out = Path(out)
 
     with writer_lock(out):
-        env = make_env(config)
+        env = _make_env(config)
         try:
             demo = make_demonstrator_for(env, config.demonstrator)
             stored_keys = _stored_obs_keys(config, env)
@@ -768,7 +759,7 @@ def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
     if config.obs_mode == config.env_obs_mode:
         available = list(env.observation_space.spaces)
     else:
-        probe = make_env(config, obs_mode=config.obs_mode)
+        probe = _make_env(config, obs_mode=config.obs_mode)
         available = list(probe.observation_space.spaces)
         probe.close()
     if config.obs_keys is None:
@@ -1043,7 +1034,7 @@ def _worker_main(
     try:
         if config.env_id not in gym.registry:
             gym.registry[config.env_id] = spec
-        env = make_env(config)
+        env = _make_env(config)
         demo = make_demonstrator_for(env, config.demonstrator)
         while True:
             try:

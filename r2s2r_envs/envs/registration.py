@@ -12,6 +12,9 @@ Every shipped id also has a native vector env (``envs.vector``): ``gym.make_vec(
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import gymnasium as gym
 
 from r2s2r_envs.envs.pick_sort import DEFAULT_EPISODE_STEPS
@@ -84,6 +87,50 @@ def registered_ids() -> tuple[str, ...]:
     """Every PickSort id in Gymnasium's registry: the shipped ones and any registered later (grounded variants,
     a user's own), sorted."""
     return tuple(sorted(k for k in gym.registry if k.startswith(ENV_PREFIX)))
+
+
+class UnknownEnvError(ValueError):
+    """An id that is not registered (or not a PickSort id where one is needed); the message lists the PickSort ids."""
+
+
+class EnvArgumentError(ValueError):
+    """The env refused its arguments (``gym.make`` failed); the message passes on what the env accepts."""
+
+
+def check_env_id(env_id: Any, *, picksort_only: bool = True) -> str:
+    """Return ``env_id`` if it is a registered id: a ``PickSort-`` one, or any Gymnasium id with
+    ``picksort_only=False`` (datasets can be generated from a user's own env).
+
+    Raises:
+        UnknownEnvError: not a str (an ``EnvSpec`` is never made), not registered, or not a PickSort id; the
+            message lists the registered PickSort ids.
+    """
+    known = list(registered_ids())
+    if not isinstance(env_id, str):
+        raise UnknownEnvError(
+            f"cannot make env {env_id!r}: envs are made from registered env ids only (a str; register an env with "
+            f"gymnasium.register first); registered PickSort ids: {known}"
+        )
+    if env_id not in gym.registry or (picksort_only and not env_id.startswith(ENV_PREFIX)):
+        what = "PickSort id" if picksort_only else "id"
+        raise UnknownEnvError(f"cannot make env {env_id!r}: not a registered {what}; registered PickSort ids: {known}")
+    return env_id
+
+
+def make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None, *, picksort_only: bool = True) -> gym.Env:
+    """``gym.make(env_id, **env_kwargs)`` for a registered id (see :func:`check_env_id`).
+
+    Raises:
+        UnknownEnvError: ``env_id`` is not a registered (PickSort) id.
+        EnvArgumentError: the env refused an argument; the message passes on what it accepts.
+    """
+    check_env_id(env_id, picksort_only=picksort_only)
+    kwargs = dict(env_kwargs or {})
+    try:
+        return gym.make(env_id, **kwargs)
+    except (gym.error.Error, TypeError, ValueError, KeyError, FileNotFoundError) as e:  # the env names what is valid
+        detail = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise EnvArgumentError(f"cannot make env {env_id!r} with {kwargs}: {detail}") from e
 
 
 register_envs()

@@ -31,6 +31,7 @@ from r2s2r_envs.evaluation.protocol import (
     RenderError,
     ResultSchemaError,
     UnknownEnvError,
+    check_env_id,
     evaluate,
     picksort_env_ids,
 )
@@ -197,8 +198,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             check_output_file(args.out, option="--out", suffix=".json")
         if args.video is not None:
             check_output_file(args.video, option="--video", suffix=".mp4")
-        if args.env not in picksort_env_ids():
-            raise UnknownEnvError(f"unknown env id {args.env!r}; registered PickSort ids: {picksort_env_ids()}")
+        check_env_id(args.env)
         if args.lab is not None:
             if args.env != LAB_ENV_ID:
                 raise PolicySpecError(f"--lab selects the lab of {LAB_ENV_ID}; {args.env} is a simulator")

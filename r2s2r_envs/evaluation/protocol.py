@@ -53,6 +53,14 @@ import numpy as np
 
 from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import FAILURE_CAUSES
+from r2s2r_envs.envs.registration import (
+    ENV_PREFIX,
+    EnvArgumentError,
+    UnknownEnvError,
+    check_env_id,
+    make_env,
+    registered_ids,
+)
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
 from r2s2r_envs.evaluation.batched import batch_capable, make_batch_env, run_batched
 from r2s2r_envs.evaluation.schema import (
@@ -87,8 +95,6 @@ METHOD_KEYS = (
     "n_real_demos",
     "n_sim_demos",
 )
-#: Only ids starting with this are evaluated.
-ENV_PREFIX = "PickSort-"
 #: Written instead of a lab given as a dict or object (its parameters) in a result's ``env_kwargs``.
 LAB_WITHHELD = "withheld: a lab given inline is not written into results (the lab is a black box)"
 # MuJoCo picks its OpenGL backend when it is first imported, so MUJOCO_GL must be set before Python starts.
@@ -100,14 +106,6 @@ RENDER_HINT = (
 
 
 # ---------------------------------------------------------------------- errors
-class UnknownEnvError(ValueError):
-    """An id that is not a registered PickSort id; the message lists the registered ones."""
-
-
-class EnvArgumentError(ValueError):
-    """The env refused its arguments (``gym.make`` failed); the message passes on what the env accepts."""
-
-
 class RenderError(RuntimeError):
     """Offscreen rendering (for a video) is not available; the message says how to enable it."""
 
@@ -249,17 +247,8 @@ def action_problem(action: Any, shape: tuple[int, ...]) -> str | None:
 
 # ---------------------------------------------------------------------- envs and seeds
 def picksort_env_ids() -> list[str]:
-    """Every registered id whose name starts with ``PickSort-`` (the shipped ones plus any registered later)."""
-    return sorted(k for k in gym.registry if k.startswith(ENV_PREFIX))
-
-
-def check_env_id(env_id: Any) -> None:
-    """Raise :class:`UnknownEnvError`, naming the registered PickSort ids, unless ``env_id`` is one of them."""
-    if not isinstance(env_id, str) or env_id not in picksort_env_ids():
-        raise UnknownEnvError(
-            f"unknown env id {env_id!r}: evaluation runs on registered PickSort ids only; "
-            f"registered PickSort ids: {picksort_env_ids()}"
-        )
+    """Every registered id whose name starts with ``PickSort-`` (``r2s2r_envs.envs.registered_ids()``, a list)."""
+    return list(registered_ids())
 
 
 def evaluation_seeds(episodes: int, base_seed: int = EVALUATION_BASE_SEED) -> list[tuple[int, int]]:
@@ -589,22 +578,6 @@ def _versions() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- running
-def make_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> gym.Env:
-    """``gym.make(env_id, **env_kwargs)`` for a registered PickSort id.
-
-    Raises:
-        UnknownEnvError: ``env_id`` is not a registered PickSort id.
-        EnvArgumentError: the env refused an argument; the message passes on what it accepts.
-    """
-    check_env_id(env_id)
-    kwargs = dict(env_kwargs or {})
-    try:
-        return gym.make(env_id, **kwargs)
-    except (TypeError, ValueError, KeyError, FileNotFoundError) as e:  # the env names what is valid
-        detail = e.args[0] if isinstance(e, KeyError) and e.args else e
-        raise EnvArgumentError(f"cannot make {env_id} with {kwargs}: {detail}") from e
-
-
 def run_episode(
     env: gym.Env, policy: Policy, *, env_seed: int, policy_seed: int, index: int = 0, writer: Any = None
 ) -> EpisodeRecord:
