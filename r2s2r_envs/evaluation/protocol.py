@@ -64,6 +64,7 @@ from r2s2r_envs.envs.registration import (
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
 from r2s2r_envs.evaluation.batched import batch_capable, make_batch_env, run_batched
 from r2s2r_envs.evaluation.schema import (
+    METHOD_KEYS,
     READABLE_SCHEMA_VERSIONS,
     RESULT_FORMAT,
     RESULT_SCHEMA_VERSION,
@@ -84,17 +85,6 @@ EVALUATION_BASE_SEED = 271828
 POLICY_FAILURE = "policy_failure"
 #: Every failure cause a record can hold: the env's (``r2s2r_envs.envs.FAILURE_CAUSES``) and the policy failure.
 RECORD_FAILURE_CAUSES: tuple[str, ...] = (*FAILURE_CAUSES, POLICY_FAILURE)
-#: Keys of a result's ``method`` section (docs/leaderboard.md#schema): how the policy was made.
-METHOD_KEYS = (
-    "method",
-    "policy_class",
-    "real_fraction",
-    "variant",
-    "datasets",
-    "training_seed",
-    "n_real_demos",
-    "n_sim_demos",
-)
 #: Written instead of a lab given as a dict or object (its parameters) in a result's ``env_kwargs``.
 LAB_WITHHELD = "withheld: a lab given inline is not written into results (the lab is a black box)"
 # MuJoCo picks its OpenGL backend when it is first imported, so MUJOCO_GL must be set before Python starts.

@@ -47,6 +47,12 @@ def result_schema(version: int = RESULT_SCHEMA_VERSION) -> dict[str, Any]:
     return json.loads(resources.files("r2s2r_envs.evaluation").joinpath(_SCHEMA_FILES[version]).read_text())
 
 
+#: Keys of a result's ``method`` section (docs/leaderboard.md#schema): how the policy was made.  Read from the
+#: published schema (its ``$defs.method.required``); a checkpoint's metadata carries the same keys
+#: (``r2s2r_envs.policies.checkpoint.METADATA_KEYS`` is this tuple).
+METHOD_KEYS: tuple[str, ...] = tuple(result_schema()["$defs"]["method"]["required"])
+
+
 def _is_integer(checker: Any, value: Any) -> bool:
     # JSON Schema's "integer" accepts 3.0; a result holds integers as integers.
     return isinstance(value, int) and not isinstance(value, bool)
@@ -158,6 +164,7 @@ def validate_method(method: Any) -> None:
 
 
 __all__ = [
+    "METHOD_KEYS",
     "READABLE_SCHEMA_VERSIONS",
     "RESULT_FORMAT",
     "RESULT_SCHEMA_VERSION",

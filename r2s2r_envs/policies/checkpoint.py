@@ -21,6 +21,7 @@ import hashlib
 import os
 from typing import Any
 
+from r2s2r_envs.evaluation.schema import METHOD_KEYS
 from r2s2r_envs.safe_json import JSONFileError, check_content_hash, read_json
 
 #: The ``format`` field of ``config.json``.
@@ -33,17 +34,9 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "policy.pt"
 LOG_FILE = "train_log.json"
 LOSS_PLOT = "loss.png"
-#: Keys every checkpoint's ``metadata`` carries.
-METADATA_KEYS: tuple[str, ...] = (
-    "method",
-    "real_fraction",
-    "variant",
-    "datasets",
-    "training_seed",
-    "n_real_demos",
-    "n_sim_demos",
-    "policy_class",
-)
+#: Keys every checkpoint's ``metadata`` carries: those of a result's ``method`` section, which an evaluation
+#: copies from it (``r2s2r_envs.evaluation.schema.METHOD_KEYS``, the one list).
+METADATA_KEYS: tuple[str, ...] = METHOD_KEYS
 
 
 class CheckpointError(ValueError):
