@@ -36,7 +36,6 @@ import json
 import math
 import os
 import pickle
-import platform
 import sys
 import time
 import warnings
@@ -51,7 +50,6 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from r2s2r_envs._version import __version__
 from r2s2r_envs.envs import FAILURE_CAUSES
 from r2s2r_envs.envs.registration import (
     ENV_PREFIX,
@@ -75,6 +73,7 @@ from r2s2r_envs.evaluation.schema import (
 )
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.paths import check_output_file
+from r2s2r_envs.provenance import versions
 from r2s2r_envs.workers import WorkerDiedError, first_cause, worker_death
 
 #: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
@@ -557,16 +556,6 @@ def _env_provenance(env: gym.Env) -> dict[str, Any]:
     return prov
 
 
-def _versions() -> dict[str, str]:
-    return {
-        "r2s2r_envs": __version__,
-        "mujoco": mujoco.__version__,
-        "gymnasium": gym.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
 # ---------------------------------------------------------------------- running
 def run_episode(
     env: gym.Env, policy: Policy, *, env_seed: int, policy_seed: int, index: int = 0, writer: Any = None
@@ -933,7 +922,7 @@ def evaluate(
         method=method_section,
         base_seed=base_seed,
         records=tuple(r for r in records if r is not None),  # all filled: every episode ran or raised
-        versions=_versions(),
+        versions=versions("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python"),
         video=video,
         wall_time_s=time.perf_counter() - start,
     )
