@@ -249,20 +249,6 @@ def checkpoints(tmp: Path) -> list[Probe]:
 
 
 # ----------------------------------------------------------------------------------------------- sysid logs
-#: One short run of each protocol family (as tests/test_grounding_log_checks.py logs them).
-LOG_RUNS = (
-    "sensing_rest_0",
-    "sensing_rest_2",
-    "belt_ride_0",
-    "latency_0",
-    "arm_steps_j1",
-    "lift_cube_0",
-    "lift_cube_0_empty",
-    "push_0",
-    "push_0_empty",
-)
-
-
 def sysid(tmp: Path) -> list[Probe]:
     import h5py
     import numpy as np
@@ -272,7 +258,7 @@ def sysid(tmp: Path) -> list[Probe]:
     from r2s2r_envs.grounding.logs import MANIFEST, file_sha256
 
     clean = tmp / "logs-clean"
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in LOG_RUNS]
+    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
     excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), clean, seed=1, plans=plans)
 
     def variant(
@@ -1237,7 +1223,7 @@ def flips(tmp: Path) -> list[Probe]:
     with h5py.File(dataset, "r") as f:
         f.visititems(visit)
     logs = inputs / "logs"
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in LOG_RUNS]
+    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
     excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), logs, seed=1, plans=plans)
 
     cases = [

@@ -19,23 +19,16 @@ from r2s2r_envs.grounding.identify import identify
 from r2s2r_envs.grounding.log_checks import check_logs
 from r2s2r_envs.grounding.logs import LogError, LogSet, file_sha256, read_logs
 
-# One short run of each protocol family (about 3 s to log in the nominal simulator).
-RUNS = (
-    "sensing_rest_0",
-    "sensing_rest_2",
-    "belt_ride_0",
-    "latency_0",
-    "arm_steps_j1",
-    "lift_cube_0",
-    "lift_cube_0_empty",
-    "push_0",
-    "push_0_empty",
-)
+
+def test_smoke_runs_are_quick_runs_of_the_protocols():
+    quick = {p.name: p.protocol for p in excitation.plan_runs(quick=True)}
+    assert set(excitation.SMOKE_RUNS) <= set(quick)
+    assert set(excitation.PROTOCOLS) - {quick[name] for name in excitation.SMOKE_RUNS} == {"finger_steps", "arm_chirp"}
 
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in RUNS]
+    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
     out = tmp_path_factory.mktemp("logs")
     excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), out, seed=1, plans=plans)
     return out

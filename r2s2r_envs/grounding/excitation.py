@@ -551,6 +551,22 @@ def plan_runs(*, quick: bool = False, dt: float = 0.05) -> list[RunPlan]:
     return [plan for make in _PLANNERS for plan in make(cmd, dt, quick)]
 
 
+#: Names of short runs in ``plan_runs(quick=True)``, one of each protocol but the finger steps and the arm chirp
+#: (about 3 s to log in the nominal simulator): the small log set that the log checks' tests and
+#: ``benchmarks/hardening_probes.py`` write and corrupt.
+SMOKE_RUNS: tuple[str, ...] = (
+    "sensing_rest_0",
+    "sensing_rest_2",
+    "belt_ride_0",
+    "latency_0",
+    "arm_steps_j1",
+    "lift_cube_0",
+    "lift_cube_0_empty",
+    "push_0",
+    "push_0_empty",
+)
+
+
 def _splits(plans: list[RunPlan]) -> dict[str, str]:
     """Fixed split per run name; a reference run shares the split of the run it replays."""
     by_protocol: dict[str, list[RunPlan]] = {}
