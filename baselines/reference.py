@@ -42,10 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.ablation.analysis import bootstrap_contrast
+from r2s2r_envs.ablation.analysis import bootstrap_contrast, failure_counts, result_matrices
 from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.evaluation.leaderboard import build_leaderboard
-from r2s2r_envs.evaluation.protocol import EvaluationResult
 from r2s2r_envs.policies.config import RECIPES, ConfigError, TrainConfig, check_config
 
 LAB_ID = "PickSort-Real-v0"
@@ -136,23 +135,6 @@ def run_row(row: Row, seed: int, args: argparse.Namespace, overrides: dict[str, 
     return result_path
 
 
-def _matrices(paths: list[Path]) -> dict[str, np.ndarray]:
-    results = [EvaluationResult.from_json(p.read_text()) for p in paths]
-    return {
-        "success": np.stack([[float(r.is_success) for r in res.records] for res in results]),
-        "sort_accuracy": np.stack([[float(r.sort_accuracy) for r in res.records] for res in results]),
-    }
-
-
-def _failures(paths: list[Path]) -> dict[str, int]:
-    causes: dict[str, int] = {}
-    for p in paths:
-        for r in EvaluationResult.from_json(p.read_text()).records:
-            if r.failure_cause:
-                causes[r.failure_cause] = causes.get(r.failure_cause, 0) + 1
-    return dict(sorted(causes.items(), key=lambda kv: -kv[1]))
-
-
 def _paired(cells: dict[str, dict[str, np.ndarray]], row: str, base: str, replicates: int) -> dict[str, Any]:
     """``row`` minus ``base`` for each metric, paired over the protocol's episodes."""
     return {
@@ -166,12 +148,12 @@ def _paired(cells: dict[str, dict[str, np.ndarray]], row: str, base: str, replic
 def summarize(rows: list[Row], done: dict[str, list[Path]], replicates: int = 2000) -> dict[str, Any]:
     """Per row: success and sort accuracy with 95% bootstrap intervals; co-trained rows against real-only, against
     the Ungrounded sim data (the world axis) and, for the other co-training methods, against `flow` on the same data."""
-    cells = {name: _matrices(paths) for name, paths in done.items() if paths}
+    cells = {name: result_matrices(paths) for name, paths in done.items() if paths}
     summary: dict[str, Any] = {"rows": {}, "versus_real_only": {}, "versus_ungrounded": {}, "versus_flow": {}}
     for row in rows:
         if row.name not in cells:
             continue
-        entry = {"env_id": row.env_id, "seeds": len(done[row.name]), "failures": _failures(done[row.name])}
+        entry = {"env_id": row.env_id, "seeds": len(done[row.name]), "failures": failure_counts(done[row.name])}
         for metric, x in cells[row.name].items():
             entry[metric] = bootstrap_contrast({row.name: x}, {row.name: 1.0}, replicates=replicates)
         summary["rows"][row.name] = entry

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.ablation.analysis import bootstrap_contrast
+from r2s2r_envs.ablation.analysis import bootstrap_contrast, failure_counts, result_matrices
 from r2s2r_envs.evaluation.protocol import EvaluationResult
 
 ENV_ID = "PickSort-FullyGrounded-v0"
@@ -127,15 +127,7 @@ def summarize(out: Path, names: list[str], replicates: int = 2000) -> dict[str, 
         if not paths:
             continue
         results = [EvaluationResult.from_json(p.read_text()) for p in paths]
-        cells[name] = {
-            "success": np.stack([[float(r.is_success) for r in res.records] for res in results]),
-            "sort_accuracy": np.stack([[float(r.sort_accuracy) for r in res.records] for res in results]),
-        }
-        failures: dict[str, int] = {}
-        for res in results:  # episodes per first failure cause, as each result counts them
-            for cause, count in res.summary["failure_causes"].items():
-                if count:
-                    failures[cause] = failures.get(cause, 0) + count
+        cells[name] = result_matrices(results)
         validation = []
         for p in paths:
             log = json.loads((out / "train" / p.stem / "train_log.json").read_text())
@@ -143,7 +135,7 @@ def summarize(out: Path, names: list[str], replicates: int = 2000) -> dict[str, 
         rows[name] = {
             "config": CONFIGS[name],
             "seeds": [int(p.stem.rpartition("-s")[2]) for p in paths],
-            "failures": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
+            "failures": failure_counts(results),
             "validation": validation,
             **{
                 metric: bootstrap_contrast({name: x}, {name: 1.0}, replicates=replicates)

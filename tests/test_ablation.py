@@ -374,6 +374,31 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
     assert all(o["num_cpus"] == 1 and o["max_retries"] == 0 for o in options.values())
 
 
+def test_result_matrices_and_failure_counts_of_result_files():
+    from r2s2r_envs.evaluation import EvaluationResult
+
+    record = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "small-data" / "results"
+    paths = [record / "base-s0.json", record / "steps-4k-s0.json"]
+    results = [EvaluationResult.from_json(p.read_text()) for p in paths]
+    m = analysis.result_matrices(paths)  # paths or results: the same
+    assert {k: v.tolist() for k, v in m.items()} == {
+        k: v.tolist() for k, v in analysis.result_matrices(results).items()
+    }
+    assert m["success"].shape == m["sort_accuracy"].shape == (2, len(results[0].records))
+    assert m["success"][1].tolist() == [float(e.is_success) for e in results[1].records]
+    assert m["sort_accuracy"].mean(axis=1).tolist() == pytest.approx([r.summary["sort_accuracy"] for r in results])
+    counts = analysis.failure_counts(results)
+    assert list(counts.values()) == sorted(counts.values(), reverse=True) and 0 not in counts.values()
+    assert sum(counts.values()) == sum(e.failure_cause is not None for r in results for e in r.records)
+    summed = {c: sum(r.summary["failure_causes"].get(c, 0) for r in results) for c in counts}
+    assert counts == summed  # the results' own summaries agree
+    with pytest.raises(ValueError, match="at least one"):
+        analysis.result_matrices([])
+    short = dataclasses.replace(results[0], records=results[0].records[:3])
+    with pytest.raises(ValueError, match="different numbers of episodes"):
+        analysis.result_matrices([results[0], short])
+
+
 def test_bootstrap_interval_matches_the_exact_bootstrap_distribution():
     # One seed, four episodes with values 0, 0, 0, 1: the bootstrap mean is k/4 with k ~ Binomial(4, 1/4):
     # P(k=0) = 0.316 > 2.5%, P(k<=2) = 0.949 < 97.5% <= P(k<=3) = 0.996, so the 95% interval is [0, 0.75].

@@ -37,4 +37,5 @@ def test_configurations_with_a_common_prefix_are_summarized_apart(tmp_path: Path
     recorded = json.loads((RECORD / "summary.json").read_text())
     for name in names:
         assert summary["rows"][name]["success"]["estimate"] == recorded["rows"][name]["success"]["estimate"]
+        assert list(summary["rows"][name]["failures"].items()) == list(recorded["rows"][name]["failures"].items())
     assert set(summary["versus_base"]) == {"steps-4k", "steps-4k-stack-4"}

@@ -91,6 +91,49 @@ class EvalRun:
     object_sorted: np.ndarray
 
 
+# ---------------------------------------------------------------------- result files
+def _results(results: Sequence[Any]) -> list[Any]:
+    """EvaluationResults as given, result files (``str`` / ``os.PathLike``) read and checked."""
+    from r2s2r_envs.evaluation import EvaluationResult
+
+    return [r if isinstance(r, EvaluationResult) else EvaluationResult.from_json(Path(r).read_text()) for r in results]
+
+
+def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
+    """``(results, episodes)`` matrices of episode ``success`` (1 when every object was sorted at the end) and
+    ``sort_accuracy``, one row per result in the order given: with one result per training seed, the cells that
+    :func:`bootstrap_contrast` takes.
+
+    Args:
+        results: :class:`~r2s2r_envs.evaluation.EvaluationResult` objects, or paths of result files (read and
+            checked with ``EvaluationResult.from_json``).
+
+    Raises:
+        ValueError: no results, or results of different numbers of episodes.
+    """
+    read = _results(results)
+    if not read:
+        raise ValueError("result_matrices needs at least one result")
+    episodes = {len(r.records) for r in read}
+    if len(episodes) > 1:
+        raise ValueError(f"results of different numbers of episodes {sorted(episodes)} make no matrix")
+    return {
+        "success": np.array([[float(e.is_success) for e in r.records] for r in read]),
+        "sort_accuracy": np.array([[float(e.sort_accuracy) for e in r.records] for r in read]),
+    }
+
+
+def failure_counts(results: Sequence[Any]) -> dict[str, int]:
+    """Episodes per first failure cause over every episode of ``results`` (as :func:`result_matrices` takes them),
+    most frequent first; ties in the order the causes first occur; causes that never occur left out."""
+    counts: dict[str, int] = {}
+    for result in _results(results):
+        for e in result.records:
+            if e.failure_cause:
+                counts[e.failure_cause] = counts.get(e.failure_cause, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
     """Every finished evaluation of the design."""
     from r2s2r_envs.ablation.tasks import read_result
@@ -100,6 +143,7 @@ def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
         if task.kind != "eval" or not store.is_done("eval", task.key):
             continue
         result = read_result(store, task.key)
+        values = result_matrices([result])
         p = task.config["policy"]
         runs.append(
             EvalRun(
@@ -108,8 +152,8 @@ def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
                 real_fraction=float(p["real_fraction"]),
                 seed=int(p["seed"]),
                 env="lab" if task.config["env_id"] == LAB_ENV_ID else "sim",
-                success=np.array([float(r.is_success) for r in result.records]),
-                sort_accuracy=np.array([float(r.sort_accuracy) for r in result.records]),
+                success=values["success"][0],
+                sort_accuracy=values["sort_accuracy"][0],
                 failure_causes=dict(result.summary["failure_causes"]),
                 object_sorted=np.array([[o == "sorted" for o in r.object_outcomes] for r in result.records], float),
             )
