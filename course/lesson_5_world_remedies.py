@@ -143,9 +143,9 @@ fig.savefig(OUT / "gap.png", dpi=80, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
-# Over 100 episodes: 97% nominal, 71% grounded, 60% lab; grounding closes 70% of the gap (docs/grounding.md,
-# "What it recovers"). What remains is what no world parameter expresses: the lab's mis-tuned arm controller,
-# its wandering belt, and piece-to-piece variation of mass and friction.
+# Over 100 episodes: 97% nominal, 71% grounded, 60% lab; grounding closes 70% of the gap
+# (benchmarks/results/grounding-default/README.md). What remains is what no world parameter expresses: the
+# lab's mis-tuned arm controller, its wandering belt, and piece-to-piece variation of mass and friction.
 #
 # ## Domain randomization: tolerate what is left
 #

@@ -9,8 +9,9 @@ the stages before it):
    objects placed at measured spots; x and y are the mean difference, z a regression on the categories' nominal
    half-heights (slope: ``object_size_scale`` - 1, intercept: the z offset), with t intervals.
 3. **Belt** (``belt_ride``): the perceived object velocities, averaged over the objects riding together, give the
-   belt speed (mean) and its Ornstein-Uhlenbeck fluctuation (autocovariance at lags >= 1, where white measurement
-   noise drops out); intervals by parametric bootstrap.
+   belt speed and its Ornstein-Uhlenbeck fluctuation, fitted with white measurement noise by the exact Gaussian
+   likelihood (a Kalman filter); Wald intervals from the Hessian, and a likelihood-ratio test of whether any
+   fluctuation is distinguishable from the noise.
 4. **Latency and finger servos** (``finger_steps``, ``latency``): latency, finger ``kp``, ``kv`` and force limit
    together by ``mujoco.sysid.optimize``, every candidate rolled out through ``mujoco.rollout``, intervals by
    ``mujoco.sysid.calculate_intervals``.  The simulator's actuator delay holds each command for whole physics
@@ -20,7 +21,8 @@ the stages before it):
    ``mujoco.sysid.optimize`` on joint angle and measured torque.
 6. **Object mass** (``lift`` minus ``lift_empty``): measured joint torques with minus without the object, matched
    by the simulated difference (linear in the mass), per category.
-7. **Object friction** (``push`` minus ``push_empty``): the same for the force of pushing a cube along a bar.
+7. **Object friction** (``push`` minus ``push_empty``): the same for the force of pushing a bar along a bar
+   stacked on it.
 
 Parameters the logs do not constrain are kept at nominal and listed in ``not_identifiable`` with the reason.
 The lab's unmodeled effects (docs/lab.md#effects) bias some of these fits; docs/lab_logs.md says how much.
