@@ -6,8 +6,8 @@ the classifier two-sample AUC on all traits and on the strategy traits, the DTW 
 traits that separate the sets most (Cohen's d). Rows:
 
 * the human-like generator in nominal sim (``PickSort-BehaviorGrounded-v0``) and in the identified world
-  (``PickSort-FullyGrounded-v0``), the goal's subject (AUC <= 0.65);
-* the scripted planner in nominal sim (``PickSort-Ungrounded-v0``), the goal's contrast (AUC >= 0.9);
+  (``PickSort-FullyGrounded-v0``), the goal's subject;
+* the scripted planner in nominal sim (``PickSort-Ungrounded-v0``), a contrast;
 * both in the lab itself (``PickSort-Real-v0``);
 * the lab's own teleoperator in nominal sim and in the identified world: the operator the generator is fitted
   to, moved to the generator's world. Its AUC against its own lab demonstrations is what any demonstrator in that
@@ -17,7 +17,11 @@ traits that separate the sets most (Cohen's d). Rows:
 
 The generator in the lab knows what the team knows of the lab: the shipped grounding file
 (``behavior_axis.humanlike_in_lab``), never the lab's parameters. ``--rows`` picks rows by label (separated by ``;``);
-the goals are checked on the rows present and written with the figures.
+the goals are checked on the rows present and written with the figures. ``--behavior MODEL`` gives the generator
+rows another behavior model (e.g. fitted to another operator's demos, compared with ``--lab-demos`` those demos and
+then the default operator's ``lab-50``; the second run reuses the generated sets:
+benchmarks/results/behavior-axis-v2/README.md#another-operator); ``--operator-lab LAB_FILE`` gives the teleoperator
+rows that lab's operator style (its same-world reference; default: the default lab's operator).
 
 Example::
 
@@ -29,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -37,11 +42,33 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from behavior_axis import humanlike_in_lab  # noqa: E402
+from behavior_axis import HumanlikeInLab, humanlike_in_lab  # noqa: E402
 
 import r2s2r_envs  # noqa: E402,F401  (registers the envs and demonstrators)
+from r2s2r_envs.behavior.fit import load_model, model_sha256  # noqa: E402
 from r2s2r_envs.behavior.metrics import STRATEGY_TRAITS, compare  # noqa: E402
 from r2s2r_envs.datasets.generate import generate  # noqa: E402
+
+
+class StyledTeleoperator:
+    """The lab's teleoperator with another lab's operator style (``--operator-lab``: the same-world reference of
+    another operator, a measurement), as a picklable factory; its ``__name__`` (file names) and ``__qualname__``
+    (how ``generate`` records it) name that lab and its config hash."""
+
+    def __init__(self, lab: str) -> None:
+        from r2s2r_envs.lab import load_lab
+
+        config = load_lab(lab)
+        self.style = dataclasses.asdict(config.operator)
+        sha = config.identity()["config_sha256"][:12]
+        self.__name__ = f"teleoperator-{config.name}-{sha}"
+        self.__qualname__ = f"StyledTeleoperator[{config.name} {sha}]"
+
+    def __call__(self, env):
+        from r2s2r_envs.envs.demonstrators import make_demonstrator
+
+        return make_demonstrator(env, "teleoperator", **self.style)
+
 
 #: (row label, env id, demonstrator: a name, None for the env's own, or a factory).
 ROWS: tuple[tuple[str, str, object], ...] = (
@@ -76,11 +103,24 @@ def goals(rows: list[dict]) -> dict[str, dict]:
 
 
 def measure_row(label: str, env_id: str, demonstrator, args: argparse.Namespace) -> dict:
+    env_kwargs: dict = {}
+    tag = ""  # generator rows with --behavior: the model's hash in the file name (never resumes another's set)
+    if args.behavior is not None and label.startswith("generator"):
+        model = str(args.behavior.resolve())
+        if demonstrator is humanlike_in_lab:
+            demonstrator = HumanlikeInLab(model)
+        else:
+            env_kwargs = {"behavior": model}
+            tag = f"-{model_sha256(load_model(model))[:12]}"
+    if args.operator_lab is not None and label.startswith("teleoperator"):
+        demonstrator = StyledTeleoperator(args.operator_lab)
     who = demonstrator if isinstance(demonstrator, str) or demonstrator is None else demonstrator.__name__
-    name = f"{env_id.removeprefix('PickSort-').removesuffix('-v0')}-{who or 'own'}-{args.demos}.hdf5"
+    name = f"{env_id.removeprefix('PickSort-').removesuffix('-v0')}-{who or 'own'}{tag}-{args.demos}.hdf5"
     path = args.work / name
     start = time.perf_counter()
-    kwargs = {} if demonstrator is None else {"demonstrator": demonstrator}
+    kwargs: dict = {} if demonstrator is None else {"demonstrator": demonstrator}
+    if env_kwargs:
+        kwargs["env_kwargs"] = env_kwargs
     made = generate(env_id, args.demos, path, workers=args.workers, successes_only=True, progress=False, **kwargs)
     generation_s = time.perf_counter() - start
     full = compare(args.lab_demos, path)
@@ -109,8 +149,16 @@ def main() -> None:
     parser.add_argument("--demos", type=int, default=50, help="successful demos per generated set (default 50)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rows", default=None, help="row labels separated by ';' (default: every row)")
+    parser.add_argument("--behavior", type=Path, default=None, help="behavior model of the generator rows")
+    parser.add_argument(
+        "--operator-lab",
+        default=None,
+        help="lab file whose operator style the teleoperator rows take (default: the default lab's operator)",
+    )
     parser.add_argument("--out", type=Path, help="also write the figures as JSON")
     args = parser.parse_args()
+    if args.behavior is not None and not args.behavior.is_file():
+        parser.error(f"--behavior takes a behavior model file (r2s2r fit-behavior --out), got {str(args.behavior)!r}")
     labels = [r[0] for r in ROWS]
     chosen = labels if args.rows is None else [x.strip() for x in args.rows.split(";") if x.strip()]
     unknown = sorted(set(chosen) - set(labels))
@@ -146,7 +194,13 @@ def main() -> None:
             "lab_demos": str(args.lab_demos),
             "demos": args.demos,
             "rows": chosen,
+            "behavior": None if args.behavior is None else str(args.behavior),
+            "operator_lab": args.operator_lab,
         }
+        if args.behavior is not None:
+            fitted = load_model(args.behavior)
+            meta["behavior_model_sha256"] = model_sha256(fitted)
+            meta["behavior_model_demos"] = fitted["provenance"]["demos"]
         args.out.write_text(json.dumps({"meta": meta, "rows": rows, "goals": met}, indent=2) + "\n")
 
 

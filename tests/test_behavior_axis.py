@@ -44,3 +44,36 @@ def test_split_holds_out_the_last_fifth_of_the_demos():
     index = np.repeat(np.arange(10), 10)
     (fit_s, _), (held_s, _) = behavior_axis.split_held_out((states, states, index))
     assert len(held_s) == 20 and len(fit_s) == 80
+
+
+def test_another_operators_goal_is_the_fully_grounded_success_less_ten_points():
+    rows = {
+        "generator in PickSort-FullyGrounded-v0": {"success": 0.64},
+        "generator in PickSort-Real-v0": {"success": 0.9, "arrival_to_grasp": 3.3},
+        "teleoperator in PickSort-Real-v0": {"success": 0.9, "arrival_to_grasp": 3.3},
+    }
+    (name, goal), *rest = behavior_axis.goals(rows, other_operator=True).items()
+    assert not rest and ">= 65%" in name and goal == {"value": 0.64, "met": False}
+    rows["generator in PickSort-FullyGrounded-v0"]["success"] = 0.66
+    assert behavior_axis.goals(rows, other_operator=True)[name]["met"]
+    assert len(behavior_axis.goals(rows)) == 3  # the default operator's goals, lab ones included
+
+
+def test_the_generator_in_the_lab_with_another_model_never_resumes_anothers_file(tmp_path):
+    # The lab row's file name and its recorded factory carry the model's hash: a run with another model into the
+    # same --out makes another file (or is refused on resume), never measures the first model's episodes again.
+    import pickle
+
+    from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, save_model
+    from r2s2r_envs.datasets.generate import demonstrator_record
+
+    first = tmp_path / "first.json"
+    model = load_model(DEFAULT_MODEL)
+    save_model(model, first)
+    other = {**model, "provenance": {**model["provenance"], "demos": {**model["provenance"]["demos"], "file": "x"}}}
+    second = tmp_path / "second.json"
+    save_model(other, second)
+    a, b = behavior_axis.HumanlikeInLab(str(first)), behavior_axis.HumanlikeInLab(str(second))
+    assert a.__name__ != b.__name__ and a.__name__.startswith("humanlike_in_lab-")
+    assert demonstrator_record(a) != demonstrator_record(b)
+    assert pickle.loads(pickle.dumps(a)).__name__ == a.__name__
