@@ -5,9 +5,10 @@ generate in simulation and compare. The lab here differs from the default only i
 the object along the belt before descending, a pinch grasp); the operator keys are the lab config's documented
 ``operator`` section (docs/lab.md). The code never sees that section: only the demos it produced.
 
-The closed-loop generator fitted to these demos must also still work in the identified world: issue 20's success
-goal there (75% for the default operator) within 10 points, on one-object episodes (the slow operator sorts no
-three-object episode).
+The closed-loop generator fitted to these demos must also still work in the identified world: run there with the
+fitted model and the grounding file's latency and gain, it still moves like the fitted operator, and it meets issue
+20's success goal there (75% for the default operator) within 10 points, on one-object episodes (the slow operator
+sorts no three-object episode; the three-object measurement: benchmarks/results/behavior-axis-v2/README.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from r2s2r_envs.behavior.fit import fit_behavior, save_model
+from r2s2r_envs.behavior.fit import fit_behavior, load_model, model_sha256, save_model
 from r2s2r_envs.behavior.metrics import STRATEGY_TRAITS, TRAITS, compare, episode_features
 from r2s2r_envs.behavior.segments import load_demos
 from r2s2r_envs.datasets import open_dataset
@@ -89,5 +90,15 @@ def test_generated_motion_follows_the_operator_it_was_fitted_to(tmp_path):
     )
     with open_dataset(fully) as f:
         solved = float(np.mean([f.demo_attrs(d)["success"] for d in f.demo_ids]))
+        settings = f.provenance["demonstrator"]["settings"]
+    # The generator that ran there is the closed-loop one with the fitted model, told the identified world's
+    # latency and tracking gain by the env's grounding file (never the lab)...
+    assert settings["model_sha256"] == model_sha256(load_model(model))
+    assert settings["world"]["source"].startswith("env grounding") and settings["world"]["control_latency"] > 0
+    # ... it keeps the fitted operator's style in that world ...
+    share_fully = share_classified_as_first(sets["other"], sets["default"], load_demos(fully))
+    print(f"{share_fully:.2f} of the FullyGrounded episodes classified as the fitted operator's")
+    assert share_fully >= 0.8
+    # ... and succeeds.
     print(f"{solved:.2f} of {DEMOS} one-object episodes solved in PickSort-FullyGrounded-v0")
     assert solved >= FULLY_GROUNDED_GOAL
