@@ -325,8 +325,9 @@ def rollout(
     terminated = truncated = False
     steps = 0
     perturb = _ActionNoise(env.action_space, action_noise, demonstrator_seed) if action_noise > 0 else None
-    # A demonstrator that integrates its own commands (one that keeps an estimate of the controller's target) is
-    # told what was executed when it differs from what it returned.
+    # The optional ``executed(action)`` hook (r2s2r_envs.envs.demonstrators): a demonstrator that integrates its own
+    # commands is told what was executed when it differs from what it returned. The shipped ones are closed loop
+    # (they read the measured hand) and have none.
     executed = getattr(demonstrator, "executed", None) if perturb is not None else None
     if not callable(executed):
         executed = None
