@@ -46,6 +46,11 @@ KINDS = ("random", "demonstrator")
 # float32 observations of a deterministic simulation: equal on one machine; the tolerance absorbs last-digit
 # differences of another CPU's floating point, far below any physics change worth a version.
 ATOL = 2e-5
+# A closed-loop episode with contacts magnifies such differences: perturbing the initial joint velocities by 1e-13
+# moved the Ungrounded and WorldGrounded demonstrator episodes' observations by up to 4.6e-4 between checkpoints
+# (3.5e-6 at them) and their actions by up to 3.4e-6, where retuning the planner (position gain 0.3 -> 0.33) moves
+# actions by 7e-3 to 0.8. Demonstrator records are compared at this tolerance.
+DEMO_ATOL = 1e-3
 
 
 def _values(obs: dict) -> dict:
@@ -111,6 +116,7 @@ def demonstrator_rollout(env_id: str, **settings: Any) -> dict:
 
 
 RECORDERS: dict[str, Callable[[str], dict]] = {"random": rollout, "demonstrator": demonstrator_rollout}
+TOLERANCE = {"random": ATOL, "demonstrator": DEMO_ATOL}
 
 
 def _load() -> dict:
@@ -143,11 +149,11 @@ def _registered() -> tuple[str, ...]:
     return r2s2r_envs.registered_ids()
 
 
-def _close(a: Any, b: Any) -> bool:
-    return b is not None and np.shape(a) == np.shape(b) and bool(np.allclose(a, b, atol=ATOL, rtol=0))
+def _close(a: Any, b: Any, atol: float = ATOL) -> bool:
+    return b is not None and np.shape(a) == np.shape(b) and bool(np.allclose(a, b, atol=atol, rtol=0))
 
 
-def _differences(a: dict, b: dict) -> list[str]:
+def _differences(a: dict, b: dict, atol: float = ATOL) -> list[str]:
     out = []
     if a["version"] != b["version"]:
         out.append(f"version {a['version']} != {b['version']}")
@@ -155,14 +161,14 @@ def _differences(a: dict, b: dict) -> list[str]:
         out.append(f"demonstrator {a.get('demonstrator')} != {b.get('demonstrator')}")
     if a["outcomes"] != b["outcomes"]:
         out.append(f"outcomes {a['outcomes']} != {b['outcomes']}")
-    if not _close(a["rewards"], b["rewards"]):
+    if not _close(a["rewards"], b["rewards"], atol):
         out.append("rewards differ")
     for t, action in a.get("actions", {}).items():
-        if not _close(action, b.get("actions", {}).get(t)):
+        if not _close(action, b.get("actions", {}).get(t), atol):
             out.append(f"step {t} action")
     for t, obs in a["observations"].items():
         for key, value in obs.items():
-            if not _close(value, b["observations"].get(t, {}).get(key)):
+            if not _close(value, b["observations"].get(t, {}).get(key), atol):
                 out.append(f"step {t} {key}")
     return out
 
@@ -172,7 +178,7 @@ def _check(kind: str, env_id: str) -> None:
     assert env_id in golden.get(kind, {}), (
         f"{env_id} has no golden {kind} record: pin one with `MUJOCO_GL=egl python tests/test_golden.py --update`"
     )
-    diffs = _differences(golden[kind][env_id], RECORDERS[kind](env_id))
+    diffs = _differences(golden[kind][env_id], RECORDERS[kind](env_id), TOLERANCE[kind])
     assert not diffs, (
         f"{env_id} no longer reproduces its golden {kind} record ({', '.join(diffs[:6])}; "
         f"{_versions_note(golden.get('taken_with', {}), _taken_with())}). A change of dynamics, observations, "
@@ -210,7 +216,7 @@ def test_checker_detects_a_demonstrator_change():
     """A retuned demonstrator (the WorldGrounded planner's position gain 0.3 -> 0.33) fails its id's record."""
     env_id = "PickSort-WorldGrounded-v0"
     pinned = _load()["demonstrator"][env_id]
-    diffs = _differences(pinned, demonstrator_rollout(env_id, position_gain=0.33))
+    diffs = _differences(pinned, demonstrator_rollout(env_id, position_gain=0.33), DEMO_ATOL)
     assert any(d.endswith(" action") for d in diffs), diffs  # its actions, not only where they lead
     assert not any(d.startswith("version") for d in diffs)
 
@@ -236,7 +242,12 @@ def main(argv: list[str]) -> int:
         for env_id in _registered():
             new = RECORDERS[kind](env_id)
             old = pinned.get(env_id)
-            if old is not None and old["version"] == new["version"] and _differences(old, new) and not force:
+            if (
+                old is not None
+                and old["version"] == new["version"]
+                and _differences(old, new, TOLERANCE[kind])
+                and not force
+            ):
                 print(
                     f"{env_id}: the {kind} record changed but the version is still v{new['version']} ({note}): "
                     "bump the version (or pass --force for a fix that is not a behaviour change)",
