@@ -11,7 +11,7 @@ Example::
 
     python baselines/make_zoo.py --entry flow-sim-only=runs/reference/train/sim-only-flow-s0 \\
         --env flow-sim-only=PickSort-Ungrounded-v0 --describe "flow=sim-only flow on ungrounded-1000, seed 0" \\
-        --record benchmarks/results/reference-cpu
+        --record experiments/reference-cpu
 """
 
 from __future__ import annotations

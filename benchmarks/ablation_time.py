@@ -17,7 +17,7 @@ Writes the figures as JSON with ``--json``.
 Example::
 
     nice -n 10 python benchmarks/ablation_time.py --out runs/ablation-quick --workers 2 --json runs/ablation_time.json
-    python benchmarks/ablation_time.py --measured benchmarks/results/ablation-quick --cores 2,16,64
+    python benchmarks/ablation_time.py --measured experiments/ablation-quick --cores 2,16,64
 """
 
 from __future__ import annotations

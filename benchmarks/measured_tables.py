@@ -1,10 +1,10 @@
 """Render docs/measured.md's tables from the committed JSON records, so that they cannot drift.
 
 Every figure in a generated table is read from a JSON record committed in the repository (under
-``benchmarks/results/`` or a shipped file such as the default grounding); a row whose figure has no committed
-record says so and links to the README that holds the figure, and states no number. The tables sit between
-``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` markers; the text around them is the
-page's own.
+``benchmarks/results/`` for speed, ``experiments/`` for studies, or a shipped file such as the default grounding); a
+row whose figure has no committed record says so and links to the README that holds the figure, and states no number.
+The tables sit between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` markers; the text
+around them is the page's own.
 
     python benchmarks/measured_tables.py            # rewrite the tables in docs/measured.md
     python benchmarks/measured_tables.py --check    # exit 1, printing the difference, when the page is stale
@@ -30,13 +30,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "measured.md"
 RESULTS = "benchmarks/results"
+#: Scientific records (studies), apart from the speed records above.
+EXPERIMENTS = "experiments"
 
 SPEED = f"{RESULTS}/speed/env_speed.json"
 PLANNER = f"{RESULTS}/speed/planner_success.json"
 GROUNDING = "r2s2r_envs/grounding/groundings/default.json"
-TUNING = f"{RESULTS}/demonstrator-tuning/grounded.json"
-AXIS_V2 = f"{RESULTS}/behavior-axis-v2/behavior_axis_seed8000.json"
-SIMILARITY_V2 = f"{RESULTS}/behavior-similarity-v2/behavior_similarity.json"
+TUNING = f"{EXPERIMENTS}/demonstrator-tuning/grounded.json"
+AXIS_V2 = f"{EXPERIMENTS}/behavior-axis-v2/behavior_axis_seed8000.json"
+SIMILARITY_V2 = f"{EXPERIMENTS}/behavior-similarity-v2/behavior_similarity.json"
 TRAINING = f"{RESULTS}/training-speed/training_speed.json"
 EVALUATE = f"{RESULTS}/vector-speed/run3_evaluate100.json"
 
@@ -325,12 +327,12 @@ TABLES: dict[str, list[Row]] = {
         Row(
             "identification of random labs within tolerance",
             "every parameter",
-            readme=f"{RESULTS}/identification-recovery/README.md",
+            readme=f"{EXPERIMENTS}/identification-recovery/README.md",
         ),
         Row(
             "teleoperator in the default lab, 100 episodes",
             "80-95%",
-            readme=f"{RESULTS}/teleoperator/README.md",
+            readme=f"{EXPERIMENTS}/teleoperator/README.md",
         ),
         Row(
             "human-like generator, 50 episodes: identified sim / lab / nominal sim",
@@ -358,7 +360,7 @@ TABLES: dict[str, list[Row]] = {
         Row(
             "baselines at the `cpu` recipe (`baselines/reference.py`)",
             "",
-            readme=f"{RESULTS}/reference-cpu/README.md",
+            readme=f"{EXPERIMENTS}/reference-cpu/README.md",
             see="[baselines.md](baselines.md#measured)",
         ),
         Row(
@@ -370,7 +372,7 @@ TABLES: dict[str, list[Row]] = {
         Row(
             "PPO with domain randomization, zero-shot (`baselines/rl_dr.py`)",
             "honest report",
-            readme=f"{RESULTS}/rl-dr/README.md",
+            readme=f"{EXPERIMENTS}/rl-dr/README.md",
         ),
     ],
 }

@@ -178,7 +178,7 @@ plt.show()
 # mis-tuned controller). One full-mode run of this notebook gave 0.110 / 0.143 / 0.241 kg for cube / ball /
 # bar. The suite's full identification (`r2s2r sysid`, lesson 5) first fits the arm from its own protocols and
 # then weighs the objects in that fitted world: 0.118 / 0.128 / 0.229 kg, intervals about +-6%
-# (benchmarks/results/grounding-default/README.md). Either way a category several times heavier than the
+# (experiments/grounding-default/README.md). Either way a category several times heavier than the
 # others stands out at once.
 #
 # What the logs cannot show as one number: every real piece differs a little (the lab varies each object's

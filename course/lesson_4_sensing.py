@@ -94,7 +94,7 @@ plt.show()
 # %% [markdown]
 # The suite's identification measures the default lab's noise the same way (`sensing_rest` protocol): joint
 # angles 2.0 mrad, joint velocities 0.020 rad/s, TCP 0.96 mm, perceived objects 3.0 mm and 0.010 m/s
-# (benchmarks/results/grounding-default/README.md). Noise is cheap to model once measured: give the simulator
+# (experiments/grounding-default/README.md). Noise is cheap to model once measured: give the simulator
 # the same levels (`world={"object_pos_noise": ...}`) and train policies that see it.
 #
 # ## Camera calibration: perceived minus placed

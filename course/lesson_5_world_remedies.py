@@ -144,7 +144,7 @@ plt.show()
 
 # %% [markdown]
 # Over 100 episodes: 97% nominal, 71% grounded, 60% lab; grounding closes 70% of the gap
-# (benchmarks/results/grounding-default/README.md). What remains is what no world parameter expresses: the
+# (experiments/grounding-default/README.md). What remains is what no world parameter expresses: the
 # lab's mis-tuned arm controller, its wandering belt, and piece-to-piece variation of mass and friction.
 #
 # ## Domain randomization: tolerate what is left
@@ -188,7 +188,7 @@ for name, dr in {
 # good across all the worlds drawn, which makes learning harder. In practice: identify first, then randomize
 # over what remains (the intervals, widened). The suite's RL baseline, `baselines/rl_dr.py` (PPO with domain
 # randomization, zero-shot in the lab), shows how hard randomization alone is at a small budget: 2/100 in the
-# lab after 25 minutes of training (benchmarks/results/rl-dr/README.md).
+# lab after 25 minutes of training (experiments/rl-dr/README.md).
 #
 # ## Exercise 5: the world lab
 #

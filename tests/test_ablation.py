@@ -377,7 +377,7 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
 def test_result_matrices_and_failure_counts_of_result_files():
     from r2s2r_envs.evaluation import EvaluationResult
 
-    record = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "small-data" / "results"
+    record = Path(__file__).resolve().parents[1] / "experiments" / "small-data" / "results"
     paths = [record / "base-s0.json", record / "steps-4k-s0.json"]
     results = [EvaluationResult.from_json(p.read_text()) for p in paths]
     m = analysis.result_matrices(paths)  # paths or results: the same

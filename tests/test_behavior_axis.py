@@ -1,4 +1,4 @@
-"""The measures of ``benchmarks/behavior_axis.py`` on data whose answer is known
+"""The measures of ``experiments/behavior_axis.py`` on data whose answer is known
 (docs/ablation.md#what-the-generators-data-is-and-what-its-policies-do)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 behavior_axis = pytest.importorskip("behavior_axis")
 
 

@@ -8,7 +8,7 @@ the object along the belt before descending, a pinch grasp); the operator keys a
 The closed-loop generator fitted to these demos must also still work in the identified world: run there with the
 fitted model and the grounding file's latency and gain, it still moves like the fitted operator, and it meets issue
 20's success goal there (75% for the default operator) within 10 points, on one-object episodes (the slow operator
-sorts no three-object episode; the three-object measurement: benchmarks/results/behavior-axis-v2/README.md).
+sorts no three-object episode; the three-object measurement: experiments/behavior-axis-v2/README.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Links between the project's pages stay valid: every relative Markdown link in the user docs, the README, the
-changelog, the course and the study READMEs under benchmarks/results/ names a file that exists and, when it names
-an anchor of a Markdown page, a heading (or an ``<a id>``) that page has; every ``docs/<page>.md#<anchor>`` cited in the
-package, the tests, the benchmarks, the baselines or those pages names an anchor of that page.
+changelog, the course, the record READMEs under benchmarks/results/ and experiments/ names a file that exists and,
+when it names an anchor of a Markdown page, a heading (or an ``<a id>``) that page has; every
+``docs/<page>.md#<anchor>`` cited in the package, the tests, the benchmarks, the experiments, the baselines or those
+pages names an anchor of that page.
 
 Anchors are GitHub's heading slugs: lower case, punctuation other than ``-`` and ``_`` dropped, spaces as ``-``,
 ``-1``, ``-2`` ... for repeated headings. Fenced code blocks are not read.
@@ -23,9 +24,11 @@ PAGES = sorted(
     + list((ROOT / "docs").glob("*.md"))
     + list((ROOT / "course").glob("*.md"))
     + list((ROOT / "benchmarks" / "results").glob("*/README.md"))
+    + list((ROOT / "experiments").glob("README.md"))
+    + list((ROOT / "experiments").glob("*/README.md"))
 )
 #: Source folders whose ``docs/<page>.md#<anchor>`` citations are checked.
-SOURCE_DIRS = ("r2s2r_envs", "tests", "benchmarks", "baselines")
+SOURCE_DIRS = ("r2s2r_envs", "tests", "benchmarks", "experiments", "baselines")
 
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -117,7 +117,8 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
     for path in package_data:
         rel = path.relative_to(REPO_ROOT).as_posix()
         assert rel in names, f"{rel} is not in the wheel (package-data in pyproject.toml)"
-    assert not any(n.startswith(("tests/", "benchmarks/", "assets/")) for n in names), "stray top-level files"
+    stray = ("tests/", "benchmarks/", "experiments/", "assets/")
+    assert not any(n.startswith(stray) for n in names), "stray top-level files"
 
 
 def test_wheel_installs_and_runs_in_fresh_venv(wheel, tmp_path):

@@ -1,4 +1,4 @@
-"""benchmarks/small_data.py: bad input refused before any work; the summary keeps configurations apart."""
+"""experiments/small_data.py: bad input refused before any work; the summary keeps configurations apart."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "experiments"))
 import small_data  # noqa: E402
 
-RECORD = ROOT / "benchmarks" / "results" / "small-data"
+RECORD = ROOT / "experiments" / "small-data"
 
 
 def test_unknown_configuration_is_refused_with_the_choices(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -17,7 +17,7 @@ from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import nominal
 
 CATEGORIES = ("cube", "ball", "bar")
-SYSID_DEFAULT = (0.118, 0.128, 0.229)  # kg, benchmarks/results/grounding-default/README.md
+SYSID_DEFAULT = (0.118, 0.128, 0.229)  # kg, experiments/grounding-default/README.md
 NOMINAL = nominal()
 PLANS = {p.name: p for p in plan_runs() if p.protocol in ("lift", "lift_empty")}
 LIFTS = [p for p in PLANS.values() if p.protocol == "lift"]

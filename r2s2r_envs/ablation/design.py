@@ -556,7 +556,7 @@ def quick_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence
     are the first 20 of ``lab-50``, since each attempt's seed follows from the base seed), 1,000 training steps,
     20 protocol episodes in the lab and 10 in the policy's own variant, the sweep for ``flow`` only, 5 lab episodes
     per policy for the mixture analysis. Needs no canonical dataset built beforehand. About 8 minutes (892 CPU-s) on
-    an idle 2-core machine, measured: benchmarks/results/ablation-quick/README.md."""
+    an idle 2-core machine, measured: experiments/ablation-quick/README.md."""
     real = canonical_recipe("lab-50", 20, "lab-20")
     sim = tuple((v, canonical_recipe(canonical_sim_name(v), 50, f"{v.lower()}-50")) for v in VARIANTS)
     return AblationDesign(

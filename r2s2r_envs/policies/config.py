@@ -83,7 +83,7 @@ RECIPES["cpu"] = {
     "layers": 3,
     "feature_dim": 256,
     "val_fraction": 0.05,
-    # Chosen on held-out simulated episodes (benchmarks/results/adda-weight/): 0.1 over-aligned the features.
+    # Chosen on held-out simulated episodes (experiments/adda-weight/): 0.1 over-aligned the features.
     "adda_weight": 0.001,
 }
 RECIPES["gpu"] = {
