@@ -37,6 +37,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported
 import numpy as np  # noqa: E402
 
 import r2s2r_envs  # noqa: E402, F401  (registers the envs)
+from r2s2r_envs.ablation.analysis import bootstrap_contrast  # noqa: E402
 from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, evaluate  # noqa: E402
 from r2s2r_envs.grounding.tuning import (  # noqa: E402
     DEFAULT_GRID,
@@ -72,11 +73,10 @@ def per_episode(result: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def paired_interval(a: np.ndarray, b: np.ndarray, seed: int = 0, replicates: int = 2000) -> list[float]:
-    """95% percentile bootstrap over episodes of mean(b - a) (the same episodes in both)."""
-    diff = b - a
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, diff.size, size=(replicates, diff.size))].mean(axis=1)
-    return [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
+    """95% percentile bootstrap over episodes of mean(b - a) (the same episodes in both): the package's
+    :func:`~r2s2r_envs.ablation.analysis.bootstrap_contrast` on two one-seed cells."""
+    c = bootstrap_contrast({"a": a[None], "b": b[None]}, {"b": 1.0, "a": -1.0}, replicates=replicates, seed=seed)
+    return c["ci95"]
 
 
 def main(argv: list[str] | None = None) -> int:
