@@ -260,7 +260,7 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     longer = design_from_args(
         parser.parse_args(["ablation", "--methods", "flow", "--steps", "12000", "--no-sweep", "--out", "o"])
     )
-    assert base.train == {"recipe": "v1", "steps": 5000} and longer.train == {"recipe": "v1", "steps": 12000}
+    assert base.train == {"recipe": "cpu"} and longer.train == {"recipe": "cpu", "steps": 12000}
     assert longer.sweep_variant is None and longer.sweep_values() == ()
     kinds = [t.kind for t in longer.tasks(canonical_hashes={})]
     # real-only + four variants, three seeds; each evaluated in the lab (and co-trained ones in their variant)
@@ -270,6 +270,33 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     assert base_trains.isdisjoint(longer_trains)  # a new budget is a new set of tasks, never a reused result
     with pytest.raises(SystemExit):
         parser.parse_args(["ablation", "--steps", "0", "--out", "o"])
+
+
+def test_cli_recipe_names_the_training_recipe_and_refuses_gpu_without_cuda():
+    import argparse
+
+    from r2s2r_envs.ablation.cli import add_subcommands, design_from_args
+    from r2s2r_envs.ablation.design import DesignError
+    from r2s2r_envs.policies.config import RECIPES
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers())
+
+    def design(*extra: str):
+        return design_from_args(parser.parse_args(["ablation", "--methods", "flow", "--out", "o", *extra]))
+
+    full, v1, quick_cpu = design(), design("--recipe", "v1"), design("--quick", "--recipe", "cpu")
+    assert v1.train == {"recipe": "v1"} and quick_cpu.train == {"recipe": "cpu", "steps": 1000}
+    full_train = [t for t in full.tasks(canonical_hashes={}) if t.kind == "train"]
+    assert {t.config["steps"] for t in full_train} == {RECIPES["cpu"]["steps"]}  # the recipe's values, resolved
+    assert {t.config["steps"] for t in v1.tasks(canonical_hashes={}) if t.kind == "train"} == {5000}
+    assert {t.key for t in full_train}.isdisjoint(t.key for t in v1.tasks(canonical_hashes={}))
+    gpu = design("--recipe", "gpu", "--train-device", "cuda")
+    assert gpu.train == {"recipe": "gpu", "device": "cuda"}
+    with pytest.raises(DesignError, match="--train-device cuda"):
+        design("--recipe", "gpu")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["ablation", "--recipe", "fast", "--out", "o"])
 
 
 def test_training_on_a_gpu_declares_a_gpu_share_per_training_and_keys_apart_from_cpu_training():

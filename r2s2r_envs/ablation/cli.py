@@ -7,7 +7,8 @@ Examples:
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
     r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
-    r2s2r ablation --steps 30000 --train-device cuda --out runs/ablation-30k  # trainings on the GPU, four per GPU
+    r2s2r ablation --recipe gpu --train-device cuda --out runs/ablation-gpu  # the gpu recipe, four per GPU
+    r2s2r ablation --recipe v1 --out runs/ablation-v1              # the first policies' recipe (earlier records)
     r2s2r ablation --lab my_lab.json --quick --out runs/my-lab      # the whole chain on another lab (sysid, demos,
                                                                     # behavior fit, the variants' data, train, eval)
 
@@ -23,8 +24,9 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, lab_design
+from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, DesignError, lab_design
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
+from r2s2r_envs.policies.config import RECIPES
 
 
 def _comma_list(text: str) -> tuple[str, ...]:
@@ -94,8 +96,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         type=positive_int,
         default=None,
         metavar="N",
-        help="training steps of every policy (default: the design's; 5,000 full, 1,000 --quick); a new budget "
-        "is a new set of tasks, so use a new --out to keep its report apart",
+        help="training steps of every policy (default: the recipe's for the full design, 20,000 for cpu; "
+        "1,000 --quick); a new budget is a new set of tasks, so use a new --out to keep its report apart",
+    )
+    p.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        default=None,
+        help="training recipe of every policy (docs/baselines.md#recipes; default: cpu for the full design, v1 "
+        "for --quick and --smoke); gpu needs --train-device cuda",
     )
     p.add_argument(
         "--train-device",
@@ -128,6 +137,7 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
 
     Raises:
         LabError: ``--lab`` names a lab that cannot be made (unknown, missing, a bad field: named).
+        DesignError: ``--recipe gpu`` without ``--train-device cuda``.
     """
     name = "smoke" if args.smoke else "quick" if args.quick else "full"
     if getattr(args, "lab", None) is not None:
@@ -149,8 +159,12 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+    if args.recipe is not None:
+        if args.recipe == "gpu" and args.train_device != "cuda":
+            raise DesignError("--recipe gpu is the GPU budget (100,000 steps, wider networks): add --train-device cuda")
+        changes["train"] = {**design.train, "recipe": args.recipe}
     if args.steps is not None:
-        changes["train"] = {**design.train, "steps": args.steps}
+        changes["train"] = {**changes.get("train", design.train), "steps": args.steps}
     if args.no_sweep:
         changes["sweep_variant"] = None
     if args.train_device is not None:
@@ -170,7 +184,7 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
 
     try:
         design = design_from_args(args)
-    except LabError as e:
+    except (LabError, DesignError) as e:
         print(f"r2s2r ablation: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:

@@ -518,8 +518,9 @@ def policy_label(policy: PolicySpec) -> str:
 # ---------------------------------------------------------------------- presets
 def full_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence[str] = VARIANTS) -> AblationDesign:
     """The study's design on this suite: ``lab-50`` (the teleoperator's 50 demos), 1,000 canonical demos per
-    variant, co-training at the mixing rule's high end (0.22), three seeds, the v1 training recipe (5,000 steps), 100
-    protocol episodes in the lab and in each policy's own variant, the real_fraction sweep of FullyGrounded."""
+    variant, co-training at the mixing rule's high end (0.22), three seeds, the ``cpu`` training recipe (the baselines'
+    default: 20,000 steps, docs/baselines.md#recipes), 100 protocol episodes in the lab and in each policy's own
+    variant, the real_fraction sweep of FullyGrounded."""
     real = DataSpec(label="lab-50", domain="real", canonical="lab-50", env_id=LAB_ENV_ID, episodes=50)
     sim = tuple(
         (
@@ -541,7 +542,7 @@ def full_design(*, methods: Sequence[str] = DEFAULT_METHODS, variants: Sequence[
         variants=tuple(variants),
         methods=tuple(methods),
         seeds=(0, 1, 2),
-        train={"recipe": "v1", "steps": 5000},
+        train={"recipe": "cpu"},
         lab_episodes=100,
         sim_episodes=100,
         mixture_episodes=20,
