@@ -1,5 +1,5 @@
 """The measures of ``experiments/behavior_axis.py`` on data whose answer is known
-(docs/ablation.md#what-the-generators-data-is-and-what-its-policies-do)."""
+(docs/ablation.md#measured)."""
 
 from __future__ import annotations
 
