@@ -4,12 +4,14 @@ A demonstration file holds, per step, the commands sent (``actions``) and the ob
 ``object_pos``, ...), as a real cell records them. This module finds in them, for every grasp of an object on
 the belt (docs/behavior.md#segmentation):
 
-* ``arrival``: the object crosses ``ARRIVAL_Y`` (it enters the workspace),
-* ``rest_start`` / ``reach_start``: the hand's last pause before the reach (TCP speed below ``REST_SPEED``); a
-  hand that never pauses starts its reach where its previous grasp ended,
-* ``close``: the fingers start to close (closure onset of the finger commands),
-* ``lift``: the TCP starts to rise with the object,
-* ``release``: the fingers open again after the lift,
+* ``arrival``: the object's perceived position crosses y = ``ARRIVAL_Y`` (0.3 m: it enters the workspace),
+* ``rest_start`` / ``reach_start``: the hand's last pause before closing (TCP speed below ``REST_SPEED``, 0.03 m/s,
+  for at least 0.25 s); a hand that never pauses starts its reach where its previous grasp ended,
+* ``close``: per digit, the start of the uninterrupted rise of its mean flexion command that ends in the grasp; the
+  grasp's onset is the earliest digit's,
+* ``lift``: the TCP's lowest point between the closure onset and the object's rise (``LIFT_HEIGHT``, 3 cm above
+  where it rode),
+* ``release``: the fingers open again after the lift (mean flexion command back below half-way),
 * which object it was, its category and whether it ended up sorted.
 
 Only what a real cell records is used: commands and sensor readings (no simulator state), so the same code reads
