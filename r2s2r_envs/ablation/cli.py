@@ -159,20 +159,23 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+    train = dict(design.train)
     if args.recipe is not None:
         if args.recipe == "gpu" and args.train_device != "cuda":
             raise DesignError("--recipe gpu is the GPU budget (100,000 steps, wider networks): add --train-device cuda")
-        changes["train"] = {**design.train, "recipe": args.recipe}
+        train["recipe"] = args.recipe
     if args.steps is not None:
-        changes["train"] = {**changes.get("train", design.train), "steps": args.steps}
+        train["steps"] = args.steps
     if args.no_sweep:
         changes["sweep_variant"] = None
     if args.train_device is not None:
-        changes["train"] = {**changes.get("train", design.train), "device": args.train_device}
+        train["device"] = args.train_device
         if args.train_device == "cuda":
             changes["train_gpus"] = 0.25 if args.gpus_per_training is None else args.gpus_per_training
     if args.gpus_per_training is not None and args.train_device != "cuda":
         changes["train_gpus"] = args.gpus_per_training  # check_design refuses GPUs for CPU trainings
+    if train != design.train:
+        changes["train"] = train
     return dataclasses.replace(design, **changes) if changes else design
 
 
