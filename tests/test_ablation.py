@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,30 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     assert base_trains.isdisjoint(longer_trains)  # a new budget is a new set of tasks, never a reused result
     with pytest.raises(SystemExit):
         parser.parse_args(["ablation", "--steps", "0", "--out", "o"])
+
+
+def test_eval_batch_is_an_execution_setting_that_changes_no_key():
+    import argparse
+
+    from r2s2r_envs.ablation.cli import add_subcommands, design_from_args
+    from r2s2r_envs.ablation.design import DesignError
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers())
+    default = design_from_args(parser.parse_args(["ablation", "--quick", "--out", "o"]))
+    single = design_from_args(parser.parse_args(["ablation", "--quick", "--eval-batch", "1", "--out", "o"]))
+    assert default.eval_batch == 16 and single.eval_batch == 1
+    tasks, single_tasks = default.tasks(canonical_hashes={}), single.tasks(canonical_hashes={})
+    assert [t.key for t in tasks] == [t.key for t in single_tasks]
+    evals = [t for t in tasks if t.kind == "eval"]
+    # At most the evaluation's episodes: 20 in the lab, 10 in the policy's own variant at the quick size.
+    assert {(t.config["episodes"], t.batch) for t in evals} == {(20, 16), (10, 10)}
+    assert {t.batch for t in single_tasks if t.kind == "eval"} == {1}
+    assert all(t.batch == 1 for t in tasks if t.kind != "eval") and evals[0].to_dict()["batch"] == 16
+    with pytest.raises(SystemExit):
+        parser.parse_args(["ablation", "--eval-batch", "0", "--out", "o"])
+    with pytest.raises(DesignError, match="eval_batch must be an integer >= 1"):
+        check_design(dataclasses.replace(default, eval_batch=0))
 
 
 def test_cli_recipe_names_the_training_recipe_and_refuses_gpu_without_cuda():
@@ -691,6 +716,21 @@ def test_pipeline_runs_every_task_and_keys_results_by_config_hash(first_run):
     assert [row["variant"] for row in report["tables"]["flow"]] == [REAL_ONLY, *VARIANTS]
     assert len(report["mixture"]) == len(design.mixture_policies())
     assert (out / "report" / "mixture.png").is_file() and (out / "report" / "sweep.png").is_file()
+
+
+@pytest.mark.slow
+def test_a_batched_evaluation_task_writes_the_records_of_an_unbatched_one(first_run, tmp_path):
+    from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task
+
+    design, out, _ = first_run
+    task = next(t for t in design.tasks() if t.kind == "eval" and t.config["episodes"] > 1)
+    assert task.batch == task.config["episodes"]  # the first run stepped its episodes together
+    batched = json.loads((Store(out).task_dir("eval", task.key) / RESULT_FILE).read_text())
+    unbatched_task = dataclasses.replace(task, batch=1).to_dict()
+    shutil.copytree(out, tmp_path / "copy")
+    record = execute_task(unbatched_task, str(tmp_path / "copy"))
+    unbatched = json.loads(Path(record["result"]).read_text())
+    assert unbatched["records"] == batched["records"] and unbatched["summary"] == batched["summary"]
 
 
 @pytest.mark.slow

@@ -120,6 +120,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="share of a GPU each training declares to Ray with --train-device cuda (default 0.25: four per GPU)",
     )
     p.add_argument(
+        "--eval-batch",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="episodes each evaluation steps together, its policy answering for all at once (default 16; results "
+        "are identical at every value, so finished evaluations are reused)",
+    )
+    p.add_argument(
         "--no-sweep",
         action="store_true",
         help="leave out the real_fraction sweep (the four-variant table and its mixture analysis only)",
@@ -159,6 +167,8 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+    if args.eval_batch is not None:
+        changes["eval_batch"] = args.eval_batch
     train = dict(design.train)
     if args.recipe is not None:
         if args.recipe == "gpu" and args.train_device != "cuda":

@@ -173,6 +173,8 @@ class Task:
         num_cpus: CPU cores it uses (declared to Ray).
         label: human-readable name for logs and reports.
         num_gpus: share of a GPU it uses (declared to Ray; trainings on a GPU only).
+        batch: episodes an evaluation steps together (``evaluate(..., batch=)``, whose records do not depend on
+            it); not part of the key.
     """
 
     kind: Kind
@@ -182,6 +184,7 @@ class Task:
     num_cpus: float
     label: str
     num_gpus: float = 0.0
+    batch: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (what a Ray task receives)."""
@@ -193,6 +196,7 @@ class Task:
             "num_cpus": self.num_cpus,
             "num_gpus": self.num_gpus,
             "label": self.label,
+            "batch": self.batch,
         }
 
 
@@ -230,6 +234,9 @@ class AblationDesign:
         lab_episodes: protocol episodes per policy in the lab.
         sim_episodes: protocol episodes per policy in its own simulated variant.
         eval_env_kwargs: env arguments of every evaluation (task settings: ``num_objects``, ``episode_steps``).
+        eval_batch: episodes each evaluation steps together in the native vector env, its policy answering for all
+            of them in one call (at most the evaluation's episodes). Results are identical at every value, so it is
+            not part of any key: a run with another value reuses finished evaluations.
         sweep_variant: the variant of the real_fraction sweep (``None``: no sweep).
         sweep_fractions: its real_fraction values (numbers or ``"low"`` / ``"high"``).
         sweep_methods: methods swept (a CFG/ADDA method skips 0 and 1, which it cannot train).
@@ -258,6 +265,7 @@ class AblationDesign:
     lab_episodes: int = 100
     sim_episodes: int = 100
     eval_env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    eval_batch: int = 16
     sweep_variant: str | None = "FullyGrounded"
     sweep_fractions: tuple[float | str, ...] = DEFAULT_SWEEP
     sweep_methods: tuple[str, ...] = ("flow", "flow-cfg-adda")
@@ -426,7 +434,8 @@ class AblationDesign:
                     deps = (pkey, *inputs)
                 key = config_hash("eval", config, deps)
                 label = f"eval {policy_label(policy)} in {env_id}"
-                tasks.append(Task(kind="eval", key=key, config=config, deps=deps, num_cpus=1, label=label))
+                batch = min(self.eval_batch, episodes)
+                tasks.append(Task(kind="eval", key=key, config=config, deps=deps, num_cpus=1, label=label, batch=batch))
         for policy, sim_variant in self.mixture_policies():
             pkey = policy_keys[policy]
             config = {
@@ -701,7 +710,15 @@ def check_design(design: AblationDesign) -> None:
         raise DesignError(f"no method selected; choose from {list(METHODS)}")
     if not design.seeds or len(set(design.seeds)) != len(design.seeds) or any(s < 0 for s in design.seeds):
         raise DesignError(f"seeds must be distinct integers >= 0, got {list(design.seeds)}")
-    for name in ("lab_episodes", "sim_episodes", "mixture_episodes", "mixture_neighbors", "bootstrap_replicates"):
+    names = (
+        "lab_episodes",
+        "sim_episodes",
+        "eval_batch",
+        "mixture_episodes",
+        "mixture_neighbors",
+        "bootstrap_replicates",
+    )
+    for name in names:
         value = getattr(design, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise DesignError(f"{name} must be an integer >= 1, got {value!r}")

@@ -279,6 +279,7 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
         episodes=config["episodes"],
         env_kwargs=env_kwargs_of(task, store, config["env_id"]),
         progress=False,
+        batch=min(int(task.get("batch", 1)), config["episodes"]),
     )
     (out / RESULT_FILE).write_text(result.to_json(indent=2) + "\n")
     return {"result": str(out / RESULT_FILE), "summary": result.summary}
