@@ -752,6 +752,28 @@ def test_rerun_skips_finished_tasks_and_redoes_partial_output(first_run):
 
 
 @pytest.mark.slow
+def test_a_record_without_weights_trains_again_only_what_a_missing_result_needs(first_run, tmp_path):
+    from r2s2r_envs.ablation.runner import run_ablation
+
+    design, out, _ = first_run
+    record = tmp_path / "record"  # what a committed record keeps: every task.json, no checkpoint
+    shutil.copytree(out, record, ignore=shutil.ignore_patterns("policy"))
+    tasks = design.tasks()
+    again = run_ablation(design, record, log=lambda s: None)
+    assert again.ran == 0 and again.skipped == len(tasks)  # every result is there: nothing needs the weights
+    store = Store(record)
+    victim = next(t for t in tasks if t.kind == "eval")
+    shutil.rmtree(store.task_dir("eval", victim.key))
+    lines: list[str] = []
+    third = run_ablation(design, record, log=lines.append)
+    (train_key,) = [d for d in victim.deps if any(t.key == d and t.kind == "train" for t in tasks)]
+    assert third.ran == 2 and third.skipped == len(tasks) - 2  # its training, then the evaluation
+    assert any(line.startswith("again    train ") for line in lines)
+    assert (store.task_dir("train", train_key) / "policy" / "config.json").is_file()
+    assert store.is_done("eval", victim.key)
+
+
+@pytest.mark.slow
 def test_a_failing_task_is_retried_recorded_and_blocks_only_its_dependents(first_run):
     from r2s2r_envs.ablation.runner import run_ablation
 

@@ -245,6 +245,19 @@ def data_path(store: Store, key: str) -> str:
 
 
 # ---------------------------------------------------------------------- train
+def policy_dir(store: Store, key: str) -> Path:
+    """The checkpoint directory of a train task, found in the store it lives in (so a run directory that moved,
+    or a cluster node that mounts it elsewhere, still finds it)."""
+    return store.task_dir("train", key) / POLICY_DIR
+
+
+def has_policy(store: Store, key: str) -> bool:
+    """Whether a finished train task's checkpoint is still there (a committed record keeps ``task.json`` only)."""
+    from r2s2r_envs.policies.checkpoint import CONFIG_FILE
+
+    return (policy_dir(store, key) / CONFIG_FILE).is_file()
+
+
 def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     from r2s2r_envs.policies.config import TrainConfig
     from r2s2r_envs.policies.train import train
@@ -272,7 +285,7 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     from r2s2r_envs.policies import load_policy
 
     config = task["config"]
-    policy = load_policy(store.done_record("train", task["deps"][0])["policy"])
+    policy = load_policy(policy_dir(store, task["deps"][0]))
     result = evaluate(
         config["env_id"],
         policy,
@@ -299,7 +312,7 @@ def _run_mixture(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any
     config = task["config"]
     policy_key, real_key, sim_key = task["deps"]
     summary = attribute_policy(
-        policy_dir=store.done_record("train", policy_key)["policy"],
+        policy_dir=str(policy_dir(store, policy_key)),
         real_data=data_path(store, real_key),
         sim_data=data_path(store, sim_key),
         episodes=config["episodes"],
