@@ -7,6 +7,9 @@ load hits both sides alike):
   ``min(N, cores)`` threads) with random actions, against one single env (``gym.make``) stepping the same number
   of env steps.  Also the vector env with one thread, which isolates the cost of stepping envs together from the
   gain of the threads.  Goal (issue 23): >= 1.7x on 2 free cores (the physics limit is 2x).
+* ``two processes``: in the same rounds, two single envs stepping in two processes at once (started together at a
+  barrier), against one: the parallel ceiling this machine gives this workload (2x on two free physical cores;
+  less where the cores share execution units or other work runs), which ``make_vec``'s ratio is read against.
 * ``evaluate``: wall time of ``evaluate(ENV, policy, episodes=E, batch=B)`` against today's
   ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab episodes with a trained policy (default the shipped
   ``zoo:flow-real-only``); the records of both must be identical, and the script checks it.  Goal (issue 23):
@@ -31,6 +34,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco is imported: headless offscreen rendering
 
@@ -41,9 +45,35 @@ import numpy as np
 import r2s2r_envs  # noqa: F401  (registers the ids)
 from r2s2r_envs.evaluation.protocol import evaluate
 
+_WORKER: dict = {}
+
+
+def _start_worker(env_id: str, seed: int, barrier: Any) -> None:
+    env = gym.make(env_id)  # the spawned process imported this module, which registered the ids
+    env.reset(seed=seed)
+    _WORKER.update(env=env, rng=np.random.default_rng(seed), barrier=barrier)
+
+
+def _worker_steps(steps: int) -> float:
+    """Steps the worker's env ``steps`` times once every worker is ready; returns the seconds taken."""
+    env, rng = _WORKER["env"], _WORKER["rng"]
+    _WORKER["barrier"].wait()
+    t = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(rng.uniform(-1.0, 1.0, size=env.action_space.shape))
+        if terminated or truncated:
+            env.reset()
+    return time.perf_counter() - t
+
 
 def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int) -> dict:
-    """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one."""
+    """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one, and
+    two single envs in two processes at once."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    pool = context.Pool(2, initializer=_start_worker, initargs=(env_id, seed, barrier))
     single = gym.make(env_id)
     vec = gym.make_vec(env_id, num_envs=num_envs)
     serial = gym.make_vec(env_id, num_envs=num_envs, num_threads=1)
@@ -54,6 +84,8 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
     shape = single.action_space.shape
     out: dict[str, list[float]] = {"single_steps_per_s": [], "vector_steps_per_s": [], "vector_1thread_steps_per_s": []}
     out["vector_cpu_per_wall"] = []
+    out["two_processes_steps_per_s"] = []
+    pool.map(_worker_steps, [5, 5])  # warm-up: both workers up, envs made
     for _ in range(rounds):
         t = time.perf_counter()
         for _ in range(steps * num_envs):
@@ -69,11 +101,16 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
             out[key].append(steps * num_envs / wall)
             if env is vec:
                 out["vector_cpu_per_wall"].append((time.process_time() - cpu) / wall)
+        half = steps * num_envs // 2
+        out["two_processes_steps_per_s"].append(2 * half / max(pool.map(_worker_steps, [half, half])))
+    pool.close()
+    pool.join()
     threads = vec.unwrapped.num_threads
     for env in (single, vec, serial):
         env.close()
     ratios = [v / s for v, s in zip(out["vector_steps_per_s"], out["single_steps_per_s"])]
     ratios_1 = [v / s for v, s in zip(out["vector_1thread_steps_per_s"], out["single_steps_per_s"])]
+    ceiling = [p / s for p, s in zip(out["two_processes_steps_per_s"], out["single_steps_per_s"])]
     return {
         "env_id": env_id,
         "num_envs": num_envs,
@@ -85,6 +122,8 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
         "ratio_vector_1thread_over_single": ratios_1,
         "median_ratio": statistics.median(ratios),
         "median_ratio_1thread": statistics.median(ratios_1),
+        "ratio_two_processes_over_single": ceiling,
+        "median_ratio_two_processes": statistics.median(ceiling),
     }
 
 
@@ -167,7 +206,8 @@ def _report_vector(args: argparse.Namespace) -> dict:
         f"{statistics.median(vector['single_steps_per_s']):.0f}: ratio {vector['median_ratio']:.2f}x "
         f"(rounds {', '.join(f'{r:.2f}' for r in vector['ratio_vector_over_single'])}); one thread "
         f"{vector['median_ratio_1thread']:.2f}x; CPU/wall of the vector env "
-        f"{statistics.median(vector['vector_cpu_per_wall']):.2f}"
+        f"{statistics.median(vector['vector_cpu_per_wall']):.2f}; two single envs in two processes "
+        f"{vector['median_ratio_two_processes']:.2f}x (this machine's ceiling for the workload)"
     )
     return vector
 
