@@ -15,6 +15,7 @@ from r2s2r_envs.grounding import excitation
 from r2s2r_envs.grounding.identify import identify
 from r2s2r_envs.grounding.logs import LogError, LogSet
 from r2s2r_envs.grounding.replay import JointRollout, prediction_world, simulate_run
+from r2s2r_envs.lab.draw import draw_lab
 from r2s2r_envs.world.params import WorldParams
 
 # A known, non-nominal world: every parameter the reduced protocol set below exposes differs from nominal.
@@ -137,53 +138,8 @@ def test_logs_without_the_needed_signals_are_refused(sim_logs):
 
 
 # ------------------------------------------------------------------------------------------ random labs
-# Documented in docs/lab_logs.md#recovery: every world field and every unmodeled effect is drawn.
-NOMINAL = WorldParams()
-
-
-def random_lab(rng: np.random.Generator, name: str) -> dict:
-    """A lab config (docs/lab.md#format) with every world field and every effect drawn from the documented
-    ranges."""
-    u = rng.uniform
-
-    def scaled(field: str, low: float, high: float) -> list[float]:
-        return [float(v * u(low, high)) for v in getattr(NOMINAL, field)]
-
-    world = {
-        "belt_speed": u(0.06, 0.12),
-        "belt_speed_fluctuation": u(0.0, 0.08),
-        "belt_fluctuation_time": u(0.5, 2.5),
-        "object_mass": scaled("object_mass", 0.7, 1.4),
-        "object_friction": u(0.4, 1.0),
-        "object_size_scale": u(0.95, 1.05),
-        "arm_damping": scaled("arm_damping", 0.5, 2.5),
-        "arm_armature": scaled("arm_armature", 0.5, 2.0),
-        "arm_frictionloss": scaled("arm_frictionloss", 0.5, 3.0),
-        "arm_kp": scaled("arm_kp", 0.85, 1.15),
-        "arm_kv": scaled("arm_kv", 0.85, 1.15),
-        "arm_force_limit": scaled("arm_force_limit", 0.9, 1.1),
-        "finger_kp": u(2.0, 6.0),
-        "finger_kv": u(0.02, 0.1),
-        "finger_force_limit": u(0.6, 1.2),
-        "control_latency": u(0.0, 0.1),
-        "joint_pos_noise": u(0.0005, 0.004),
-        "joint_vel_noise": u(0.005, 0.04),
-        "eef_pos_noise": u(0.0003, 0.002),
-        "object_pos_noise": u(0.001, 0.005),
-        "object_vel_noise": u(0.003, 0.02),
-        "object_pos_offset": [u(-0.01, 0.01), u(-0.01, 0.01), u(-0.005, 0.005)],
-        "arm_torque_noise": u(0.01, 0.1),
-        "finger_current_noise": u(0.002, 0.01),
-    }
-    assert set(world) == set(WorldParams.field_names())
-    effects = {
-        "arm_command_gain": [u(0.85, 1.0) for _ in range(7)],
-        "object_mass_variation": u(0.0, 0.15),
-        "object_friction_variation": u(0.0, 0.15),
-    }
-    return {"name": name, "world": world, "effects": effects}
-
-
+# Documented in docs/lab_logs.md#recovery: every world field and every unmodeled effect is drawn
+# (r2s2r_envs.lab.draw, docs/lab.md#drawn-labs).
 NOISE_FIELDS = (
     "joint_pos_noise",
     "joint_vel_noise",
@@ -198,7 +154,7 @@ NOISE_FIELDS = (
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [101, 202])
 def test_recovers_random_labs(tmp_path, seed):
-    lab = random_lab(np.random.default_rng(seed), f"random-{seed}")
+    lab = draw_lab(seed, name=f"random-{seed}", operator=False)
     path = tmp_path / "lab.json"
     path.write_text(json.dumps(lab))
     logs = excitation.log_lab(path, tmp_path / "logs", seed=seed, quick=True)
@@ -244,3 +200,11 @@ def test_an_estimate_a_rounding_error_outside_its_bound_is_clipped_to_it(monkeyp
     estimates, _, _ = ident._sysid_fit([], world, params, {}, {}, max_iters=1)
     assert estimates == {"arm_frictionloss[2]": 0.0}
     assert min(seen) == 0.0
+
+
+def test_a_steady_belt_has_no_fluctuation_time_to_identify():
+    from r2s2r_envs.grounding.identify import inert_fields
+
+    steady = WorldParams()
+    assert steady.belt_speed_fluctuation == 0.0 and inert_fields(steady) == {"belt_fluctuation_time"}
+    assert inert_fields(dataclasses.replace(steady, belt_speed_fluctuation=0.02)) == set()

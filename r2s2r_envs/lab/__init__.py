@@ -5,6 +5,7 @@ Importing it registers the demonstrator ``"teleoperator"`` (``r2s2r_envs.behavio
 """
 
 from r2s2r_envs.lab.config import (
+    DRAW_PREFIX,
     InterfaceFaults,
     LabConfig,
     OperatorStyle,
@@ -13,9 +14,11 @@ from r2s2r_envs.lab.config import (
     load_lab,
     seal_lab,
 )
+from r2s2r_envs.lab.draw import draw_lab
 from r2s2r_envs.lab.teleop import Calibration, Teleoperator
 
 __all__ = [
+    "DRAW_PREFIX",
     "Calibration",
     "InterfaceFaults",
     "LabConfig",
@@ -23,6 +26,7 @@ __all__ = [
     "Teleoperator",
     "UnmodeledEffects",
     "available_labs",
+    "draw_lab",
     "load_lab",
     "seal_lab",
 ]

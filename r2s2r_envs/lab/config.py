@@ -330,9 +330,25 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
     )
 
 
+#: ``"draw:SEED"`` names the lab ``r2s2r_envs.lab.draw.draw_lab(SEED)`` wherever a lab is accepted.
+DRAW_PREFIX = "draw:"
+
+
+def parse_draw_seed(lab: str) -> int:
+    """The seed of a ``"draw:SEED"`` lab name.
+
+    Raises:
+        ValueError: what follows ``draw:`` is not an integer >= 0.
+    """
+    text = lab[len(DRAW_PREFIX) :]
+    if not text.isdigit():
+        raise ValueError(f"lab {lab!r}: a drawn lab is '{DRAW_PREFIX}SEED' with SEED an integer >= 0, e.g. 'draw:7'")
+    return int(text)
+
+
 def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> LabConfig:
-    """Load a lab from a shipped name (``available_labs()``), a JSON file path (plain or sealed), or a (partial)
-    dict over the default lab.
+    """Load a lab from a shipped name (``available_labs()``), a JSON file path (plain or sealed), ``"draw:SEED"``
+    (a lab drawn from documented ranges: ``r2s2r_envs.lab.draw``), or a (partial) dict over the default lab.
 
     Raises:
         FileNotFoundError: neither a shipped lab name nor an existing file; lists the shipped labs.
@@ -345,7 +361,14 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
         default = _from_mapping(json.loads(_default_path().read_text()), None)
         return default if lab is None else _from_mapping(lab, default)
     if not isinstance(lab, (str, Path)):
-        raise TypeError(f"lab must be a shipped lab name {available_labs()}, a JSON file path or a dict, got {lab!r}")
+        raise TypeError(
+            f"lab must be a shipped lab name {available_labs()}, a JSON file path, '{DRAW_PREFIX}SEED' or a dict, "
+            f"got {lab!r}"
+        )
+    if isinstance(lab, str) and lab.startswith(DRAW_PREFIX):
+        from r2s2r_envs.lab.draw import draw_lab
+
+        return load_lab(draw_lab(parse_draw_seed(lab)))
     shipped = _shipped_paths()
     ref = shipped.get(str(lab), Path(lab))
     if not ref.is_file():

@@ -195,7 +195,7 @@ class WorldParams:
 
 #: What each field accepts (sequence lengths and ranges, in the field's unit); checked on construction.  The
 #: ranges are what is physically plausible for a tabletop conveyor cell with a Panda-class arm and a LEAP-class
-#: hand, wide enough for every lab the suite draws (tests/test_grounding_identify.py::random_lab, 0.5-3x the
+#: hand, wide enough for every lab the suite draws (``r2s2r_envs.lab.draw``, 0.5-3x the
 #: nominal arm values) and every fit's own bounds (``grounding.identify``), narrow enough that a typo (a mass of
 #: 1e6 kg, a gain of 1e12) is refused rather than simulated (docs/lab.md#world-bounds).
 FIELD_BOUNDS: dict[str, Bound] = {
