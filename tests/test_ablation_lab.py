@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from r2s2r_envs.ablation import analysis
-from r2s2r_envs.ablation.chain import GROUNDING_FILE, LabRef, StageError, resolve_lab
+from r2s2r_envs.ablation.chain import GROUNDING_FILE, LabError, LabRef, StageError, lab_argument, resolve_lab
 from r2s2r_envs.ablation.design import (
     LAB_ENV_ID,
     VARIANTS,
@@ -267,14 +267,21 @@ def _sysid_task(design) -> dict:
 def test_sysid_that_cannot_identify_a_required_field_fails_as_a_stage_without_retries(lab_file, tmp_path, monkeypatch):
     from r2s2r_envs.ablation import chain
     from r2s2r_envs.ablation import tasks as tasks_module
+    from r2s2r_envs.world.params import nominal
 
     design = tiny_lab_design(resolve_lab(lab_file))
     seen = {}
+    fluctuation = {"value": 0.0}
 
     def fake_run_sysid(out, **kwargs):
         seen.update(kwargs, out=out)
         grounding = types.SimpleNamespace(
-            not_identifiable={"object_friction": "the push cost is smallest at the edge of the grid", "arm_kp": "x"},
+            not_identifiable={
+                "object_friction": "the push cost is smallest at the edge of the grid",
+                "arm_kp": "x",
+                "belt_fluctuation_time": "no belt speed fluctuation distinguishable from measurement noise",
+            },
+            world=dataclasses.replace(nominal(), belt_speed_fluctuation=fluctuation["value"]),
             identified=(),
             validation={},
             demonstrator=None,
@@ -283,8 +290,13 @@ def test_sysid_that_cannot_identify_a_required_field_fails_as_a_stage_without_re
         return types.SimpleNamespace(grounding=grounding)
 
     monkeypatch.setattr(chain, "sysid_entry", lambda: fake_run_sysid)
-    root = tmp_path / "run"
     task = _sysid_task(design)
+    # A fluctuating belt needs its time constant; a steady one (fluctuation 0) has none to identify.
+    fluctuation["value"] = 0.03
+    record = tasks_module.execute_task(task, str(tmp_path / "fluctuating"))
+    assert "could not identify ['belt_fluctuation_time', 'object_friction']" in record["stage_failed"]
+    fluctuation["value"] = 0.0
+    root = tmp_path / "run"
     record = tasks_module.execute_task(task, str(root))
     assert "could not identify ['object_friction']" in record["stage_failed"]
     assert "edge of the grid" in record["stage_failed"] and "arm_kp" not in record["stage_failed"].split("(")[0]
@@ -330,15 +342,31 @@ def test_report_of_a_lab_names_it_by_name_and_hash_only(lab_file, tmp_path):
     assert design.lab.config_sha256 in text and str(lab_file) not in text
 
 
+def test_a_drawn_lab_is_made_by_its_name_and_never_copied(tmp_path):
+    lab = resolve_lab("draw:7")
+    assert (lab.name, lab.draw, lab.file) == ("drawn-7", 7, None)
+    design = tiny_lab_design(lab)
+    sysid = next(t for t in design.tasks() if t.kind == "sysid")
+    assert sysid.config["lab"] == {"name": "drawn-7", "config_sha256": lab.config_sha256, "file": None, "draw": 7}
+    assert lab_argument(sysid.config["lab"], tmp_path) == "draw:7"  # what each task's gym.make gets
+    other = tiny_lab_design(resolve_lab("draw:8"))  # another lab: every task that makes the lab is another task
+    assert {t.key for t in other.tasks() if "lab" in t.config}.isdisjoint(t.key for t in design.tasks())
+    with pytest.raises(LabError, match=r"'draw:SEED' with SEED an integer >= 0"):
+        resolve_lab("draw:seven")
+
+
 # ---------------------------------------------------------------------- end to end (slow)
 @pytest.mark.slow
-def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage(tmp_path):
+@pytest.mark.parametrize("source", ["file", "draw:3"])
+def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage(tmp_path, source):
+    """A lab file written for the test, and a lab drawn from the documented ranges that nobody tuned for."""
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'r2s2r_envs[ray]')")
     from r2s2r_envs.ablation.runner import run_ablation
     from r2s2r_envs.datasets.reader import open_dataset
 
-    lab_file = write_lab(tmp_path, TEST_LAB)
-    design = tiny_lab_design(resolve_lab(lab_file))
+    lab = write_lab(tmp_path, TEST_LAB) if source == "file" else source
+    design = tiny_lab_design(resolve_lab(lab))
+    name = design.lab.name
     tasks = design.tasks()
     out = tmp_path / "run"
     summary = run_ablation(design, out, workers=2, log=print)
@@ -347,7 +375,7 @@ def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage
     store = Store(out)
     report = json.loads((out / "report" / "report.json").read_text())
     assert report["tasks"]["finished"] == len(tasks) and not report["tasks"]["missing"]
-    assert report["lab"] == {"name": "ablation-test-lab", "config_sha256": design.lab.config_sha256}
+    assert report["lab"] == {"name": name, "config_sha256": design.lab.config_sha256}
     assert [e["status"] for e in report["chain"]] == ["done"] * 7  # sysid, lab demos, behavior fit, 4 variants
     rows = report["tables"]["flow"]
     assert [r["variant"] for r in rows] == ["real-only", *VARIANTS]
@@ -359,7 +387,7 @@ def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage
     # The chain's outputs are what the variants' data and the lab demos were made with.
     by_kind = {t.kind: t for t in tasks if t.kind in ("sysid", "behavior")}
     grounding = store.done_record("sysid", by_kind["sysid"].key)
-    assert grounding["lab"] == {"name": "ablation-test-lab", "config_sha256": design.lab.config_sha256}
+    assert grounding["lab"] == {"name": name, "config_sha256": design.lab.config_sha256}
     real = next(t for t in tasks if t.kind == "data" and t.config.get("lab"))
     with open_dataset(store.done_record("data", real.key)["dataset"], verify="quick") as f:
         assert f.provenance["world"]["lab"] == report["lab"]

@@ -69,10 +69,11 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--lab",
         default=None,
         metavar="LAB",
-        help="run the whole Real2Sim2Real chain on this lab (a shipped lab name or a lab JSON file): identify its "
-        "world (sysid, the demonstrator tuned there), record its demos by its own teleoperator, fit the behavior "
-        "model, generate the four variants' data from that grounding, train, evaluate in that lab, analyse; every "
-        "stage cached by its inputs' hashes (default: the default lab's canonical data and shipped groundings)",
+        help="run the whole Real2Sim2Real chain on this lab (a shipped lab name, a lab JSON file or draw:SEED, a "
+        "lab drawn from the documented ranges that nobody tuned for): identify its world (sysid, the demonstrator "
+        "tuned there), record its demos by its own teleoperator, fit the behavior model, generate the four "
+        "variants' data from that grounding, train, evaluate in that lab, analyse; every stage cached by its "
+        "inputs' hashes (default: the default lab's canonical data and shipped groundings)",
     )
     p.add_argument("--address", default=None, metavar="RAY_ADDRESS", help="join this Ray cluster ('auto': this node's)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="CPUs of a local Ray (default: all)")

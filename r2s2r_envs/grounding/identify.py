@@ -77,6 +77,13 @@ KEPT_NOMINAL = {
 }
 
 
+def inert_fields(world: WorldParams) -> set[str]:
+    """Fields whose value has no effect in ``world``, so a grounding needs no estimate of them: the belt's
+    fluctuation time when the belt does not fluctuate (``belt_speed_fluctuation`` 0, as identified when no
+    fluctuation stands out of the measurement noise)."""
+    return {"belt_fluctuation_time"} if world.belt_speed_fluctuation == 0.0 else set()
+
+
 @dataclasses.dataclass
 class Identification:
     """The result of ``identify``.
