@@ -754,11 +754,15 @@ def test_rerun_skips_finished_tasks_and_redoes_partial_output(first_run):
 @pytest.mark.slow
 def test_a_record_without_weights_trains_again_only_what_a_missing_result_needs(first_run, tmp_path):
     from r2s2r_envs.ablation.runner import run_ablation
+    from r2s2r_envs.ablation.store import export_record
+    from r2s2r_envs.cli import main as cli_main
 
     design, out, _ = first_run
-    record = tmp_path / "record"  # what a committed record keeps: every task.json, no checkpoint
-    shutil.copytree(out, record, ignore=shutil.ignore_patterns("policy"))
+    record = export_record(out, tmp_path / "record")  # what a committed record keeps
+    assert not list(record.rglob("policy")) and not list(record.rglob("*.hdf5")) and not list(record.rglob("*.npz"))
+    assert (record / "report" / "report.json").is_file() and (record / "results").is_dir()
     tasks = design.tasks()
+    assert all((record / "store" / t.kind / t.key / "task.json").is_file() for t in tasks)
     again = run_ablation(design, record, log=lambda s: None)
     assert again.ran == 0 and again.skipped == len(tasks)  # every result is there: nothing needs the weights
     store = Store(record)
@@ -766,11 +770,14 @@ def test_a_record_without_weights_trains_again_only_what_a_missing_result_needs(
     shutil.rmtree(store.task_dir("eval", victim.key))
     lines: list[str] = []
     third = run_ablation(design, record, log=lines.append)
-    (train_key,) = [d for d in victim.deps if any(t.key == d and t.kind == "train" for t in tasks)]
-    assert third.ran == 2 and third.skipped == len(tasks) - 2  # its training, then the evaluation
-    assert any(line.startswith("again    train ") for line in lines)
-    assert (store.task_dir("train", train_key) / "policy" / "config.json").is_file()
+    (train,) = [t for t in tasks if t.key in victim.deps and t.kind == "train"]
+    # The evaluation, its training, and the generated data that training reads (not kept in a record).
+    assert third.ran == 2 + len(train.deps) and third.skipped == len(tasks) - third.ran
+    assert sum(line.startswith("again    ") for line in lines) == 1 + len(train.deps)
+    assert (store.task_dir("train", train.key) / "policy" / "config.json").is_file()
     assert store.is_done("eval", victim.key)
+    # Into a directory that holds something: refused, nothing written.
+    assert cli_main(["ablation", "--out", str(out), "--export-record", str(record)]) == 2
 
 
 @pytest.mark.slow

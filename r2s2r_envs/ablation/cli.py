@@ -134,6 +134,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="leave out the real_fraction sweep (the four-variant table and its mixture analysis only)",
     )
     p.add_argument(
+        "--export-record",
+        default=None,
+        metavar="DEST",
+        help="copy what a record keeps of --out to DEST (results, report, every task.json and small output; no "
+        "checkpoint or dataset) and run nothing; DEST resumes like --out, training again only what a missing result "
+        "needs",
+    )
+    p.add_argument(
         "--report-only",
         action="store_true",
         help="rebuild results, leaderboard and report from finished tasks; run nothing",
@@ -194,8 +202,16 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     from r2s2r_envs.ablation.analysis import print_table
     from r2s2r_envs.ablation.chain import LabError
     from r2s2r_envs.ablation.runner import AblationError, preflight, run_ablation, write_outputs
-    from r2s2r_envs.ablation.store import Store
+    from r2s2r_envs.ablation.store import Store, StoreError, export_record
 
+    if args.export_record is not None:
+        try:
+            dest = export_record(args.out, args.export_record)
+        except StoreError as e:
+            print(f"r2s2r ablation: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"record of {args.out} written to {dest}")
+        return EXIT_OK
     try:
         design = design_from_args(args)
     except (LabError, DesignError) as e:

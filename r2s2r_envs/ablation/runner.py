@@ -37,7 +37,7 @@ from r2s2r_envs._version import __version__
 from r2s2r_envs.ablation.chain import LabError, install_lab, lab_identity
 from r2s2r_envs.ablation.design import AblationDesign, Task, check_design, env_id_of
 from r2s2r_envs.ablation.store import Store, StoreError
-from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error, has_policy
+from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error, has_output
 
 RAY_HINT = "the ablation runs its tasks on Ray; install the extra: pip install 'r2s2r_envs[ray]'"
 
@@ -327,13 +327,15 @@ def run_tasks(
             state[task.key] = "failed"
             summary.failed[task.key] = error
             log(f"FAILED   {task.label} (recorded by an earlier run, same inputs): {error}")
-    for task in tasks:
-        if task.kind == "train" and state.get(task.key) == "done" and not has_policy(store, task.key):
+    # A record kept without its large files (checkpoints, generated data): a finished task whose output is gone
+    # runs again when a task still to run needs it. Dependents first, so a training run again asks for its data.
+    for task in reversed(tasks):
+        if state.get(task.key) == "done" and not has_output(store, task.kind, task.key):
             waiting = [t.label for t in tasks if task.key in t.deps and state.get(t.key) != "done"]
-            if waiting:  # a record kept without its weights (task.json only): train again for what needs it
+            if waiting:
                 del state[task.key]
                 summary.skipped -= 1
-                log(f"again    {task.label}: its checkpoint is gone and {waiting[0]} needs it")
+                log(f"again    {task.label}: its output is gone and {waiting[0]} needs it")
     if summary.skipped:
         log(f"{summary.skipped} of {len(tasks)} tasks already finished (skipped)")
     order = {t.key: i for i, t in enumerate(tasks)}

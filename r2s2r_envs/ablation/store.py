@@ -33,6 +33,11 @@ MANIFEST = "ablation.json"
 DONE_FILE = "task.json"
 
 
+#: What a record keeps of a run directory (:func:`export_record`): every small file an analysis or a resumed run
+#: reads; checkpoints (``policy/``), generated datasets, sysid's lab logs and mixture arrays stay behind.
+RECORD_SKIPPED = ("policy", "logs", "*.hdf5", "*.npz", "index.html", ".*.tmp")
+
+
 class StoreError(ValueError):
     """An output directory that cannot be used (another format or schema version, a file in its place)."""
 
@@ -178,3 +183,39 @@ class Store:
         if not path.exists():
             return 0
         return sum(1 for line in path.read_text().splitlines() if json.loads(line).get("event") == "start")
+
+
+def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
+    """Copies what a record keeps of the run directory ``root`` to ``dest``: the manifest, the run summary, lab
+    copies, results, the report, the leaderboard's Markdown and JSON, and of every finished task its ``task.json``
+    and small outputs (an evaluation's ``result.json``, a grounding file, a behavior model), failures and attempt
+    logs; no checkpoint, dataset, lab log or mixture array (:data:`RECORD_SKIPPED`). Task directories without
+    ``task.json`` (unfinished) are left out. ``dest`` resumes as a run directory: a training whose checkpoint is
+    missing runs again only when a task still to run needs it.
+
+    Raises:
+        StoreError: ``root`` is not an ablation run directory, or ``dest`` exists and is not empty.
+    """
+    source, target = Path(root), Path(dest)
+    if not (source / MANIFEST).is_file():
+        raise StoreError(f"{source} is not an ablation run directory (no {MANIFEST})")
+    if target.exists() and any(target.iterdir()):
+        raise StoreError(f"{target} exists and is not empty; export a record into a new directory")
+    ignore = shutil.ignore_patterns(*RECORD_SKIPPED)
+    for entry in sorted(source.iterdir()):
+        if entry.name == "store":
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, target / entry.name, ignore=ignore)
+        elif not any(entry.match(p) for p in RECORD_SKIPPED):
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(entry, target / entry.name)
+    store = source / "store"
+    for kind_dir in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
+        if kind_dir.name in ("attempts", "failed"):
+            shutil.copytree(kind_dir, target / "store" / kind_dir.name, ignore=ignore)
+            continue
+        for task_dir in sorted(kind_dir.iterdir()):
+            if (task_dir / DONE_FILE).is_file():
+                shutil.copytree(task_dir, target / "store" / kind_dir.name / task_dir.name, ignore=ignore)
+    return target

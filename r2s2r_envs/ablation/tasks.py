@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.ablation.chain import LAB_ENV_ID, StageError, lab_argument
+from r2s2r_envs.ablation.chain import GROUNDING_FILE, LAB_ENV_ID, MODEL_FILE, StageError, lab_argument
 from r2s2r_envs.ablation.store import Store
 
 DATASET_FILE = "data.hdf5"
@@ -96,8 +96,9 @@ def env_kwargs_of(task: dict[str, Any], store: Store, env_id: str) -> dict[str, 
     if config.get("lab") is not None and env_id == LAB_ENV_ID:
         kwargs["lab"] = lab_argument(config["lab"], store.root)
     for argument, source in (config.get("inputs") or {}).items():
-        record = store.done_record(source["kind"], source["key"])
-        kwargs[argument] = record["grounding"] if source["kind"] == "sysid" else record["model"]
+        # Found in the store the task runs in (a moved run directory or a record still resumes).
+        name = GROUNDING_FILE if source["kind"] == "sysid" else MODEL_FILE
+        kwargs[argument] = str(store.task_dir(source["kind"], source["key"]) / name)
     return kwargs
 
 
@@ -234,14 +235,35 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
 
 
 def data_argument(store: Store, key: str) -> str:
-    """What ``TrainConfig.real`` / ``sim`` gets for a finished data task: a canonical name or a file."""
-    return store.done_record("data", key)["dataset"]
+    """What ``TrainConfig.real`` / ``sim`` gets for a finished data task: a canonical name or its file in the store."""
+    record = store.done_record("data", key)
+    if "path" in record:  # a whole canonical dataset, read from the dataset cache by its name
+        return str(record["dataset"])
+    return str(store.task_dir("data", key) / DATASET_FILE)
 
 
 def data_path(store: Store, key: str) -> str:
     """The HDF5 file of a finished data task."""
     record = store.done_record("data", key)
-    return record.get("path", record["dataset"])
+    return str(record["path"]) if "path" in record else data_argument(store, key)
+
+
+def has_output(store: Store, kind: str, key: str) -> bool:
+    """Whether the files a finished task made for the tasks after it are still there: a training's checkpoint, a
+    generated dataset, a grounding file, a behavior model (a committed record keeps ``task.json`` and small
+    results; a canonical dataset lives in the dataset cache, checked before any work)."""
+    from r2s2r_envs.policies.checkpoint import CONFIG_FILE
+
+    folder = store.task_dir(kind, key)
+    if kind == "train":
+        return (folder / POLICY_DIR / CONFIG_FILE).is_file()
+    if kind == "data":
+        return "path" in store.done_record("data", key) or (folder / DATASET_FILE).is_file()
+    if kind == "sysid":
+        return (folder / GROUNDING_FILE).is_file()
+    if kind == "behavior":
+        return (folder / MODEL_FILE).is_file()
+    return True
 
 
 # ---------------------------------------------------------------------- train
@@ -249,13 +271,6 @@ def policy_dir(store: Store, key: str) -> Path:
     """The checkpoint directory of a train task, found in the store it lives in (so a run directory that moved,
     or a cluster node that mounts it elsewhere, still finds it)."""
     return store.task_dir("train", key) / POLICY_DIR
-
-
-def has_policy(store: Store, key: str) -> bool:
-    """Whether a finished train task's checkpoint is still there (a committed record keeps ``task.json`` only)."""
-    from r2s2r_envs.policies.checkpoint import CONFIG_FILE
-
-    return (policy_dir(store, key) / CONFIG_FILE).is_file()
 
 
 def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
