@@ -10,10 +10,10 @@ load hits both sides alike):
 * ``two processes``: in the same rounds, two single envs stepping in two processes at once (started together at a
   barrier), against one: the parallel ceiling this machine gives this workload (2x on two free physical cores;
   less where the cores share execution units or other work runs), which ``make_vec``'s ratio is read against.
-* ``evaluate``: wall time of ``evaluate(ENV, policy, episodes=E, batch=B)`` against today's
-  ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab episodes with a trained policy (default the shipped
-  ``zoo:flow-real-only``); the records of both must be identical, and the script checks it.  Goal (issue 23):
-  >= 3x for 100 lab episodes of a flow policy on 2 cores.
+* ``evaluate``: wall time of ``evaluate(ENV, policy, episodes=E, batch=B)`` and of ``workers=W`` with
+  ``batch=B // W`` each (the two composed), against ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab
+  episodes with a trained policy (default the shipped ``zoo:flow-real-only``); the records of all three must be
+  identical, and the script checks it.  Goal (issue 23): >= 3x for 100 lab episodes of a flow policy on 2 cores.
 
 It prints the ratios and writes a JSON record (resolved config, per-round figures, the machine and its load
 average) to ``--out``.
@@ -134,7 +134,8 @@ def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps:
 
     policy = load_policy(policy_spec)
     kwargs = {"episode_steps": episode_steps}
-    out: dict[str, list] = {"workers_s": [], "batch_s": [], "records_identical": []}
+    out: dict[str, list] = {"workers_s": [], "batch_s": [], "workers_batch_s": [], "records_identical": []}
+    per_worker = max(1, batch // workers)
     for _ in range(rounds):
         t = time.perf_counter()
         a = evaluate(env_id, policy, episodes=episodes, env_kwargs=kwargs, workers=workers, progress=False)
@@ -142,8 +143,14 @@ def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps:
         t = time.perf_counter()
         b = evaluate(env_id, policy, episodes=episodes, env_kwargs=kwargs, batch=batch, progress=False)
         out["batch_s"].append(time.perf_counter() - t)
-        out["records_identical"].append(a.records == b.records)
+        t = time.perf_counter()
+        c = evaluate(
+            env_id, policy, episodes=episodes, env_kwargs=kwargs, workers=workers, batch=per_worker, progress=False
+        )
+        out["workers_batch_s"].append(time.perf_counter() - t)
+        out["records_identical"].append(a.records == b.records == c.records)
     ratios = [w / b for w, b in zip(out["workers_s"], out["batch_s"])]
+    composed = [w / c for w, c in zip(out["workers_s"], out["workers_batch_s"])]
     return {
         "env_id": env_id,
         "policy": policy_spec,
@@ -156,6 +163,9 @@ def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps:
         "success_rate": a.summary["success_rate"],
         "ratio_workers_over_batch": ratios,
         "median_ratio": statistics.median(ratios),
+        "batch_per_worker": per_worker,
+        "ratio_workers_over_workers_batch": composed,
+        "median_ratio_composed": statistics.median(composed),
     }
 
 
@@ -219,8 +229,9 @@ def _report_evaluate(args: argparse.Namespace) -> dict:
     print(
         f"evaluate({args.env}, {args.policy}, {args.episodes} episodes of <= {args.episode_steps} steps): "
         f"workers={args.workers} {statistics.median(ev['workers_s']):.1f} s, batch={args.batch} "
-        f"{statistics.median(ev['batch_s']):.1f} s: ratio {ev['median_ratio']:.2f}x; records identical: "
-        f"{all(ev['records_identical'])}"
+        f"{statistics.median(ev['batch_s']):.1f} s: ratio {ev['median_ratio']:.2f}x; workers={args.workers} with "
+        f"batch={ev['batch_per_worker']} each {statistics.median(ev['workers_batch_s']):.1f} s: ratio "
+        f"{ev['median_ratio_composed']:.2f}x; records identical: {all(ev['records_identical'])}"
     )
     return ev
 

@@ -80,6 +80,10 @@ def test_batched_records_equal_unbatched_for_a_trained_policy(flow_policy):
         batched = evaluate(LAB, flow_policy, episodes=5, env_kwargs={"episode_steps": 40}, progress=False, batch=4)
     assert _records(batched) == _records(one)
     assert batched.summary == one.summary
+    # The physics threads change nothing: one thread (a process given one core) steps the same episodes.
+    one_thread = evaluate(LAB, flow_policy, episodes=5, env_kwargs={"episode_steps": 40}, progress=False, batch=4,
+                          threads=1)  # fmt: skip
+    assert _records(one_thread) == _records(one)
 
 
 def test_policy_failures_in_some_slots_give_the_same_records():
@@ -124,6 +128,7 @@ def test_an_error_of_the_policy_is_not_blamed_on_the_env():
         ({"batch": 0}, r"batch must be an integer >= 1, got 0"),
         ({"batch": 5}, r"batch=5 is larger than the 4 episodes asked: batch must be in \[1, 4\]"),
         ({"batch": 2.0}, r"batch must be an integer >= 1"),
+        ({"batch": 2, "threads": 0}, r"threads must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_batches_are_refused_naming_what_is_accepted(kwargs, message):

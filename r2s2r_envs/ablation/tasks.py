@@ -308,6 +308,7 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
         env_kwargs=env_kwargs_of(task, store, config["env_id"]),
         progress=False,
         batch=min(int(task.get("batch", 1)), config["episodes"]),
+        threads=max(1, int(task.get("num_cpus") or 1)),  # the cores the task declared, not the machine's
     )
     (out / RESULT_FILE).write_text(result.to_json(indent=2) + "\n")
     return {"result": str(out / RESULT_FILE), "summary": result.summary}

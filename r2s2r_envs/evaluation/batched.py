@@ -100,9 +100,13 @@ def run_batched(
     return _run(vec, policy, list(episodes), resolve, action_problem, record, failure, done)
 
 
-def make_batch_env(env_id: str, env_kwargs: dict[str, Any], num_envs: int) -> PickSortVectorEnv:
-    """The vector env :func:`run_batched` steps: ``num_envs`` envs of ``env_id``, autoreset disabled."""
-    return make_vector_env(env_id, num_envs, autoreset_mode="Disabled", **env_kwargs)
+def make_batch_env(
+    env_id: str, env_kwargs: dict[str, Any], num_envs: int, num_threads: int | None = None
+) -> PickSortVectorEnv:
+    """The vector env :func:`run_batched` steps: ``num_envs`` envs of ``env_id``, autoreset disabled, the physics in
+    ``num_threads`` threads (default: the vector env's, ``min(num_envs, cores)``)."""
+    threads = None if num_threads is None else min(num_threads, num_envs)
+    return make_vector_env(env_id, num_envs, autoreset_mode="Disabled", num_threads=threads, **env_kwargs)
 
 
 def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> list[Any]:

@@ -706,8 +706,10 @@ def _batched_episodes(
     episodes: list[tuple[int, int, int]],
     batch: int,
     done: Callable[[EpisodeRecord], None] | None = None,
+    threads: int | None = None,
 ) -> list[EpisodeRecord]:
-    """Episodes ``(index, env_seed, policy_seed)`` run ``batch`` at a time in the vector env (``batched``)."""
+    """Episodes ``(index, env_seed, policy_seed)`` run ``batch`` at a time in the vector env (``batched``), its
+    physics in ``threads`` threads (default: the vector env's)."""
 
     def record(slot: Any, terminated: bool, truncated: bool) -> EpisodeRecord:
         return _episode_record(
@@ -716,7 +718,7 @@ def _batched_episodes(
         )  # fmt: skip
 
     try:
-        vec = make_batch_env(env_id, env_kwargs, min(batch, len(episodes)))
+        vec = make_batch_env(env_id, env_kwargs, min(batch, len(episodes)), threads)
     except (TypeError, ValueError, KeyError, FileNotFoundError) as e:  # the env names what is valid
         raise EnvArgumentError(f"cannot make the vector env of {env_id} with {env_kwargs}: {e}") from e
     try:
@@ -729,9 +731,14 @@ def _batched_episodes(
 
 
 def _worker_batch(
-    env_id: str, env_kwargs: dict[str, Any], policy: PolicyOrFactory, episodes: list[tuple[int, int, int]], batch: int
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    policy: PolicyOrFactory,
+    episodes: list[tuple[int, int, int]],
+    batch: int,
+    threads: int,
 ) -> list[EpisodeRecord]:
-    return _batched_episodes(env_id, env_kwargs, policy, episodes, batch)
+    return _batched_episodes(env_id, env_kwargs, policy, episodes, batch, threads=threads)
 
 
 def _split(items: list[Any], parts: int) -> list[list[Any]]:
@@ -768,6 +775,7 @@ def evaluate(
     workers: int = 1,
     method: Mapping[str, Any] | None = None,
     batch: int = 1,
+    threads: int | None = None,
 ) -> EvaluationResult:
     """Evaluate a policy on a PickSort env with the suite's protocol.
 
@@ -794,6 +802,9 @@ def evaluate(
             threads), with the policy's ``act_batch`` answering for all of them at once (docs/protocol.md#batched-
             policies).  A policy without it is called per env (said once).  Records are identical to
             ``batch=1``'s.  With ``workers`` > 1 each worker runs its share of the episodes ``batch`` at a time.
+        threads: Threads that step a batch's physics in each process (default: the machine's cores shared among
+            the workers, ``max(1, cores // workers)``, at most ``batch``); 1 steps it in the calling thread (a
+            process given one core, as an ablation evaluation task).  Records do not depend on it.
 
     Returns:
         The result: records, summary and provenance.
@@ -810,7 +821,9 @@ def evaluate(
     from tqdm import tqdm
 
     check_env_id(env_id)
-    checks = (("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0), ("batch", batch, 1))
+    checks = [("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0), ("batch", batch, 1)]
+    if threads is not None:
+        checks.append(("threads", threads, 1))
     for name, value, low in checks:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -859,7 +872,7 @@ def evaluate(
                         records[record.index] = record
                         bar.update()
 
-                    _batched_episodes(env_id, kwargs, policy, todo, min(batch, len(todo)), done)
+                    _batched_episodes(env_id, kwargs, policy, todo, min(batch, len(todo)), done, threads=threads)
                 for i in rest if not batched else ():
                     records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1], index=i)
                     bar.update()
@@ -868,8 +881,10 @@ def evaluate(
                 pool = ProcessPoolExecutor(max_workers=len(parts), mp_context=get_context("spawn"))
                 workers_started = []
                 try:
+                    # Each worker's physics threads share the cores with the other workers' (no oversubscription).
+                    per_worker = threads or max(1, (os.cpu_count() or 1) // len(parts))
                     futures = [
-                        pool.submit(_worker_batch, env_id, kwargs, policy, part, min(batch, len(part)))
+                        pool.submit(_worker_batch, env_id, kwargs, policy, part, min(batch, len(part)), per_worker)
                         for part in parts
                     ]
                     workers_started = list(getattr(pool, "_processes", {}).values())
