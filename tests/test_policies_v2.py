@@ -123,6 +123,31 @@ def test_warmup_then_cosine() -> None:
     assert all(a >= b for a, b in zip(factors[10:], factors[11:])) and factors[-1] == pytest.approx(0.1, abs=0.01)
 
 
+# -- batches kept on the device ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("features", ["task", "raw"])
+def test_resident_batches_are_the_batches_encoded_step_by_step(data: dict[str, Path], features: str) -> None:
+    from r2s2r_envs.datasets.mixture import CoTrainingMixture
+    from r2s2r_envs.policies.train import ResidentBatches, batch_tensors
+
+    config = _config(data, Path("unused"), features=features, real_fraction=0.3)
+    refs, _ = prepare(config)
+    datasets = load_datasets(config, refs)
+    pipeline = build_pipeline(config, datasets)
+    encoded = CoTrainingMixture(datasets, 0.3, seed=5)
+    resident = ResidentBatches(CoTrainingMixture(datasets, 0.3, seed=5), pipeline, torch.device("cpu"), chunk=7)
+    for _ in range(25):
+        batch = encoded.sample(16)
+        inputs, target, weight = batch_tensors(pipeline, batch)
+        r_inputs, r_target, r_weight, r_domain = resident.sample(16)
+        assert torch.equal(r_inputs["state"], inputs["state"]) and torch.equal(r_target, target)
+        assert torch.equal(r_weight, weight) and torch.equal(r_domain, torch.from_numpy(batch["domain"]))
+    assert ResidentBatches.nbytes(datasets, pipeline) == len(resident.state) * (
+        4 * (pipeline.state_dim + pipeline.chunk_dim) + pipeline.action_chunk + 8
+    )
+
+
 # -- EMA and checkpoint choice ----------------------------------------------------------------------
 
 

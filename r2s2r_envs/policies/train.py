@@ -311,6 +311,69 @@ def batch_tensors(
     return inputs, target, torch.from_numpy(mask).to(device)
 
 
+class ResidentBatches:
+    """Every training sample encoded once and kept on the training device; a batch is a gather.
+
+    The mixture draws each batch's composition as it would for :meth:`CoTrainingMixture.sample` (the same random
+    stream, so the same samples), and the batch is gathered from tensors made once by the pipeline: the same
+    inputs, targets, loss weights and domains as encoding each batch anew (the feature stage and the normalization
+    work sample by sample), without the per-step gathering, feature computation and host-to-device copies. For
+    low-dimensional inputs only (camera frames would not fit).
+
+    Args:
+        mixture: the training mixture (its datasets and random stream).
+        pipeline: the shared pipeline.
+        device: where the tensors live and the batches are gathered.
+        chunk: samples encoded at a time while building.
+    """
+
+    def __init__(self, mixture: CoTrainingMixture, pipeline: Pipeline, device: torch.device, chunk: int = 8192) -> None:
+        if pipeline.image_keys:
+            raise ValueError("ResidentBatches holds low-dimensional inputs only; camera frames are encoded per batch")
+        self.mixture = mixture
+        self.action_dim = pipeline.action_dim
+        state, target, mask, domain, offsets = [], [], [], [], [0]
+        for d in mixture.datasets:
+            for start in range(0, len(d), chunk):
+                batch = d.get_batch(np.arange(start, min(start + chunk, len(d))), normalizer=mixture.normalizer)
+                state.append(torch.from_numpy(pipeline.encode_obs(batch["obs"])["state"]))
+                target.append(torch.from_numpy(pipeline.encode_actions(batch["actions"])))
+                mask.append(torch.from_numpy(batch["action_mask"]))
+                domain.append(torch.from_numpy(batch["domain"]))
+            offsets.append(offsets[-1] + len(d))
+        self.offsets = np.asarray(offsets[:-1], dtype=np.int64)
+        self.state = torch.cat(state).to(device)
+        self.target = torch.cat(target).to(device)
+        self.mask = torch.cat(mask).to(device)
+        self.domain = torch.cat(domain).to(device)
+        self.domain_of_dataset = np.asarray([1 if d.domain == "real" else 0 for d in mixture.datasets])
+        self.device = device
+
+    @staticmethod
+    def nbytes(datasets: list[TrajectoryDataset], pipeline: Pipeline) -> int:
+        """Memory the tensors take for ``datasets``."""
+        per_sample = 4 * (pipeline.state_dim + pipeline.chunk_dim) + pipeline.action_chunk + 8
+        return per_sample * sum(len(d) for d in datasets)
+
+    def sample(self, batch_size: int) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One batch: ``(inputs, normalized targets, loss weights, domain labels)``, as :func:`batch_tensors` and
+        the batch's ``domain`` give for ``mixture.sample(batch_size)``."""
+        which, local = self.mixture.draw(batch_size)
+        index = torch.from_numpy(self.offsets[which] + local).to(self.device)
+        mask = self.mask.index_select(0, index).to(torch.float32)
+        weight = mask.repeat_interleave(self.action_dim, dim=1)
+        return (
+            {"state": self.state.index_select(0, index)},
+            self.target.index_select(0, index),
+            weight,
+            self.domain.index_select(0, index),
+        )
+
+
+#: Largest sample tensors kept resident (:class:`ResidentBatches`); bigger data is encoded batch by batch.
+RESIDENT_LIMIT_BYTES = 8 * 2**30
+
+
 def resolve_device(device: str) -> torch.device:
     """The torch device of ``TrainConfig.device`` (``"auto"``: cuda when available, else cpu).
 
@@ -437,6 +500,9 @@ def train(config: TrainConfig) -> TrainResult:
         seed=config.seed,
     )
     torch.set_num_threads(config.threads)
+    # Low-dimensional data encoded once and kept on the device (the same batches, without per-step encoding).
+    fits = ResidentBatches.nbytes(datasets, pipeline) <= RESIDENT_LIMIT_BYTES
+    resident = ResidentBatches(mixture, pipeline, device) if not pipeline.image_keys and fits else None
     torch.manual_seed(config.seed)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     model = build_model(config, pipeline).to(device)
@@ -460,12 +526,15 @@ def train(config: TrainConfig) -> TrainResult:
     bar = _progress(config)
     model.train()
     for step in range(config.steps):
-        batch = mixture.sample(config.batch_size)
-        inputs, target, weight = batch_tensors(pipeline, batch, device)
+        if resident is not None:
+            inputs, target, weight, domain = resident.sample(config.batch_size)
+        else:
+            batch = mixture.sample(config.batch_size)
+            inputs, target, weight = batch_tensors(pipeline, batch, device)
+            domain = torch.from_numpy(batch["domain"]).to(device)
         if config.obs_noise > 0:
             noise = torch.randn(inputs["state"].shape, generator=generator, device=device)
             inputs["state"] = inputs["state"] + config.obs_noise * noise
-        domain = torch.from_numpy(batch["domain"]).to(device)
         scale = reversal_scale(config, step)
         losses = model.losses(
             inputs, target, weight, domain, generator, cfg_dropout=config.cfg_dropout, reversal_scale=scale
@@ -480,7 +549,7 @@ def train(config: TrainConfig) -> TrainResult:
             ema.update(model)
         for key in history:
             history[key].append(scale if key == "reversal_scale" else float(losses[key].detach()))
-        real_share.append(float(batch["domain"].mean()))
+        real_share.append(float(domain.float().mean()))
         if step in val_steps:
             state = ema.state if ema is not None else model.state_dict()
             target_model = model
