@@ -525,11 +525,13 @@ def train(config: TrainConfig) -> TrainResult:
     t1 = time.perf_counter()
     bar = _progress(config)
     model.train()
+    batch_size = config.batch_size
+    assert batch_size is not None  # the recipe sets it (check_config)
     for step in range(config.steps):
         if resident is not None:
-            inputs, target, weight, domain = resident.sample(config.batch_size)
+            inputs, target, weight, domain = resident.sample(batch_size)
         else:
-            batch = mixture.sample(config.batch_size)
+            batch = mixture.sample(batch_size)
             inputs, target, weight = batch_tensors(pipeline, batch, device)
             domain = torch.from_numpy(batch["domain"]).to(device)
         if config.obs_noise > 0:
