@@ -426,6 +426,23 @@ def test_scheduler_keeps_the_cpus_busy_and_evaluates_before_training_more(tmp_pa
     assert all(o["num_cpus"] == 1 and o["max_retries"] == 0 for o in options.values())
 
 
+def test_ready_work_is_taken_in_the_design_order_datasets_with_their_first_training():
+    from r2s2r_envs.ablation.runner import need_ranks
+
+    tasks = full_design().tasks(canonical_hashes={})
+    ranks = need_ranks(tasks)
+    trains = [t for t in tasks if t.kind == "train"]
+    assert [ranks[t.key] for t in trains] == sorted(ranks[t.key] for t in trains)  # the design's order
+    for data in (t for t in tasks if t.kind == "data"):
+        # Each dataset ranks with the first training that reads it: seed 0's, not after every other seed's.
+        first = min((t for t in trains if data.key in t.deps), key=lambda t: ranks[t.key])
+        assert ranks[data.key] == ranks[first.key] and first.config["seed"] == 0
+    # Seed 0's WorldGrounded training comes before seed 1's real-only one (the table of a seed first).
+    w0 = next(t for t in trains if "WorldGrounded" in t.label and t.config["seed"] == 0)
+    r1 = next(t for t in trains if "real-only" in t.label and t.config["seed"] == 1)
+    assert ranks[w0.key] < ranks[r1.key]
+
+
 def test_result_matrices_and_failure_counts_of_result_files():
     from r2s2r_envs.evaluation import EvaluationResult
 

@@ -283,8 +283,22 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
-#: Which ready task goes first (lower first): the nearer a task is to a reported result, the sooner it runs.
-_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 3, "behavior": 3, "sysid": 3}
+#: Which ready task goes first (lower first): results (mixture, evaluation) before the work that leads to them.
+_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 2, "behavior": 2, "sysid": 2}
+
+
+def need_ranks(tasks: list[Task]) -> dict[str, int]:
+    """For every task, the position in the graph of the first training that needs it (a training's own; a dataset
+    or a chain stage takes its earliest dependent training's): ready work is taken in the design's order, so the
+    four-variant table of the first seed fills before anything of the next seed or the sweep, and a dataset runs
+    as soon as the first policy that needs it is next (not after every training that could start without it)."""
+    order = {t.key: i for i, t in enumerate(tasks)}
+    rank = {t.key: order[t.key] if t.kind == "train" else len(tasks) + order[t.key] for t in tasks}
+    for task in reversed(tasks):  # dependents come after what they need
+        for dep in task.deps:
+            if dep in rank:
+                rank[dep] = min(rank[dep], rank[task.key])
+    return rank
 
 
 def _cluster_cpus(ray: Any) -> float:
@@ -301,7 +315,7 @@ def run_tasks(
 ) -> RunSummary:
     """Runs the task graph on an initialized Ray: dependencies first, finished tasks skipped, at most as many tasks
     in flight as the cluster has CPUs, and among the ready ones those nearest a result first (mixture, then
-    evaluation, then training, then data).
+    evaluation, then the rest in the order of the first training that needs it: :func:`need_ranks`).
 
     Args:
         tasks: the graph (:meth:`AblationDesign.tasks`), dependencies before dependents.
@@ -339,6 +353,7 @@ def run_tasks(
     if summary.skipped:
         log(f"{summary.skipped} of {len(tasks)} tasks already finished (skipped)")
     order = {t.key: i for i, t in enumerate(tasks)}
+    ranks = need_ranks(tasks)
     pending = [t for t in tasks if t.key not in state]
     running: dict[Any, Task] = {}
     root = str(store.root.resolve())
@@ -358,8 +373,8 @@ def run_tasks(
                 still.append(task)
         # Only as many tasks in flight as the cluster has CPUs, the ones nearest a result first (an evaluation
         # before another training): results arrive while the sweep runs, and a run stopped part-way leaves
-        # finished rows behind, not a pile of trained policies nobody evaluated.
-        ready_tasks.sort(key=lambda t: (_PRIORITY[t.kind], order[t.key]))
+        # finished rows behind, not a pile of trained policies nobody evaluated. Other work in the design's order.
+        ready_tasks.sort(key=lambda t: (_PRIORITY[t.kind], ranks[t.key], order[t.key]))
         free = _cluster_cpus(ray) - sum(t.num_cpus for t in running.values())
         for task in ready_tasks:
             if running and task.num_cpus > free:
