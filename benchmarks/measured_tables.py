@@ -40,7 +40,7 @@ TUNING = f"{EXPERIMENTS}/demonstrator-tuning/grounded.json"
 AXIS_V2 = f"{EXPERIMENTS}/behavior-axis-v2/behavior_axis_seed8000.json"
 SIMILARITY_V2 = f"{EXPERIMENTS}/behavior-similarity-v2/behavior_similarity.json"
 TRAINING = f"{RESULTS}/training-speed/training_speed.json"
-EVALUATE = f"{RESULTS}/vector-speed/run3_evaluate100.json"
+EVALUATE = f"{RESULTS}/vector-speed/run4_free_cores.json"
 
 #: READMEs holding figures that have no committed JSON record.
 UNRECORDED = f"{RESULTS}/speed-unrecorded/README.md"
