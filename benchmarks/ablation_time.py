@@ -131,10 +131,9 @@ def project_from_full(full: AblationDesign, run_dir: Path) -> dict:
     import statistics
 
     store = Store(run_dir)
-    tasks = full.tasks(canonical_hashes=_planned_hashes(run_dir))
-    table = {
-        t.key for t in dataclasses.replace(full, sweep_variant=None).tasks(canonical_hashes=_planned_hashes(run_dir))
-    }
+    hashes = _planned_hashes(run_dir)
+    tasks = full.tasks(canonical_hashes=hashes)
+    table = {t.key for t in dataclasses.replace(full, sweep_variant=None).tasks(canonical_hashes=hashes)}
 
     def group(task: Task) -> str:
         if task.kind == "train":

@@ -336,9 +336,10 @@ class ResidentBatches:
         for d in mixture.datasets:
             for start in range(0, len(d), chunk):
                 batch = d.get_batch(np.arange(start, min(start + chunk, len(d))), normalizer=mixture.normalizer)
-                state.append(torch.from_numpy(pipeline.encode_obs(batch["obs"])["state"]))
-                target.append(torch.from_numpy(pipeline.encode_actions(batch["actions"])))
-                mask.append(torch.from_numpy(batch["action_mask"]))
+                inputs, targets, _ = batch_tensors(pipeline, batch)  # the per-step encoding, once per sample
+                state.append(inputs["state"])
+                target.append(targets)
+                mask.append(torch.from_numpy(batch["action_mask"]))  # compact: widened per action at sampling
                 domain.append(torch.from_numpy(batch["domain"]))
             offsets.append(offsets[-1] + len(d))
         self.offsets = np.asarray(offsets[:-1], dtype=np.int64)
@@ -346,7 +347,6 @@ class ResidentBatches:
         self.target = torch.cat(target).to(device)
         self.mask = torch.cat(mask).to(device)
         self.domain = torch.cat(domain).to(device)
-        self.domain_of_dataset = np.asarray([1 if d.domain == "real" else 0 for d in mixture.datasets])
         self.device = device
 
     @staticmethod
