@@ -358,7 +358,7 @@ TABLES: dict[str, list[Row]] = {
             training_cpu,
         ),
         Row(
-            "baselines at the `cpu` recipe (`baselines/reference.py`)",
+            "baselines at the `cpu` recipe (`baselines/reference.py`, retired)",
             "",
             readme=f"{EXPERIMENTS}/reference-cpu/README.md",
             see="[baselines.md](baselines.md#measured)",
