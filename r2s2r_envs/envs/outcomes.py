@@ -16,6 +16,7 @@ An object is ``pending`` until one rule fires, then its outcome is final:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -94,6 +95,63 @@ def bin_index(pos: np.ndarray, geometry: TaskGeometry) -> np.ndarray:
     return np.array([geometry.bin_of(x, y, z) for x, y, z in np.asarray(pos).tolist()], dtype=int)
 
 
+class Judge:
+    """The rules for one object at a time, their thresholds resolved once for a geometry and a rule set.
+
+    ``classify`` and ``held`` apply it to every object; the env applies it object by object within its own pass
+    over the objects each control step (one implementation of every rule either way).
+
+    Args:
+        geometry: Belt and bins.
+        rules: Thresholds.
+    """
+
+    __slots__ = (
+        "geometry",
+        "rules",
+        "_bin_of",
+        "_lift_z",
+        "_off_z",
+        "_band_z",
+        "_settled",
+        "_reach_y",
+        "_hold_z",
+        "_hold_d2",
+    )
+
+    def __init__(self, geometry: TaskGeometry, rules: OutcomeRules) -> None:
+        self.geometry, self.rules = geometry, rules
+        belt = geometry.belt_top
+        self._bin_of = geometry.bin_of
+        self._lift_z, self._off_z, self._band_z = (
+            belt + rules.lift_height,
+            belt - rules.below_belt,
+            belt + rules.reach_band,
+        )
+        self._settled, self._reach_y = rules.settled_speed, rules.reach_limit_y
+        self._hold_z, self._hold_d2 = belt + 0.5 * rules.lift_height, rules.hold_distance**2
+
+    def outcome(
+        self, x: float, y: float, z: float, speed: float, bottom: float, lifted: bool, category: int
+    ) -> tuple[str | None, bool]:
+        """The outcome an object at centre ``(x, y, z)`` reaches now (None: still pending) and whether it has been
+        lifted (``lifted``: earlier in the episode; an object lifted now counts as lifted for the rules already)."""
+        lifted = lifted or bottom > self._lift_z
+        k = self._bin_of(x, y, z)
+        if k >= 0:
+            return ("sorted" if k == category else "wrong_bin") if speed < self._settled else None, lifted
+        if z < self._off_z:
+            return "dropped" if lifted else "fell_off_belt", lifted
+        if y < self._reach_y and z < self._band_z:
+            return "dropped" if lifted else "missed", lifted
+        return None, lifted
+
+    def is_held(self, x: float, y: float, z: float, bottom: float, tcp: Sequence[float]) -> bool:
+        """Whether an object at centre ``(x, y, z)`` is held: lifted off the belt and close to the TCP."""
+        tx, ty, tz = tcp
+        return bottom > self._hold_z and (x - tx) ** 2 + (y - ty) ** 2 + (z - tz) ** 2 < self._hold_d2
+
+
 def classify(
     pos: np.ndarray,
     speed: np.ndarray,
@@ -102,7 +160,7 @@ def classify(
     category: np.ndarray,
     geometry: TaskGeometry,
     rules: OutcomeRules,
-) -> tuple[list[str | None], np.ndarray]:
+) -> tuple[list[str | None], list[bool]]:
     """Apply the rules to every object (arguments may be numpy arrays or lists).
 
     Args:
@@ -118,21 +176,11 @@ def classify(
         The outcome each object reaches now (None: still pending) and the updated ``lifted`` flags as a list (an
         object lifted now counts as lifted for the rules already).
     """
-    belt = geometry.belt_top
-    lift_z, off_z, band_z = belt + rules.lift_height, belt - rules.below_belt, belt + rules.reach_band
+    judge = Judge(geometry, rules)
     now_lifted, outcomes = [], []
     for (x, y, z), v, b, up, cat in zip(_rows(pos), _rows(speed), _rows(bottom), _rows(lifted), _rows(category)):
-        up = up or b > lift_z
+        outcome, up = judge.outcome(x, y, z, v, b, up, cat)
         now_lifted.append(up)
-        k = geometry.bin_of(x, y, z)
-        if k >= 0:
-            outcome = ("sorted" if k == cat else "wrong_bin") if v < rules.settled_speed else None
-        elif z < off_z:
-            outcome = "dropped" if up else "fell_off_belt"
-        elif y < rules.reach_limit_y and z < band_z:
-            outcome = "dropped" if up else "missed"
-        else:
-            outcome = None
         outcomes.append(outcome)
     return outcomes, now_lifted
 
@@ -141,17 +189,13 @@ def held(
     pos: np.ndarray, bottom: np.ndarray, tcp: np.ndarray, geometry: TaskGeometry, rules: OutcomeRules
 ) -> list[bool]:
     """Whether each object is held: lifted off the belt and close to the TCP (arrays or lists)."""
-    tx, ty, tz = _rows(tcp)
-    z_min, d2 = geometry.belt_top + 0.5 * rules.lift_height, rules.hold_distance**2
-    return [
-        b > z_min and (x - tx) ** 2 + (y - ty) ** 2 + (z - tz) ** 2 < d2
-        for (x, y, z), b in zip(_rows(pos), _rows(bottom))
-    ]
+    judge, tcp_xyz = Judge(geometry, rules), _rows(tcp)
+    return [judge.is_held(x, y, z, b, tcp_xyz) for (x, y, z), b in zip(_rows(pos), _rows(bottom))]
 
 
-def _rows(values: np.ndarray | list) -> list:
-    # Arrays become (nested) lists of Python scalars; lists pass through.
-    return values.tolist() if isinstance(values, np.ndarray) else list(values)
+def _rows(values: np.ndarray | Sequence) -> Sequence:
+    # Arrays become (nested) lists of Python scalars; other sequences pass through as they are (only read).
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 def first_failure(outcomes: list[str], steps: list[int]) -> str | None:

@@ -29,7 +29,7 @@ from r2s2r_envs.envs.config import (
     replace_checked,
     sample_layout,
 )
-from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_targets, make_controller
+from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, make_controller
 from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
 from r2s2r_envs.envs.scene import SceneView
@@ -65,6 +65,11 @@ SETUP_KEYS = ("objects", "belt", "arm_qpos")
 SETUP_OBJECT_KEYS = ("category", "position", "yaw")
 # Where parked object slots rest (world frame, m): on the floor behind the robot, out of its reach.
 _PARK_X, _PARK_Y0, _PARK_DY = -1.4, -1.6, 0.35
+
+# Index of the warning whose count tells that MuJoCo found a bad acceleration (see ``_diverged``).
+_BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+# MjData arrays the step reads and writes, bound once per MjData (``_bind_data``); they never pickle.
+_DATA_VIEWS = ("_qpos", "_qvel", "_ctrl", "_tcp_xpos", "_tcp_xmat", "_warning_counts")
 
 # Pid of the process that created the first GL context, for the fork check in ``_render_camera``.
 _GL_OWNER_PID: int | None = None
@@ -309,6 +314,23 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._extra_noise = {"arm_torque": w.arm_torque_noise, "finger_current": w.finger_current_noise}
         self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
         self._offset = bool(np.any(self._pos_offset != 0))
+        self._finger_scale = finger_scale(self.scene)
+        # Observation reads: the joint and object keys from qpos in one fancy-indexing read, those from qvel in
+        # another (``_get_obs`` hands out slices of the two).
+        s, objects = self.scene, self.obs_mode != "rgb"
+        self._obs_qpos_idx = np.concatenate(
+            [s.arm_qpos_adr, s.hand_qpos_adr] + ([s.object_pos_idx, s.object_quat_idx] if objects else [])
+        )
+        self._obs_qvel_idx = np.concatenate([s.arm_dof_adr, s.hand_dof_adr] + ([s.object_vel_idx] if objects else []))
+        self._bind_data()
+
+    def _bind_data(self) -> None:
+        """Bind views of the ``MjData`` arrays a step uses: each attribute access of the bindings builds a new array
+        object.  They stay valid as long as ``_data`` (MuJoCo never moves its buffers); pickling drops them."""
+        d, tcp = self._data, self.scene.tcp_site
+        self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
+        self._tcp_xpos, self._tcp_xmat = d.site_xpos[tcp], d.site_xmat[tcp]
+        self._warning_counts = d.warning.number  # every warning's count
 
     def _geometry(self) -> TaskGeometry:
         d, m, s = self._data, self._model, self.scene
@@ -487,6 +509,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         mujoco.mj_forward(m, d)
 
         self._geom = self._geometry()
+        self._judge = rules_mod.Judge(self._geom, self.rules)
         self._controller.reset(d)
         self._outcomes = ["pending"] * self.num_objects
         self._outcome_steps = [-1] * self.num_objects
@@ -496,7 +519,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._sort_step = None
         self._unstable = False
         self._needs_reset = False
-        return self._get_obs(), self._info(dict.fromkeys(RewardWeights.term_names(), 0.0))
+        return self._get_obs(), self._info(dict.fromkeys(self._reward_keys, 0.0))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         # Three phases, so that the vector env (envs.vector) runs the same code with the physics of many envs in
@@ -521,18 +544,17 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     def _finish_step(self) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Everything of a control step after its physics: divergence, outcomes, reward, observation."""
-        m, d, saved = self._model, self._data, self._saved_state
         self._steps += 1
 
         if self._diverged():
             # Restore the last good state so observations stay finite; the episode ends here.
-            mujoco.mj_setState(m, d, saved, self._state_spec)
-            mujoco.mj_forward(m, d)
+            mujoco.mj_setState(self._model, self._data, self._saved_state, self._state_spec)
+            mujoco.mj_forward(self._model, self._data)
             self._unstable = True
             for i, o in enumerate(self._outcomes):
                 if o == "pending":
                     self._set_outcome(i, "unstable")
-            return self._get_obs(), 0.0, False, True, self._info(dict.fromkeys(RewardWeights.term_names(), 0.0))
+            return self._get_obs(), 0.0, False, True, self._info(dict.fromkeys(self._reward_keys, 0.0))
 
         terms = self._update_outcomes_and_rewards()
         reward = sum(terms.values())
@@ -642,20 +664,24 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     # ------------------------------------------------------------------ action
     def _validate_action(self, action: Any) -> np.ndarray:
         shape = self._action_shape
-        accepted = f"an array of shape {shape} of real numbers (float or int) in [-1, 1]"
-        if isinstance(action, (str, bytes, Mapping)):
-            raise TypeError(f"action must be {accepted}, got a {type(action).__name__}")
-        try:
-            raw = np.asarray(action)
-        except (TypeError, ValueError):  # a ragged sequence
-            raise TypeError(f"action must be {accepted}, got a ragged or mixed sequence {action!r}") from None
+        if type(action) is np.ndarray:  # the usual case, which the checks below would pass unchanged
+            raw = action
+        else:
+            if isinstance(action, (str, bytes, Mapping)):
+                raise TypeError(f"action must be {_accepted_action(shape)}, got a {type(action).__name__}")
+            try:
+                raw = np.asarray(action)
+            except (TypeError, ValueError):  # a ragged sequence
+                raise TypeError(
+                    f"action must be {_accepted_action(shape)}, got a ragged or mixed sequence {action!r}"
+                ) from None
         # bool, complex, object and string arrays would convert silently or raise numpy's own message.
         if raw.dtype.kind not in "iuf":
-            raise TypeError(f"action must be {accepted}, got an array of dtype {raw.dtype}")
+            raise TypeError(f"action must be {_accepted_action(shape)}, got an array of dtype {raw.dtype}")
         a = raw.astype(np.float64, copy=False)
         if a.shape != shape:
             raise ValueError(f"action must have shape {shape} with values in [-1, 1], got shape {a.shape}")
-        if not np.isfinite(a.sum()):
+        if not math.isfinite(a.sum()):  # math's test of the one float: numpy's costs a ufunc call
             raise ValueError(
                 f"action must be finite with values in [-1, 1] and shape {shape}; got NaN/inf at "
                 f"indices {np.flatnonzero(~np.isfinite(a)).tolist()}"
@@ -663,10 +689,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         return np.minimum(np.maximum(a, -1.0), 1.0)
 
     def _apply_action(self, a: np.ndarray) -> None:
-        m, d, s = self._model, self._data, self.scene
-        n_arm = self._controller.arm_dim
-        d.ctrl[s.arm_u] = self._controller.arm_targets(m, d, a[:n_arm], self._command_gain())
-        d.ctrl[s.hand_u] = finger_targets(s, a[n_arm:])
+        ctrl, s, controller = self._ctrl, self.scene, self._controller
+        n_arm = controller.arm_dim
+        ctrl[s.arm_u] = controller.arm_targets(self._model, self._data, a[:n_arm], self._command_gain())
+        lo, half_span = self._finger_scale  # controller.finger_targets, its scale computed once per model
+        ctrl[s.hand_u] = lo + (a[n_arm:] + 1.0) * half_span
 
     def _advance_belt(self) -> None:
         w = self._world
@@ -701,54 +728,64 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._one_hot[3 * i + category] = 1.0
 
     def _diverged(self) -> bool:
-        d = self._data
         # NaN fails every comparison, so "not <=" also catches a NaN velocity; a NaN/inf anywhere in qpos makes
         # its sum non-finite.  Two reductions instead of element-wise checks.
-        if not np.abs(d.qvel).max() <= 1e3 or not math.isfinite(d.qpos.sum()):
+        if not np.abs(self._qvel).max() <= 1e3 or not math.isfinite(self._qpos.sum()):
             return True
-        return d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+        return int(self._warning_counts[_BADQACC]) > 0
 
     def _update_outcomes_and_rewards(self) -> dict[str, float]:
-        d, s, g, rules = self._data, self.scene, self._geom, self.rules
-        # Plain floats: a handful of objects per step, where numpy's per-call overhead would dominate.
-        pos = d.qpos[s.object_pos_idx].reshape(-1, 3).tolist()
-        speed = [math.sqrt(x * x + y * y + z * z) for x, y, z in d.qvel[s.object_linvel_idx].reshape(-1, 3).tolist()]
-        bottom = [p[2] - h for p, h in zip(pos, self._half_heights)]
-        decided, self._lifted = rules_mod.classify(pos, speed, bottom, self._lifted, self._categories, g, rules)
+        """Apply the outcome rules to every object; the step's weighted reward terms by their ``info`` key."""
+        s, judge = self.scene, self._judge  # made at reset, on the episode's geometry
+        if judge.rules is not self.rules:  # ``rules`` replaced since: they apply from this step on
+            judge = self._judge = rules_mod.Judge(self._geom, self.rules)
+        # Plain floats and one pass over the objects: a handful of objects per step, where numpy's per-call overhead
+        # (and building per-object lists for each rule) would dominate.
+        pos = self._qpos[s.object_pos_idx].reshape(-1, 3).tolist()
+        vel = self._qvel[s.object_linvel_idx].reshape(-1, 3).tolist()
+        tcp = self._tcp_xpos.tolist()
+        outcomes, lifted, parked = self._outcomes, self._lifted, self._parked
         newly_sorted = newly_failed = 0
-        for i, outcome in enumerate(decided):
-            if outcome is not None and self._outcomes[i] == "pending" and i not in self._parked:
+        # Shaping candidates among the objects still pending (parked slots never take part): the first one held,
+        # and the one furthest downstream (least y, the first of equals).
+        held = downstream = -1
+        for i, ((x, y, z), (vx, vy, vz), half_height, category) in enumerate(
+            zip(pos, vel, self._half_heights, self._categories)
+        ):
+            bottom = z - half_height
+            speed = math.sqrt(vx * vx + vy * vy + vz * vz)
+            outcome, lifted[i] = judge.outcome(x, y, z, speed, bottom, lifted[i], category)
+            if outcomes[i] != "pending" or i in parked:
+                continue
+            if outcome is not None:
                 self._set_outcome(i, outcome)
                 if outcome == "sorted":
                     newly_sorted += 1
                 else:
                     newly_failed += 1
-        if self._sort_step is None and self._outcomes.count("sorted") == self.num_objects:
+                continue
+            if held < 0 and judge.is_held(x, y, z, bottom, tcp):
+                held = i
+            if downstream < 0 or y < pos[downstream][1]:
+                downstream = i
+        if self._sort_step is None and outcomes.count("sorted") == self.num_objects:
             self._sort_step = self._steps
 
         # Shaping: progress on the object being worked on, the held one, else the next one downstream.
         raw_reach = raw_grasp = raw_transport = 0.0
-        pending = [i for i, o in enumerate(self._outcomes) if o == "pending" and i not in self._parked]
-        if pending:
-            tcp = d.site_xpos[s.tcp_site].tolist()
-            holding = rules_mod.held(pos, bottom, tcp, g, rules)
-            held = [i for i in pending if holding[i]]
-            p = pos
-            if held:
-                i = held[0]
-                raw_reach = raw_grasp = 1.0
-                bx, by = g.bin_center[self._categories[i], :2].tolist()
-                raw_transport = 1.0 - math.tanh(5.0 * math.hypot(p[i][0] - bx, p[i][1] - by))
-            else:
-                i = min(pending, key=lambda k: p[k][1])
-                raw_reach = 1.0 - math.tanh(10.0 * math.dist(p[i], tcp))
+        if held >= 0:
+            raw_reach = raw_grasp = 1.0
+            bx, by = self._geom.bin_center[self._categories[held], :2].tolist()
+            raw_transport = 1.0 - math.tanh(5.0 * math.hypot(pos[held][0] - bx, pos[held][1] - by))
+        elif downstream >= 0:
+            raw_reach = 1.0 - math.tanh(10.0 * math.dist(pos[downstream], tcp))
         w = self.reward_weights
         return {
-            "reach": w.reach * raw_reach,
-            "grasp": w.grasp * raw_grasp,
-            "transport": w.transport * raw_transport,
-            "sort": w.sort * newly_sorted,
-            "failure": w.failure * newly_failed,
+            "reward_reach": w.reach * raw_reach,
+            "reward_grasp": w.grasp * raw_grasp,
+            "reward_transport": w.transport * raw_transport,
+            "reward_sort": w.sort * newly_sorted,
+            "reward_failure": w.failure * newly_failed,
         }
 
     def _set_outcome(self, i: int, outcome: str) -> None:
@@ -758,21 +795,27 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     # ------------------------------------------------------------------ observation, info
     def _get_obs(self) -> dict[str, np.ndarray]:
-        d, s = self._data, self.scene
         f32 = np.float32
+        # Two reads for the joint and object keys (``_resolve``): arm, hand, then objects; each key is a slice.
+        q = self._qpos[self._obs_qpos_idx].astype(f32)
+        v = self._qvel[self._obs_qvel_idx].astype(f32)
+        arm, hand = 7, 7 + N_FINGER
+        tcp_quat = np.empty(4)  # scene.tcp_quat, from the bound view
+        mujoco.mju_mat2Quat(tcp_quat, self._tcp_xmat)
         obs = {
-            "arm_qpos": d.qpos[s.arm_q].astype(f32),
-            "arm_qvel": d.qvel[s.arm_v].astype(f32),
-            "hand_qpos": d.qpos[s.hand_q].astype(f32),
-            "hand_qvel": d.qvel[s.hand_v].astype(f32),
-            "eef_pos": d.site_xpos[s.tcp_site].astype(f32),
-            "eef_quat": s.tcp_quat(d).astype(f32),
+            "arm_qpos": q[:arm],
+            "arm_qvel": v[:arm],
+            "hand_qpos": q[arm:hand],
+            "hand_qvel": v[arm:hand],
+            "eef_pos": self._tcp_xpos.astype(f32),
+            "eef_quat": tcp_quat.astype(f32),
         }
         state = self.obs_mode != "rgb"
         if state:
-            obs["object_pos"] = d.qpos[s.object_pos_idx].astype(f32)
-            obs["object_quat"] = d.qpos[s.object_quat_idx].astype(f32)
-            obs["object_vel"] = d.qvel[s.object_vel_idx].astype(f32)
+            quat = hand + 3 * self.num_objects
+            obs["object_pos"] = q[hand:quat]
+            obs["object_quat"] = q[quat:]
+            obs["object_vel"] = v[hand:]
             obs["object_category"] = self._one_hot.copy()
         if self._noisy:
             self._add_sensor_noise(obs, state)
@@ -815,6 +858,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 obs[key] = value
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
+        """The step's ``info``; ``terms``: the weighted reward terms by their ``info`` key (``reward_<term>``)."""
         n_sorted = self._outcomes.count("sorted")
         info: dict[str, Any] = {
             "is_success": n_sorted == self.num_objects,
@@ -825,7 +869,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "unstable": self._unstable,
             "elapsed_time": self._steps * self.dt,
         }
-        info.update(zip(self._reward_keys, terms.values()))
+        info.update(terms)
         return info
 
     # ------------------------------------------------------------------ state, rendering
@@ -907,12 +951,18 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         }
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
+        state = {k: v for k, v in self.__dict__.items() if k not in _DATA_VIEWS}  # rebound on unpickling
         state["_renderers"] = {}  # GL contexts do not pickle; they are recreated on demand
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._bind_data()
+
+
+def _accepted_action(shape: tuple[int, ...]) -> str:
+    """What an action must be, for the error messages of ``_validate_action``."""
+    return f"an array of shape {shape} of real numbers (float or int) in [-1, 1]"
 
 
 def _is_int(value: Any) -> bool:
