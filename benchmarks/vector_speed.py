@@ -10,6 +10,9 @@ load hits both sides alike):
 * ``two processes``: in the same rounds, two single envs stepping in two processes at once (started together at a
   barrier), against one: the parallel ceiling this machine gives this workload (2x on two free physical cores;
   less where the cores share execution units or other work runs), which ``make_vec``'s ratio is read against.
+* ``physics``: the part of a step that parallelizes, ``mj_step`` alone (no controller, rules or Python around
+  it), in one process against two processes and two threads at once: the ceiling of the physics on this
+  machine's cores (processes) and what threads lose to the GIL (threads).
 * ``evaluate``: wall time of ``evaluate(ENV, policy, episodes=E, batch=B)`` and of ``workers=W`` with
   ``batch=B // W`` each (the two composed), against ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab
   episodes with a trained policy (default the shipped ``zoo:flow-real-only``); the records of all three must be
@@ -33,6 +36,7 @@ import platform
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +70,23 @@ def _worker_steps(steps: int) -> float:
     return time.perf_counter() - t
 
 
+def _worker_physics(steps: int) -> float:
+    """Runs ``steps`` control steps of the worker env's raw physics (``mj_step`` only) once every worker is ready;
+    returns the seconds taken."""
+    env = _WORKER["env"].unwrapped
+    _WORKER["barrier"].wait()
+    t = time.perf_counter()
+    for _ in range(steps):
+        mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+    return time.perf_counter() - t
+
+
+def _physics(envs: list[Any], steps: int) -> None:
+    for _ in range(steps):
+        for env in envs:
+            mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+
+
 def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int) -> dict:
     """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one, and
     two single envs in two processes at once."""
@@ -85,6 +106,12 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
     out: dict[str, list[float]] = {"single_steps_per_s": [], "vector_steps_per_s": [], "vector_1thread_steps_per_s": []}
     out["vector_cpu_per_wall"] = []
     out["two_processes_steps_per_s"] = []
+    for key in ("physics_steps_per_s", "physics_two_processes_steps_per_s", "physics_two_threads_steps_per_s"):
+        out[key] = []
+    raw = [gym.make(env_id).unwrapped for _ in range(2)]  # their own envs: raw physics skips the env's rules
+    for i, env in enumerate(raw):
+        env.reset(seed=seed + i)
+    threads_pool = ThreadPoolExecutor(2)
     pool.map(_worker_steps, [5, 5])  # warm-up: both workers up, envs made
     for _ in range(rounds):
         t = time.perf_counter()
@@ -103,10 +130,20 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
                 out["vector_cpu_per_wall"].append((time.process_time() - cpu) / wall)
         half = steps * num_envs // 2
         out["two_processes_steps_per_s"].append(2 * half / max(pool.map(_worker_steps, [half, half])))
+        # The physics alone (mj_step, no Python around it): one process, two processes, two threads.
+        t = time.perf_counter()
+        _physics(raw, half)
+        out["physics_steps_per_s"].append(2 * half / (time.perf_counter() - t))
+        out["physics_two_processes_steps_per_s"].append(2 * half / max(pool.map(_worker_physics, [half, half])))
+        t = time.perf_counter()
+        for future in [threads_pool.submit(_physics, [env], half) for env in raw]:
+            future.result()
+        out["physics_two_threads_steps_per_s"].append(2 * half / (time.perf_counter() - t))
     pool.close()
     pool.join()
+    threads_pool.shutdown()
     threads = vec.unwrapped.num_threads
-    for env in (single, vec, serial):
+    for env in (single, vec, serial, *raw):
         env.close()
     ratios = [v / s for v, s in zip(out["vector_steps_per_s"], out["single_steps_per_s"])]
     ratios_1 = [v / s for v, s in zip(out["vector_1thread_steps_per_s"], out["single_steps_per_s"])]
@@ -124,6 +161,12 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
         "median_ratio_1thread": statistics.median(ratios_1),
         "ratio_two_processes_over_single": ceiling,
         "median_ratio_two_processes": statistics.median(ceiling),
+        **{
+            f"median_ratio_physics_{n}": statistics.median(
+                p / s for p, s in zip(out[f"physics_{n}_steps_per_s"], out["physics_steps_per_s"])
+            )
+            for n in ("two_processes", "two_threads")
+        },
     }
 
 
@@ -217,7 +260,9 @@ def _report_vector(args: argparse.Namespace) -> dict:
         f"(rounds {', '.join(f'{r:.2f}' for r in vector['ratio_vector_over_single'])}); one thread "
         f"{vector['median_ratio_1thread']:.2f}x; CPU/wall of the vector env "
         f"{statistics.median(vector['vector_cpu_per_wall']):.2f}; two single envs in two processes "
-        f"{vector['median_ratio_two_processes']:.2f}x (this machine's ceiling for the workload)"
+        f"{vector['median_ratio_two_processes']:.2f}x (this machine's ceiling for the workload); the physics alone "
+        f"(mj_step) in two processes {vector['median_ratio_physics_two_processes']:.2f}x, in two threads "
+        f"{vector['median_ratio_physics_two_threads']:.2f}x"
     )
     return vector
 

@@ -72,7 +72,7 @@ def test_make_vec_is_bit_identical_with_the_extra_sensors():
     _compare_rollout("PickSort-Real-v0", num_envs=2, steps=EPISODE_STEPS + 2, sensors=["arm_torque", "finger_current"])
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_the_number_of_threads_does_not_change_results(threads):
     vec = gym.make_vec("PickSort-Real-v0", num_envs=3, num_threads=threads)
     obs, _ = vec.reset(seed=2)
@@ -84,6 +84,29 @@ def test_the_number_of_threads_does_not_change_results(threads):
     for _ in range(3):
         o, *_ = ref.step(actions[2])
     assert all(np.array_equal(obs[k][2], o[k]) for k in o)
+
+
+def test_images_are_rendered_in_the_calling_thread(monkeypatch):
+    # A GL context belongs to the thread that made it: with images, threads run only the physics.
+    import threading
+
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
+
+    rendering_threads: set[int] = set()
+    render = PickSortEnv._render_camera
+
+    def spy(self, *args, **kwargs):
+        rendering_threads.add(threading.get_ident())
+        return render(self, *args, **kwargs)
+
+    monkeypatch.setattr(PickSortEnv, "_render_camera", spy)
+    vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=3, num_threads=3, obs_mode="rgb", image_size=16)
+    try:
+        vec.reset(seed=0)
+        vec.step(np.zeros(vec.action_space.shape))
+    finally:
+        vec.close()
+    assert rendering_threads == {threading.get_ident()}
 
 
 def test_spaces_and_metadata_follow_gymnasium():

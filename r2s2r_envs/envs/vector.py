@@ -1,15 +1,16 @@
 """The native vector env of every PickSort id: ``gym.make_vec(id, num_envs=N)`` returns a :class:`PickSortVectorEnv`.
 
 It holds ``N`` envs of the id's own class (so the lab, ``PickSort-Real-v0``, stays a black box with its unmodeled
-effects) and runs their control steps in three phases: per env the action check, the belt and the controller
-(Python), then the physics of all envs in parallel threads (``mujoco.mj_step`` releases the GIL; the physics of
-one control step is about two thirds of its time), then per env the outcome rules, the reward and the
-observation.  The phases are the single env's own ``step`` code (``PickSortEnv._begin_step`` /
-``_finish_step``), so every env's observations, rewards, outcomes and random streams are bit-identical to a
-single env reset with the same seed and given the same actions (``tests/test_vector.py`` checks it for every
-registered id).  A physics step is submitted to the thread pool as soon as its env's controller has run, so
-Python work of one env overlaps the physics of the others.  ``mujoco.rollout`` was not used: it steps a fixed
-control sequence, while this env runs its controller, belt model and divergence check between control steps.
+effects).  A control step of one env is the single env's own ``step`` code in three phases
+(``PickSortEnv._begin_step``: action check, belt, controller; ``mujoco.mj_step``, which releases the GIL and is
+most of the time; ``_finish_step``: outcome rules, reward, observation), so every env's observations, rewards,
+outcomes and random streams are bit-identical to a single env reset with the same seed and given the same actions
+(``tests/test_vector.py`` checks it for every registered id, with one thread and several).  With state
+observations, each of ``num_threads`` threads takes the next env still to step and runs its whole control step:
+the Python phases of one env run while the physics of the others does.  With images the calling thread runs the
+Python phases of every env (a GL context belongs to the thread that made it) and the threads only the physics.
+``mujoco.rollout`` was not used: it steps a fixed control sequence, while this env runs its controller, belt model
+and divergence check between control steps.
 
 Gymnasium's conventions: batched ``Dict`` observations, ``(N,)`` rewards, terminations and truncations, ``info``
 as a dict of arrays with ``_key`` masks (``VectorEnv._add_info``), and the autoreset modes of
@@ -115,6 +116,9 @@ class PickSortVectorEnv(VectorEnv):
         self.render_mode = first.render_mode
         self.num_threads = threads
         self._pool: ThreadPoolExecutor | None = None
+        # Threads run whole control steps where no env renders images (GL contexts belong to the thread that made
+        # them); otherwise only the physics.
+        self._threads_step_whole = all(env.obs_mode == "state" for env in self.envs)
         self._obs: list[dict[str, np.ndarray] | None] = [None] * self.num_envs
         self._rewards = np.zeros(self.num_envs, dtype=np.float64)
         self._terminations = np.zeros(self.num_envs, dtype=np.bool_)
@@ -246,22 +250,10 @@ class PickSortVectorEnv(VectorEnv):
                 raise type(e)(f"env {i}: {e}") from None
         results: dict[int, tuple] = {}
         pool = self._thread_pool()
-        physics: list[tuple[int, Future | None]] = []
-        try:
-            for i in stepping:
-                env = envs[i]
-                env._begin_step(actions[i])
-                if pool is None:
-                    mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
-                    physics.append((i, None))
-                else:
-                    physics.append((i, pool.submit(mujoco.mj_step, env._model, env._data, nstep=env._n_substeps)))
-            for i, future in physics:  # in submission order: an env's last phase overlaps the others' physics
-                if future is not None:
-                    future.result()
-                results[i] = envs[i]._finish_step()
-        finally:
-            wait([f for _, f in physics if f is not None])  # no physics step outlives an error
+        if pool is not None and self._threads_step_whole:
+            self._step_in_threads(pool, stepping, actions, results)
+        else:
+            self._step_physics_in_threads(pool, stepping, actions, results)
 
         infos: dict[str, Any] = {}
         for i in range(self.num_envs):
@@ -292,6 +284,52 @@ class PickSortVectorEnv(VectorEnv):
             self._truncations.copy(),
             infos,
         )
+
+    def _step_in_threads(
+        self, pool: ThreadPoolExecutor, stepping: list[int], actions: np.ndarray, results: dict[int, tuple]
+    ) -> None:
+        """Each thread takes the next env still to step and runs its whole control step (controller, physics,
+        outcome rules), until none is left: the GIL serializes the Python phases, the physics of the envs in the
+        other threads runs beside them, and the calling thread only waits."""
+        envs = self.envs
+        todo = iter(stepping)  # shared: next() on a list iterator is atomic under the GIL
+
+        def work() -> None:
+            for i in todo:
+                env = envs[i]
+                env._begin_step(actions[i])
+                mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+                results[i] = env._finish_step()
+
+        futures = [pool.submit(work) for _ in range(min(self.num_threads, len(stepping)))]
+        try:
+            for future in futures:
+                future.result()
+        finally:
+            wait(futures)  # no env is stepping when an error propagates
+
+    def _step_physics_in_threads(
+        self, pool: ThreadPoolExecutor | None, stepping: list[int], actions: np.ndarray, results: dict[int, tuple]
+    ) -> None:
+        """The calling thread runs every env's Python phases and hands each env's physics to the pool as soon as
+        its controller has run (images are rendered in the thread that owns their GL context: this one)."""
+        envs = self.envs
+        physics: list[tuple[int, Future | None]] = []
+        try:
+            for i in stepping:
+                env = envs[i]
+                env._begin_step(actions[i])
+                if pool is None:
+                    mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+                    physics.append((i, None))
+                else:
+                    physics.append((i, pool.submit(mujoco.mj_step, env._model, env._data, nstep=env._n_substeps)))
+            for i, future in physics:  # in submission order: an env's last phase overlaps the others' physics
+                if future is not None:
+                    future.result()
+                results[i] = envs[i]._finish_step()
+        finally:
+            wait([f for _, f in physics if f is not None])  # no physics step outlives an error
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         shape = (self.num_envs, *self.single_action_space.shape)
