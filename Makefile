@@ -29,7 +29,7 @@ export MUJOCO_GL ?= egl
 
 help:
 	@echo "make demo      set up the core, then 3 demo episodes of every variant and the lab, side by side (r2s2r demo --env all)"
-	@echo "make test      set up everything, then run the whole test suite (python -m pytest -q, slow tests included)"
+	@echo "make test      set up everything, then run the whole test suite (python -m pytest -q -n auto: a worker per core, slow tests included)"
 	@echo "make test-fast tests without the slow marker"
 	@echo "make lint      ruff check, ruff format --check and the type check (CI runs it)"
 	@echo "make typecheck mypy on the package; its errors may only shrink (.ci/typecheck.py)"
@@ -82,10 +82,10 @@ demo: $(CORE_STAMP)
 	$(VENV)/bin/r2s2r demo --env all --episodes 3
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto --dist worksteal -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
