@@ -40,7 +40,9 @@ TUNING = f"{EXPERIMENTS}/demonstrator-tuning/grounded.json"
 AXIS_V2 = f"{EXPERIMENTS}/behavior-axis-v2/behavior_axis_seed8000.json"
 SIMILARITY_V2 = f"{EXPERIMENTS}/behavior-similarity-v2/behavior_similarity.json"
 TRAINING = f"{RESULTS}/training-speed/training_speed.json"
-EVALUATE = f"{RESULTS}/vector-speed/run4_free_cores.json"
+EVALUATE = f"{RESULTS}/vector-speed/run5_free_cores.json"
+DATASET_SPEED = f"{RESULTS}/dataset-speed/dataset_speed.json"
+BEHAVIOR_SPEED = f"{RESULTS}/behavior-speed/behavior_speed.json"
 
 #: READMEs holding figures that have no committed JSON record.
 UNRECORDED = f"{RESULTS}/speed-unrecorded/README.md"
@@ -103,6 +105,38 @@ class Row:
 
 
 # --- speed and scale -------------------------------------------------------------------------------------------
+
+
+def dataset_generation() -> str:
+    g = record(DATASET_SPEED)["generation"]
+    per = g["per_workers"]
+    speedup = g["speedup_2_vs_1"]
+    return (
+        f"{per['2']['demos_per_minute']:.0f} / {per['1']['demos_per_minute']:.0f} demos/min = {speedup:.2f}x"
+        f"{'' if g['identical_content'] else ', files differ'}: {met(speedup >= 1.8)}"
+    )
+
+
+def loader_speed() -> str:
+    loader = record(DATASET_SPEED)["loader"]
+    value = loader["numpy_samples_per_second"]
+    return f"{value:,.0f} (torch DataLoader {loader['torch_samples_per_second']:,.0f}): {met(value >= 50000)}"
+
+
+def loader_memory() -> str:
+    loader = record(DATASET_SPEED)["loader"]
+    ratio = loader["peak_over_arrays"]
+    peak, arrays = loader["peak_traced_mb"], loader["arrays_mb"]
+    return f"{peak:.1f} MB / {arrays:.1f} MB = {ratio:.2f}x: {met(ratio <= 2.0)}"
+
+
+def behavior_costs() -> str:
+    b = record(BEHAVIOR_SPEED)
+    shares = {name: d["act_over_step"] for name, d in b["demonstrators"].items()}
+    fit, compare = b["fit"]["wall_s"], b["compare"]["wall_s"]
+    ok = max(shares.values()) <= 0.20 and fit <= 300 and compare <= 60
+    listed = " / ".join(f"{name} {pct(share, 1)}" for name, share in shares.items())
+    return f"{listed}; {fit:.1f} s / {compare:.1f} s: {met(ok)}"
 
 
 def env_speed_raw() -> str:
@@ -283,14 +317,16 @@ TABLES: dict[str, list[Row]] = {
         Row(
             "dataset generation, 2 workers / 1 (`benchmarks/dataset_speed.py`)",
             ">= 1.8x",
-            readme=UNRECORDED,
+            DATASET_SPEED,
+            dataset_generation,
         ),
         Row(
             "low-dim loader, numpy batches of 256",
             ">= 50,000 samples/s",
-            readme=UNRECORDED,
+            DATASET_SPEED,
+            loader_speed,
         ),
-        Row("peak memory loading a dataset", "<= ~2x the arrays", readme=UNRECORDED),
+        Row("peak memory loading a dataset", "<= ~2x the arrays", DATASET_SPEED, loader_memory),
         Row("canonical datasets: size and build time", "", readme=UNRECORDED),
     ],
     "grounding": [
@@ -349,7 +385,8 @@ TABLES: dict[str, list[Row]] = {
         Row(
             "demonstrators' cost per env step; `fit-behavior`, `compare-behavior` time",
             "<= 20%; <= 5 min / <= 1 min",
-            readme=UNRECORDED,
+            BEHAVIOR_SPEED,
+            behavior_costs,
         ),
         Row(
             "`r2s2r train`, `cpu` recipe, 50 real + 1,000 sim demos: bc / flow / flow-cfg-adda",
