@@ -76,20 +76,20 @@ def _worker_physics(steps: int) -> float:
     env = _WORKER["env"].unwrapped
     _WORKER["barrier"].wait()
     t = time.perf_counter()
-    for _ in range(steps):
-        mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+    _physics([env], steps)
     return time.perf_counter() - t
 
 
 def _physics(envs: list[Any], steps: int) -> None:
+    """``steps`` control steps of each env's raw physics, ``mj_step`` only."""
     for _ in range(steps):
         for env in envs:
             mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
 
 
 def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int) -> dict:
-    """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one, and
-    two single envs in two processes at once."""
+    """Interleaved rounds: one single env, the vector env with its default threads, the vector env with one, two
+    single envs in two processes at once, and the raw physics in one process, two processes and two threads."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")

@@ -28,15 +28,16 @@ N_FINGER = 16
 _VIEWS = ("_jacp", "_jacr", "_jac_site_arm", "_jac_t", "_err_rot", "_data", "_qpos", "_tcp_xpos", "_tcp_xmat")
 
 
-def finger_targets(scene: SceneView, a: np.ndarray) -> np.ndarray:
-    """(16,) finger joint targets, rad, for normalized finger commands ``a`` in [-1, 1]."""
-    lo, half_span = finger_scale(scene)
+def finger_targets(scene: SceneView, a: np.ndarray, scale: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """(16,) finger joint targets, rad, for normalized finger commands ``a`` in [-1, 1]; ``scale``: the scene's
+    :func:`finger_scale`, for a caller that computed it once."""
+    lo, half_span = finger_scale(scene) if scale is None else scale
     return lo + (a + 1.0) * half_span
 
 
 def finger_scale(scene: SceneView) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, half_span)`` of the finger joints, ``finger_targets(scene, a) == lo + (a + 1) * half_span``: for code
-    that maps a command every control step, to compute them once per model."""
+    """``(lo, half_span)`` of the finger joints, as :func:`finger_targets` uses them: for code that maps a command
+    every control step, to compute them once per model."""
     lo, hi = scene.hand_range[:, 0], scene.hand_range[:, 1]
     return lo.copy(), 0.5 * (hi - lo)
 

@@ -29,7 +29,7 @@ from r2s2r_envs.envs.config import (
     replace_checked,
     sample_layout,
 )
-from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, make_controller
+from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, finger_targets, make_controller
 from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
 from r2s2r_envs.envs.scene import SceneView
@@ -322,6 +322,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             [s.arm_qpos_adr, s.hand_qpos_adr] + ([s.object_pos_idx, s.object_quat_idx] if objects else [])
         )
         self._obs_qvel_idx = np.concatenate([s.arm_dof_adr, s.hand_dof_adr] + ([s.object_vel_idx] if objects else []))
+        # Where the arm's and the hand's keys end in both reads (hinge joints: one qpos and one dof each).
+        self._obs_arm_end = len(s.arm_qpos_adr)
+        self._obs_hand_end = self._obs_arm_end + len(s.hand_qpos_adr)
         self._bind_data()
 
     def _bind_data(self) -> None:
@@ -692,8 +695,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         ctrl, s, controller = self._ctrl, self.scene, self._controller
         n_arm = controller.arm_dim
         ctrl[s.arm_u] = controller.arm_targets(self._model, self._data, a[:n_arm], self._command_gain())
-        lo, half_span = self._finger_scale  # controller.finger_targets, its scale computed once per model
-        ctrl[s.hand_u] = lo + (a[n_arm:] + 1.0) * half_span
+        ctrl[s.hand_u] = finger_targets(s, a[n_arm:], self._finger_scale)
 
     def _advance_belt(self) -> None:
         w = self._world
@@ -799,7 +801,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         # Two reads for the joint and object keys (``_resolve``): arm, hand, then objects; each key is a slice.
         q = self._qpos[self._obs_qpos_idx].astype(f32)
         v = self._qvel[self._obs_qvel_idx].astype(f32)
-        arm, hand = 7, 7 + N_FINGER
+        arm, hand = self._obs_arm_end, self._obs_hand_end
         tcp_quat = np.empty(4)  # scene.tcp_quat, from the bound view
         mujoco.mju_mat2Quat(tcp_quat, self._tcp_xmat)
         obs = {
