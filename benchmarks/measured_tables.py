@@ -1,4 +1,5 @@
-"""Render docs/measured.md's tables from the committed JSON records, so that they cannot drift.
+"""Render docs/measured.md's tables and the README's headline from the committed JSON records, so that they cannot
+drift.
 
 Every figure in a generated table is read from a JSON record committed in the repository (under
 ``benchmarks/results/`` for speed, ``experiments/`` for studies, or a shipped file such as the default grounding); a
@@ -6,8 +7,8 @@ row whose figure has no committed record says so and links to the README that ho
 The tables sit between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` markers; the text
 around them is the page's own.
 
-    python benchmarks/measured_tables.py            # rewrite the tables in docs/measured.md
-    python benchmarks/measured_tables.py --check    # exit 1, printing the difference, when the page is stale
+    python benchmarks/measured_tables.py            # rewrite the generated blocks of both pages
+    python benchmarks/measured_tables.py --check    # exit 1, printing the difference, when a page is stale
 
 ``tests/test_measured_tables.py`` runs ``--check``. The script reads JSON only (standard library, no package import),
 so it runs in a second. To add a row, add a ``Row`` to ``TABLES`` whose ``render`` reads the record; a goal met or not
@@ -29,6 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "measured.md"
+README = ROOT / "README.md"
 RESULTS = "benchmarks/results"
 #: Scientific records (studies), apart from the speed records above.
 EXPERIMENTS = "experiments"
@@ -43,6 +45,9 @@ TRAINING = f"{RESULTS}/training-speed/training_speed.json"
 EVALUATE = f"{RESULTS}/vector-speed/run5_free_cores.json"
 DATASET_SPEED = f"{RESULTS}/dataset-speed/dataset_speed.json"
 BEHAVIOR_SPEED = f"{RESULTS}/behavior-speed/behavior_speed.json"
+ABLATION = f"{EXPERIMENTS}/ablation-cpu/report/report.json"
+TELEOPERATOR = f"{EXPERIMENTS}/teleoperator/teleoperator.json"
+RECOVERY = f"{EXPERIMENTS}/identification-recovery/identification_recovery.json"
 
 #: READMEs holding figures that have no committed JSON record.
 UNRECORDED = f"{RESULTS}/speed-unrecorded/README.md"
@@ -246,6 +251,20 @@ def tuned_planner() -> str:
     )
 
 
+def recovery() -> str:
+    labs = record(RECOVERY)["labs"]
+    within = [lab["seed"] for lab in labs if not lab["outside_tolerance"]]
+    misses = "; ".join(
+        f"lab {lab['seed']}: " + ", ".join(lab["outside_tolerance"]) for lab in labs if lab["outside_tolerance"]
+    )
+    return f"{len(within)} of {len(labs)} labs ({misses or 'none outside'}) {met(len(within) == len(labs))}"
+
+
+def teleoperator() -> str:
+    row = next(r for r in record(TELEOPERATOR)["rows"] if r["label"] == "default")
+    return f"{success(row)} {met(0.80 <= row['success_rate'] <= 0.95)}"
+
+
 def generator_success() -> str:
     axis = record(AXIS_V2)
     worlds = ("PickSort-FullyGrounded-v0", "PickSort-Real-v0", "PickSort-BehaviorGrounded-v0")
@@ -361,14 +380,16 @@ TABLES: dict[str, list[Row]] = {
             tuned_planner,
         ),
         Row(
-            "identification of random labs within tolerance",
+            "identification of random labs within tolerance (quick budget)",
             "every parameter",
-            readme=f"{EXPERIMENTS}/identification-recovery/README.md",
+            RECOVERY,
+            recovery,
         ),
         Row(
             "teleoperator in the default lab, 100 episodes",
             "80-95%",
-            readme=f"{EXPERIMENTS}/teleoperator/README.md",
+            TELEOPERATOR,
+            teleoperator,
         ),
         Row(
             "human-like generator, 50 episodes: identified sim / lab / nominal sim",
@@ -414,6 +435,65 @@ TABLES: dict[str, list[Row]] = {
     ],
 }
 
+# --- the README's headline --------------------------------------------------------------------------------------
+
+
+def estimate(cell: dict[str, Any] | None) -> str:
+    """A mean or effect with its interval, in points: ``92.0 [87.0, 96.0]``."""
+    if cell is None:
+        return "not yet"
+    value = cell["mean"] if "mean" in cell else cell["estimate"]
+    low, high = cell["ci95"]
+    sign = "+" if "estimate" in cell else ""
+    return f"{100 * value:{sign}.1f} [{100 * low:{sign}.1f}, {100 * high:{sign}.1f}]"
+
+
+def headline() -> str:
+    """The ablation's four-variant table at the `cpu` recipe, lab success per method, and the axes' effects."""
+    report = record(ABLATION)
+    methods = list(report["tables"])
+    tasks = report["tasks"]
+    seeds = sorted({r["lab_success"]["seeds"] for m in methods for r in report["tables"][m] if r["lab_success"]})
+    data = {
+        "real-only": "50 lab demos (real-only)",
+        "Ungrounded": "50 lab + 1,000 Ungrounded demos",
+        "WorldGrounded": "50 lab + 1,000 WorldGrounded demos",
+        "BehaviorGrounded": "50 lab + 1,000 BehaviorGrounded demos",
+        "FullyGrounded": "50 lab + 1,000 FullyGrounded demos",
+    }
+    lines = [
+        "| policy trained on | " + " | ".join(f"`{m}`" for m in methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    for variant, label in data.items():
+        cells = []
+        for m in methods:
+            row = next((r for r in report["tables"][m] if r["variant"] == variant), None)
+            if row is None:
+                cells.append("n/a")
+            elif row.get("method", m) != m:  # real-only has no sim data to treat: one method's policies serve all
+                cells.append(f"the `{row['method']}` policies")
+            else:
+                cells.append(estimate(row["lab_success"]))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    effects = report["effects"]["success"]
+    seed_text = "-".join(str(n) for n in sorted({seeds[0], seeds[-1]}))
+    world, behavior, interaction = (estimate(effects[k]["all methods"]) for k in ("world", "behavior", "interaction"))
+    lines += [
+        "",
+        f"Lab success, % [95% bootstrap over {seed_text} training seeds and 100 lab episodes per policy]. Effects in "
+        f"the lab, both methods: world grounding {world} points, behavior grounding {behavior}, interaction "
+        f"{interaction} ({tasks['finished']} of {tasks['total']} tasks of the design finished).",
+    ]
+    return "\n".join(lines)
+
+
+#: Generated blocks of each page: block name -> what renders it.
+PAGES: dict[Path, dict[str, Callable[[], str]]] = {
+    DOC: {name: (lambda rows=rows: table(rows)) for name, rows in TABLES.items()},
+    README: {"headline": headline},
+}
+
 
 def table(rows: list[Row]) -> str:
     lines = ["| measure | goal | measured | record |", "|---|---|---|---|"]
@@ -421,38 +501,41 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def render(text: str) -> str:
-    """``text`` with every generated block replaced by the table its records give."""
-    for name, rows in TABLES.items():
+def render(text: str, blocks: dict[str, Callable[[], str]]) -> str:
+    """``text`` with every generated block replaced by what its records give."""
+    for name, make in blocks.items():
         begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
         if not pattern.search(text):
             raise SystemExit(f"no block {begin} ... {end} in the page")
-        block = f"{begin}\n{table(rows)}\n{end}"
+        block = f"{begin}\n{make()}\n{end}"
         text = pattern.sub(lambda _m, block=block: block, text)
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when the page differs from its records")
-    parser.add_argument("--doc", type=Path, default=DOC, help="the page (default docs/measured.md)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page differs from its records")
+    parser.add_argument("--doc", type=Path, default=DOC, help="docs/measured.md's path (default: the repository's)")
+    parser.add_argument("--readme", type=Path, default=README, help="README.md's path (default: the repository's)")
     args = parser.parse_args(argv)
-    doc: Path = args.doc
-    current = doc.read_text(encoding="utf-8")
-    wanted = render(current)
-    if current == wanted:
-        return 0
-    if args.check:
-        diff = difflib.unified_diff(
-            current.splitlines(), wanted.splitlines(), str(doc), "from the records", lineterm=""
-        )
-        print("\n".join(diff))
-        print(f"{doc} differs from its records: run python benchmarks/measured_tables.py", file=sys.stderr)
-        return 1
-    doc.write_text(wanted, encoding="utf-8")
-    print(f"wrote {doc}")
-    return 0
+    stale = 0
+    for doc, blocks in ((args.doc, PAGES[DOC]), (args.readme, PAGES[README])):
+        current = doc.read_text(encoding="utf-8")
+        wanted = render(current, blocks)
+        if current == wanted:
+            continue
+        if args.check:
+            diff = difflib.unified_diff(
+                current.splitlines(), wanted.splitlines(), str(doc), "from the records", lineterm=""
+            )
+            print("\n".join(diff))
+            print(f"{doc} differs from its records: run python benchmarks/measured_tables.py", file=sys.stderr)
+            stale = 1
+            continue
+        doc.write_text(wanted, encoding="utf-8")
+        print(f"wrote {doc}")
+    return stale
 
 
 if __name__ == "__main__":
