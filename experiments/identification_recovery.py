@@ -29,18 +29,12 @@ import numpy as np
 import r2s2r_envs  # noqa: F401  (registers the envs)
 from r2s2r_envs.grounding import excitation
 from r2s2r_envs.grounding.identify import identify
+from r2s2r_envs.grounding.replay import NOISE_FIELDS as REPLAY_RANDOM_FIELDS
 from r2s2r_envs.lab.draw import draw_lab
 from r2s2r_envs.provenance import versions
 
-NOISE_FIELDS = (
-    "joint_pos_noise",
-    "joint_vel_noise",
-    "eef_pos_noise",
-    "object_pos_noise",
-    "object_vel_noise",
-    "arm_torque_noise",
-    "finger_current_noise",
-)
+#: The sensor noise levels (the replay's random processes, the belt's fluctuation apart).
+NOISE_FIELDS = tuple(f for f in REPLAY_RANDOM_FIELDS if f.endswith("_noise"))
 #: error name -> (how it is measured, tolerance or None): the recovery tolerances of docs/lab_logs.md#recovery.
 TOLERANCES: dict[str, tuple[str, float | None]] = {
     "belt_speed": ("relative", 0.05),

@@ -585,6 +585,14 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     assert finding["policies"] == "flow" and finding["interaction"] == split["interaction"]["flow"]
     versus = report["versus_real_only"]["sort_accuracy"]["flow"]["FullyGrounded"]
     assert versus["estimate"] == pytest.approx(5 / 6 - 1 / 24)
+    study = {row["figure"]: row for row in report["versus_study"]}
+    assert study["real-only success, %"]["study"] == 0.52
+    assert study["fully grounded co-training success, %"]["here"] == {"flow": table["FullyGrounded"]["lab_success"]}
+    assert study["world grounding effect, points"]["here"] == {"flow": report["effects"]["success"]["world"]["flow"]}
+    gain = study["fully grounded minus real-only, points"]
+    assert gain["here"] == {"flow": report["versus_real_only"]["success"]["flow"]["FullyGrounded"]}
+    more = study["behavior grounding matters more on the nominal world"]["here"]
+    assert more == {"flow": report["findings"]["success"]["behavior_more_with_nominal_world"]}
     failures = {row["variant"]: row for row in report["failures"]}
     # FullyGrounded sorts 3, 3, 2, 2 and 3, 2, 2, 3 objects, always the first ones: the 3rd in 4 of 8 episodes.
     assert failures["FullyGrounded"]["lab_sorted_by_order"] == pytest.approx([1.0, 1.0, 0.5])
@@ -601,6 +609,7 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     assert "+50.0 [" in text and "| FullyGrounded | 0.5 |" in text
     assert "## Which axis matters (lab)" in text and "Does behavior grounding matter more" in text
     assert "| flow | FullyGrounded | 100 / 100 / 50 | 100% of 8 | 100 / 0 / 0 | +50.0 [" in text
+    assert "| real-only success, % | 52 | flow: " in text and "| world grounding effect, points | +18 | flow: " in text
     assert {p.name for p in (tmp_path / "report").iterdir()} >= {
         "report.md",
         "report.json",

@@ -14,6 +14,7 @@ from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.grounding import excitation
 from r2s2r_envs.grounding.identify import identify
 from r2s2r_envs.grounding.logs import LogError, LogSet
+from r2s2r_envs.grounding.replay import NOISE_FIELDS as RANDOM_FIELDS
 from r2s2r_envs.grounding.replay import JointRollout, prediction_world, simulate_run
 from r2s2r_envs.lab.draw import draw_lab
 from r2s2r_envs.world.params import WorldParams
@@ -140,15 +141,7 @@ def test_logs_without_the_needed_signals_are_refused(sim_logs):
 # ------------------------------------------------------------------------------------------ random labs
 # Documented in docs/lab_logs.md#recovery: every world field and every unmodeled effect is drawn
 # (r2s2r_envs.lab.draw, docs/lab.md#drawn-labs).
-NOISE_FIELDS = (
-    "joint_pos_noise",
-    "joint_vel_noise",
-    "eef_pos_noise",
-    "object_pos_noise",
-    "object_vel_noise",
-    "arm_torque_noise",
-    "finger_current_noise",
-)
+NOISE_FIELDS = tuple(f for f in RANDOM_FIELDS if f.endswith("_noise"))
 
 
 @pytest.mark.slow

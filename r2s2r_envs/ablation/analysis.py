@@ -49,6 +49,16 @@ METRICS: tuple[str, ...] = ("success", "sort_accuracy")
 #: Coverage bins with fewer visited states are left out of the mixture plot (the report's table lists them all).
 MIN_BIN_STATES = 10
 METRIC_NAMES = {"success": "episode success", "sort_accuracy": "sort accuracy"}
+#: The published figures of the grounding study PickSort is modelled on (docs/concepts.md#findings): success on its
+#: real robot, real-only and fully grounded co-training, the axes' effects in points averaged over configurations,
+#: and whether behavior grounding mattered mainly where world grounding was imperfect.
+STUDY = {
+    "real_only": 0.52,
+    "fully_grounded": 0.86,
+    "world": 0.18,
+    "behavior": 0.10,
+    "behavior_more_with_nominal_world": "yes",
+}
 #: Effects of the 2 x 2 design, as weights over the cells (U, W, B, F).
 EFFECTS: dict[str, dict[str, float]] = {
     "world": {"Ungrounded": -0.5, "WorldGrounded": 0.5, "BehaviorGrounded": -0.5, "FullyGrounded": 0.5},
@@ -317,6 +327,64 @@ def findings_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def versus_study(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The study's figures (``STUDY``) beside this run's on episode success in the lab, one row per figure.
+
+    ``here`` is per method for the cells (real-only, fully grounded, their difference) and the findings' policies
+    (the average over methods, or the one method) for the effects; ``None`` where the cells are missing.
+    """
+    tables = report.get("tables", {})
+    effects = report.get("effects", {}).get("success", {})
+    finding = report.get("findings", {}).get("success")
+    policies = finding["policies"] if finding else None
+
+    def cell(variant: str) -> dict[str, Any]:
+        rows = {m: next((r for r in rows if r["variant"] == variant), None) for m, rows in tables.items()}
+        return {m: (r or {}).get("lab_success") for m, r in rows.items()}
+
+    def effect(name: str) -> dict[str, Any]:
+        return {policies: effects.get(name, {}).get(policies)} if policies else {}
+
+    gain = report.get("versus_real_only", {}).get("success", {})
+    return [
+        {"figure": "real-only success, %", "study": STUDY["real_only"], "here": cell(REAL_ONLY)},
+        {
+            "figure": "fully grounded co-training success, %",
+            "study": STUDY["fully_grounded"],
+            "here": cell("FullyGrounded"),
+        },
+        {
+            "figure": "fully grounded minus real-only, points",
+            "study": STUDY["fully_grounded"] - STUDY["real_only"],
+            "here": {m: v.get("FullyGrounded") for m, v in gain.items()},
+        },
+        {"figure": "world grounding effect, points", "study": STUDY["world"], "here": effect("world")},
+        {"figure": "behavior grounding effect, points", "study": STUDY["behavior"], "here": effect("behavior")},
+        {
+            "figure": "behavior grounding matters more on the nominal world",
+            "study": STUDY["behavior_more_with_nominal_world"],
+            "here": {policies: finding["behavior_more_with_nominal_world"]} if finding else {},
+        },
+    ]
+
+
+def versus_study_markdown(report: Mapping[str, Any]) -> str:
+    """The side-by-side with the study as a Markdown table (success in %, differences and effects in points)."""
+    lines = ["| figure (lab episode success) | the study | here |", "|---|---|---|"]
+    for row in report.get("versus_study", []):
+        points = "points" in row["figure"]
+        study = row["study"] if isinstance(row["study"], str) else f"{100 * row['study']:{'+' if points else ''}.0f}"
+        here = []
+        for who, x in row["here"].items():
+            if isinstance(x, str) or x is None:
+                shown = x or "n/a"
+            else:
+                shown = _pts(x) if points else _pct(x)
+            here.append(f"{who}: {shown}")
+        lines.append(f"| {row['figure']} | {study} | {'; '.join(here) or 'n/a'} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------- tables
 def _mean_ci(x: np.ndarray | None, replicates: int) -> dict[str, Any] | None:
     if x is None:
@@ -474,6 +542,7 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
         report["effects"][metric] = effects(grounded, replicates=n)
         report["versus_real_only"][metric] = versus_real_only(cells, n)
     report["findings"] = findings(report["effects"])
+    report["versus_study"] = versus_study(report)
     report["sweep"] = sweep_table(runs, design, n)
     report["failures"] = failure_table(runs, design, n)
     report["mixture"] = mixture_summaries(tasks, store)
@@ -676,6 +745,13 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         "## Which axis matters (lab)",
         "",
         findings_markdown(report) or "No effect could be computed: cells are missing.",
+        "",
+        "## Side by side with the study (docs/concepts.md#findings)",
+        "",
+        "The study's figures are success on its real robot; here, in this run's lab (a simulated stand-in). "
+        "Directions and sizes compare; the tasks and robots differ.",
+        "",
+        versus_study_markdown(report),
         "",
         "## Each variant against real-only (lab, points)",
         "",
