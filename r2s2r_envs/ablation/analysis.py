@@ -52,7 +52,7 @@ METRIC_NAMES = {"success": "episode success", "sort_accuracy": "sort accuracy"}
 #: The published figures of the grounding study PickSort is modelled on (docs/concepts.md#findings): success on its
 #: real robot, real-only and fully grounded co-training, the axes' effects in points averaged over configurations,
 #: and whether behavior grounding mattered mainly where world grounding was imperfect.
-STUDY = {
+STUDY: dict[str, Any] = {
     "real_only": 0.52,
     "fully_grounded": 0.86,
     "world": 0.18,
