@@ -160,9 +160,12 @@ class Recorder:
         return action
 
 
-def env_of(variant: str | None, where: str) -> str:
-    """The env a policy of ``variant`` is run in: the lab, or its own variant (``where="own-variant"``)."""
-    return LAB_ID if where == "lab" or variant is None else f"PickSort-{variant}-v0"
+def env_of(variant: str | None, where: str) -> str | None:
+    """The env a policy of ``variant`` is run in: the lab, or its own variant (``where="own-variant"``; ``None`` for a
+    real-only policy, which has no variant)."""
+    if where == "lab":
+        return LAB_ID
+    return None if variant is None else f"PickSort-{variant}-v0"
 
 
 def table_policies(
@@ -176,8 +179,7 @@ def table_policies(
         config = record["config"]
         p = config["policy"]
         if config["env_id"] == env_of(p["variant"], where) and not config["env_kwargs"]:
-            if where == "lab" or p["variant"] is not None:
-                evals[(p["method"], p["variant"], round(p["real_fraction"], 6), p["seed"])] = record
+            evals[(p["method"], p["variant"], round(p["real_fraction"], 6), p["seed"])] = record
     found = []
     for task in sorted((run / "store" / "train").glob("*/task.json")):
         record = json.loads(task.read_text())

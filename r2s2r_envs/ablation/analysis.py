@@ -339,8 +339,10 @@ def versus_study(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     policies = finding["policies"] if finding else None
 
     def cell(variant: str) -> dict[str, Any]:
-        rows = {m: next((r for r in rows if r["variant"] == variant), None) for m, rows in tables.items()}
-        return {m: (r or {}).get("lab_success") for m, r in rows.items()}
+        found = {
+            m: next((r for r in method_rows if r["variant"] == variant), None) for m, method_rows in tables.items()
+        }
+        return {m: (r or {}).get("lab_success") for m, r in found.items()}
 
     def effect(name: str) -> dict[str, Any]:
         return {policies: effects.get(name, {}).get(policies)} if policies else {}
