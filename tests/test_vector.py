@@ -39,7 +39,7 @@ def _compare_rollout(env_id: str, num_envs: int, steps: int, **kwargs) -> None:
                 assert _rng_states(singles[i]) == _rng_states(vec.unwrapped.envs[i])
             if t == steps:
                 break
-            actions = rng.uniform(-1, 1, size=vec.action_space.shape).astype(np.float32)
+            actions = rng.uniform(-1.2, 1.2, size=vec.action_space.shape).astype(np.float32)  # some clipped
             obs, rewards, terms, truncs, info = vec.step(actions)
             for i, env in enumerate(singles):
                 if ended[i]:  # Gymnasium's next-step autoreset: this step resets the env, reward 0
@@ -213,6 +213,37 @@ def test_num_envs_below_one_is_refused(bad):
         make_vector_env("PickSort-Ungrounded-v0", bad)
 
 
+def _assert_same_infos(got: dict, expected: dict) -> None:
+    assert list(got) == list(expected)  # keys and "_key" masks in Gymnasium's order
+    for key, value in expected.items():
+        assert got[key].dtype == value.dtype and got[key].shape == value.shape, key
+        for a, b in zip(got[key], value):
+            assert (a is b is None) or a == b or (a != a and b != b), (key, a, b)  # NaN: equal
+
+
+def test_infos_are_what_gymnasiums_add_info_makes_one_env_at_a_time():
+    vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=3, episode_steps=3, autoreset_mode="Disabled")
+    base = vec.unwrapped
+
+    def reference(rows) -> dict:
+        infos: dict = {}
+        for i in rows:
+            infos = base._add_info(infos, base.env_infos[i], i)
+        return infos
+
+    _, info = vec.reset(seed=[1, 2, None])
+    _assert_same_infos(info, reference([0, 1, 2]))
+    a = np.zeros(vec.action_space.shape)
+    for _ in range(3):
+        _, _, _, _, info = vec.step(a)
+        _assert_same_infos(info, reference([0, 1, 2]))
+    _, _, _, truncs, info = vec.step(a)  # every env ended: none stepped, no info
+    assert truncs.all() and info == {}
+    _, info = vec.reset(seed=[4, None, None], options={"reset_mask": np.array([True, False, True])})
+    _assert_same_infos(info, reference([0, 2]))
+    assert info["_time_to_sort"].tolist() == [True, False, True]
+
+
 def test_bad_actions_name_the_shape_and_the_env():
     vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=2)
     with pytest.raises(RuntimeError, match="before reset"):
@@ -224,6 +255,8 @@ def test_bad_actions_name_the_shape_and_the_env():
     a[1, 3] = np.nan
     with pytest.raises(ValueError, match="env 1: action must be finite"):
         vec.step(a)
+    with pytest.raises(TypeError, match="env 0: action must be .* got an array of dtype <U1"):
+        vec.step(np.full((2, 22), "a"))
     with pytest.raises(ValueError, match="unknown autoreset_mode"):
         gym.make_vec("PickSort-Ungrounded-v0", num_envs=2, autoreset_mode="sometimes")
 

@@ -531,8 +531,9 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         mujoco.mj_step(self._model, self._data, nstep=self._n_substeps)
         return self._finish_step()
 
-    def _begin_step(self, action: Any) -> None:
-        """Check and apply ``action``: everything of a control step before its physics."""
+    def _begin_step(self, action: Any, checked: bool = False) -> None:
+        """Check and apply ``action``: everything of a control step before its physics (``checked``: ``action`` is
+        already what ``_validate_action`` returns, as the vector env checks all rows at once)."""
         if self._needs_reset:
             raise RuntimeError(
                 "step() called before reset(): call reset() first (and after set_world(), which takes effect "
@@ -540,7 +541,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             )
         if self._unstable:
             raise RuntimeError("step() called after the episode ended as unstable; call reset()")
-        action = self._validate_action(action)
+        if not checked:
+            action = self._validate_action(action)
         mujoco.mj_getState(self._model, self._data, self._saved_state, self._state_spec)
         self._advance_belt()
         self._apply_action(action)

@@ -6,9 +6,12 @@ effects).  A control step of one env is the single env's own ``step`` code in th
 most of the time; ``_finish_step``: outcome rules, reward, observation), so every env's observations, rewards,
 outcomes and random streams are bit-identical to a single env reset with the same seed and given the same actions
 (``tests/test_vector.py`` checks it for every registered id, with one thread and several).  With state
-observations, each of ``num_threads`` threads takes the next env still to step and runs its whole control step:
-the Python phases of one env run while the physics of the others does.  With images the calling thread runs the
-Python phases of every env (a GL context belongs to the thread that made it) and the threads only the physics.
+observations, each of ``num_threads`` threads (the calling thread is one of them) takes the next env still to step
+and runs its whole control step: the Python phases of one env run while the physics of the others does, and a lock
+lets one thread at a time run a whole Python phase (the GIL alone would switch threads in the middle of one).  With
+images the calling thread runs the Python phases of every env (a GL context belongs to the thread that made it)
+and the threads only the physics.  The actions of all envs are checked and clipped at once, and ``info`` is
+batched one key at a time (the same arrays and masks ``VectorEnv._add_info`` makes one env at a time).
 ``mujoco.rollout`` was not used: it steps a fixed control sequence, while this env runs its controller, belt model
 and divergence check between control steps.
 
@@ -27,7 +30,9 @@ Ungrounded id also takes ``world=[w0, ..., wN-1]`` at construction.  The lab ref
 
 from __future__ import annotations
 
+import math
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -116,6 +121,7 @@ class PickSortVectorEnv(VectorEnv):
         self.render_mode = first.render_mode
         self.num_threads = threads
         self._pool: ThreadPoolExecutor | None = None
+        self._python = threading.Lock()  # held by the thread that runs an env's Python phases
         # Threads run whole control steps where no env renders images (GL contexts belong to the thread that made
         # them); otherwise only the physics.
         self._threads_step_whole = all(env.obs_mode == "state" for env in self.envs)
@@ -199,11 +205,12 @@ class PickSortVectorEnv(VectorEnv):
                     o["setup"] = s
         for o in per_env:
             o.update(options)  # anything else: the env names what it accepts
-        infos: dict[str, Any] = {}
-        for i in np.flatnonzero(mask):
+        rows: list[tuple[int, dict[str, Any]]] = []
+        for i in np.flatnonzero(mask).tolist():
             self._obs[i], info = self.envs[i].reset(seed=seeds[i], options=per_env[i] or None)
             self.env_infos[i] = info
-            infos = self._add_info(infos, info, int(i))
+            rows.append((i, info))
+        infos = self._batched_infos({}, rows)
         self._rewards[mask] = 0.0
         self._terminations[mask] = False
         self._truncations[mask] = False
@@ -243,19 +250,16 @@ class PickSortVectorEnv(VectorEnv):
         to_step = ~to_reset & ~left_alone
         stepping = np.flatnonzero(to_step).tolist()
         envs = self.envs
-        for i in stepping:  # every row is checked before any env moves
-            try:
-                envs[i]._validate_action(actions[i])
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"env {i}: {e}") from None
+        checked = self._checked_rows(actions, stepping)  # every row is checked before any env moves
         results: dict[int, tuple] = {}
         pool = self._thread_pool()
         if pool is not None and self._threads_step_whole:
-            self._step_in_threads(pool, stepping, actions, results)
+            self._step_in_threads(pool, stepping, checked, results)
         else:
-            self._step_physics_in_threads(pool, stepping, actions, results)
+            self._step_physics_in_threads(pool, stepping, checked, results)
 
         infos: dict[str, Any] = {}
+        rows: list[tuple[int, dict[str, Any]]] = []  # (env, info) in env order: batched at the end
         for i in range(self.num_envs):
             if i in results:
                 obs, reward, terminated, truncated, info = results[i]
@@ -265,14 +269,15 @@ class PickSortVectorEnv(VectorEnv):
                     obs, info = envs[i].reset()
                 self._obs[i] = obs
                 self.env_infos[i] = info
-                infos = self._add_info(infos, info, i)
+                rows.append((i, info))
             elif to_reset[i]:
                 self._obs[i], info = envs[i].reset()
                 self.env_infos[i] = info
                 self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
-                infos = self._add_info(infos, info, i)
+                rows.append((i, info))
             else:  # DISABLED and ended: left alone until reset
                 self._rewards[i] = 0.0
+        infos = self._batched_infos(infos, rows)
         if mode == AutoresetMode.NEXT_STEP:
             self._ended = self._terminations | self._truncations
         elif mode == AutoresetMode.DISABLED:
@@ -293,20 +298,30 @@ class PickSortVectorEnv(VectorEnv):
         other threads runs beside them, and the calling thread only waits."""
         envs = self.envs
         todo = iter(stepping)  # shared: next() on a list iterator is atomic under the GIL
+        python = self._python
 
         def work() -> None:
-            for i in todo:
-                env = envs[i]
-                env._begin_step(actions[i])
-                mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
-                results[i] = env._finish_step()
+            # One thread at a time runs Python (the lock), and it runs its env's whole Python phase before it lets
+            # another in: the GIL alone would hand over at every call that releases it, in the middle of a phase.
+            with python:
+                for i in todo:
+                    env = envs[i]
+                    env._begin_step(actions[i], checked=True)
+                    python.release()
+                    try:
+                        mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
+                    finally:
+                        python.acquire()
+                    results[i] = env._finish_step()
 
-        futures = [pool.submit(work) for _ in range(min(self.num_threads, len(stepping)))]
+        # The calling thread is one of the threads: it would only wait otherwise.
+        futures = [pool.submit(work) for _ in range(min(self.num_threads, len(stepping)) - 1)]
         try:
-            for future in futures:
-                future.result()
+            work()
         finally:
             wait(futures)  # no env is stepping when an error propagates
+        for future in futures:
+            future.result()
 
     def _step_physics_in_threads(
         self, pool: ThreadPoolExecutor | None, stepping: list[int], actions: np.ndarray, results: dict[int, tuple]
@@ -318,7 +333,7 @@ class PickSortVectorEnv(VectorEnv):
         try:
             for i in stepping:
                 env = envs[i]
-                env._begin_step(actions[i])
+                env._begin_step(actions[i], checked=True)
                 if pool is None:
                     mujoco.mj_step(env._model, env._data, nstep=env._n_substeps)
                     physics.append((i, None))
@@ -342,6 +357,48 @@ class PickSortVectorEnv(VectorEnv):
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (one row per env), got shape {a.shape}")
         return a
+
+    def _checked_rows(self, actions: np.ndarray, stepping: list[int]) -> np.ndarray:
+        """The rows of ``actions`` as the envs take them (``PickSortEnv._validate_action``: float64, clipped to
+        [-1, 1]), checked all at once; a row an env refuses raises its error, naming the env."""
+        if actions.dtype.kind in "iuf":
+            a = actions.astype(np.float64, copy=False)
+            if math.isfinite(a[stepping].sum()):  # the envs' own test, on every row at once
+                return np.minimum(np.maximum(a, -1.0), 1.0)
+        for i in stepping:  # one row is bad: the env that refuses it says why
+            try:
+                self.envs[i]._validate_action(actions[i])
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"env {i}: {e}") from None
+        raise AssertionError("unreachable: a row failed the batch check but no env refused it")  # pragma: no cover
+
+    def _batched_infos(self, infos: dict[str, Any], rows: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+        """``infos`` with the envs' ``info`` of ``rows`` (``(env, info)`` in env order) added: what
+        ``VectorEnv._add_info`` makes one env at a time, made one key at a time where every row has the same flat
+        keys (the PickSort envs' infos)."""
+        if not rows:
+            return infos
+        keys = rows[0][1].keys()
+        nested = any(isinstance(v, dict) for v in rows[0][1].values())
+        if infos or nested or any(info.keys() != keys for _, info in rows):
+            for i, info in rows:
+                infos = self._add_info(infos, info, i)
+            return infos
+        n = self.num_envs
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[[i for i, _ in rows]] = True
+        for key, first in rows[0][1].items():
+            kind = type(first)
+            if kind in (int, float, bool) or issubclass(kind, np.number):  # as _add_info: the first env's type
+                array = np.zeros(n, dtype=kind)
+            elif isinstance(first, np.ndarray):
+                array = np.zeros((n, *first.shape), dtype=first.dtype)
+            else:
+                array = np.full(n, fill_value=None, dtype=object)
+            for i, info in rows:
+                array[i] = info[key]
+            infos[key], infos[f"_{key}"] = array, mask.copy()
+        return infos
 
     def _thread_pool(self) -> ThreadPoolExecutor | None:
         if self.num_threads <= 1:
