@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "runs", ".cache", "*.mp4", "*.hdf5"
