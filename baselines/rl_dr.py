@@ -32,10 +32,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 import r2s2r_envs  # noqa: F401  (registers the envs)
 from r2s2r_envs.evaluation import evaluate
-from r2s2r_envs.grounding.randomization import RandomizedWorld, WorldRandomization
+from r2s2r_envs.grounding.randomization import RandomizedWorld, RandomizedWorlds, WorldRandomization
 
 SIM_ID = "PickSort-Ungrounded-v0"
 LAB_ID = "PickSort-Real-v0"
@@ -64,6 +65,8 @@ class Config:
         eval_episodes: Episodes of the protocol in the lab and in the simulator.
         eval_workers: Worker processes of the evaluation.
         lab: The lab of ``PickSort-Real-v0`` (shipped name or file).
+        num_envs: Training envs stepped together (``gym.make_vec``: their physics in threads), each drawing its
+            own world at every reset; 1: one env (``DummyVecEnv``), as the committed record ran.
     """
 
     out: str
@@ -80,6 +83,7 @@ class Config:
     eval_episodes: int = 100
     eval_workers: int = 1
     lab: str = "default"
+    num_envs: int = 1
 
 
 # ---------------------------------------------------------------------- observations
@@ -119,6 +123,98 @@ def make_training_env(config: Config, randomization: WorldRandomization) -> gym.
     env = gym.make(SIM_ID, num_objects=config.num_objects, episode_steps=config.episode_steps)
     env = RandomizedWorld(env, randomization)  # a fresh world at every reset, via options={"world": ...}
     return Monitor(FlatObservation(env), info_keywords=("is_success",))
+
+
+def make_training_venv(config: Config, randomization: WorldRandomization) -> Any:
+    """The training envs as a stable-baselines3 ``VecEnv`` (episode statistics and ``is_success`` in ``info``):
+    with ``num_envs`` 1 a ``DummyVecEnv`` of one env, else the native vector env (physics in threads), every env
+    drawing its own world at each reset.  Env ``i`` runs what env ``i`` of a ``DummyVecEnv`` of ``num_envs`` single
+    envs would (tested)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
+
+    if config.num_envs == 1:
+        return DummyVecEnv([lambda: make_training_env(config, randomization)])
+    vec = gym.make_vec(
+        SIM_ID,
+        num_envs=config.num_envs,
+        autoreset_mode="SameStep",  # stable-baselines3's convention: the reset observation, the final one in info
+        num_objects=config.num_objects,
+        episode_steps=config.episode_steps,
+    )
+    return VecMonitor(NativeVecEnv(RandomizedWorlds(vec, randomization)), info_keywords=("is_success",))
+
+
+class NativeVecEnv(VecEnv):
+    """A Gymnasium vector env in ``SameStep`` autoreset mode as a stable-baselines3 ``VecEnv``, with flat
+    observations: what a ``DummyVecEnv`` of ``FlatObservation`` envs returns (``terminal_observation`` and
+    ``TimeLimit.truncated`` in the ``info`` of an env that ended, its reset observation in the batch)."""
+
+    def __init__(self, vec: gym.vector.VectorEnv) -> None:
+        self.vec = vec
+        self.keys = obs_keys(vec.single_observation_space)
+        size = sum(vec.single_observation_space[k].shape[0] for k in self.keys)
+        space = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+        super().__init__(vec.num_envs, space, vec.single_action_space)
+        self._actions: np.ndarray | None = None
+
+    def _flat(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(obs[k], dtype=np.float32) for k in self.keys], axis=1)
+
+    def reset(self) -> np.ndarray:
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        obs, info = self.vec.reset(seed=seeds)
+        self.reset_infos = _rows(info, self.num_envs)
+        self._reset_seeds()
+        self._reset_options()
+        return self._flat(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> Any:
+        obs, rewards, terminations, truncations, info = self.vec.step(self._actions)
+        dones = terminations | truncations
+        infos = _rows(info, self.num_envs)
+        if dones.any():  # SameStep: the ended envs' final observation and info, their reset ones in the batch
+            final = _rows(info["final_info"], self.num_envs)
+            for i in np.flatnonzero(dones).tolist():
+                self.reset_infos[i], infos[i] = infos[i], final[i]
+                last = info["final_obs"][i]
+                infos[i]["terminal_observation"] = self._flat({k: last[k][None] for k in self.keys})[0]
+        for i, row in enumerate(infos):
+            row["TimeLimit.truncated"] = bool(truncations[i] and not terminations[i])
+        return self._flat(obs), rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.vec.close()
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return [getattr(self.vec.unwrapped.envs[i], attr_name) for i in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        for i in self._get_indices(indices):
+            setattr(self.vec.unwrapped.envs[i], attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> list[Any]:
+        envs = self.vec.unwrapped.envs
+        return [getattr(envs[i], method_name)(*args, **kwargs) for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+
+def _rows(info: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A vector env's batched ``info`` as one dict per env (the keys its ``_key`` mask marks)."""
+    rows: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in info.items():
+        if key.startswith("_") or key in ("final_obs", "final_info"):
+            continue
+        mask = info.get(f"_{key}")
+        for i in range(n):
+            if mask is None or mask[i]:
+                item = value[i]
+                rows[i][key] = item.item() if isinstance(item, np.generic) else item
+    return rows
 
 
 # ---------------------------------------------------------------------- the trained policy
@@ -172,13 +268,13 @@ def train(config: Config) -> dict[str, Any]:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)  # the machine is shared; one core per process
     randomization = make_randomization(config)
     out = Path(config.out)
     (out / "randomization.json").write_text(randomization.to_json(indent=2) + "\n")
-    venv = VecNormalize(DummyVecEnv([lambda: make_training_env(config, randomization)]), gamma=0.99)
+    venv = VecNormalize(make_training_venv(config, randomization), gamma=0.99)
     venv.seed(config.seed)
     model = PPO(
         "MlpPolicy",
@@ -301,9 +397,14 @@ def parse_args(argv: list[str] | None = None) -> Config:
     p.add_argument("--eval-episodes", type=int, default=100, help="protocol episodes per env (default 100)")
     p.add_argument("--eval-workers", type=int, default=1, help="evaluation worker processes")
     p.add_argument("--lab", default="default", help="lab of PickSort-Real-v0 (name or file)")
+    p.add_argument(
+        "--num-envs", type=int, default=1, help="training envs stepped together, each its own world (default 1)"
+    )
     a = p.parse_args(argv)
     if a.budget_minutes <= 0 or (a.total_steps is not None and a.total_steps < 1):
         p.error("--budget-minutes must be > 0 and --total-steps >= 1")
+    if a.num_envs < 1:
+        p.error(f"--num-envs must be an integer >= 1 (training envs stepped together), got {a.num_envs}")
     return Config(
         out=a.out,
         budget_minutes=a.budget_minutes,
@@ -319,6 +420,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         eval_episodes=a.eval_episodes,
         eval_workers=a.eval_workers,
         lab=a.lab,
+        num_envs=a.num_envs,
     )
 
 

@@ -1,6 +1,6 @@
 """Links between the project's pages stay valid: every relative Markdown link in the user docs, the README, the
-changelog, the course, the record READMEs under benchmarks/results/ and experiments/ names a file that exists and,
-when it names an anchor of a Markdown page, a heading (or an ``<a id>``) that page has; every
+changelog, the contributing guide, the course, the record READMEs under benchmarks/results/ and experiments/ names
+a file that exists and, when it names an anchor of a Markdown page, a heading (or an ``<a id>``) that page has; every
 ``docs/<page>.md#<anchor>`` cited in the package, the tests, the benchmarks, the experiments, the baselines or those
 pages names an anchor of that page.
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Pages whose relative links are checked.
 PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "CONTRIBUTING.md"]
     + list((ROOT / "docs").glob("*.md"))
     + list((ROOT / "course").glob("*.md"))
     + list((ROOT / "benchmarks" / "results").glob("*/README.md"))

@@ -11,13 +11,14 @@ import pytest
 from test_grounding_result import example_grounding, write_example
 
 import r2s2r_envs  # noqa: F401  (registers the envs)
-from r2s2r_envs.grounding.randomization import RandomizedWorld, WorldRandomization
+from r2s2r_envs.grounding.randomization import RandomizedWorld, RandomizedWorlds, WorldRandomization
 from r2s2r_envs.grounding.result import GroundingFileError, load_grounding
 from r2s2r_envs.grounding.variants import WorldGroundedEnv
 from r2s2r_envs.world import WorldParams, nominal
 from r2s2r_envs.world.params import FIELD_BOUNDS
 
 ENV_ID = "PickSort-WorldGrounded-v0"
+ENV_ID_SIM = "PickSort-Ungrounded-v0"
 
 
 @pytest.fixture
@@ -251,6 +252,58 @@ def test_randomized_world_is_applied_at_reset_and_reproducible():
     assert again.unwrapped.world_params == first
     with pytest.raises(ValueError, match="draws the world itself"):
         env.reset(options={"world": "nominal"})
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+def test_randomized_worlds_give_each_env_the_worlds_of_a_single_randomized_env(mode):
+    r = WorldRandomization.around_nominal(0.3, fields=["belt_speed", "object_friction"])
+    vec = RandomizedWorlds(gym.make_vec(ENV_ID_SIM, num_envs=2, episode_steps=3, autoreset_mode=mode), r)
+    singles = [RandomizedWorld(gym.make(ENV_ID_SIM, episode_steps=3), r) for _ in range(2)]
+    vec.reset(seed=40)
+    expected = [[env.reset(seed=40 + i)[1]["world"]] for i, env in enumerate(singles)]
+    for _ in range(3):  # episodes of 3 steps: a second and a third world per env
+        expected[0].append(singles[0].reset()[1]["world"])
+        expected[1].append(singles[1].reset()[1]["world"])
+    seen: list[list[dict]] = [[w.to_dict()] for w in vec.worlds]
+    base = vec.unwrapped
+    actions = np.zeros(vec.action_space.shape)
+    for _ in range(9):
+        if mode == "Disabled" and base._ended.all():
+            vec.reset(options={"reset_mask": np.ones(2, dtype=bool)})
+            for i, w in enumerate(vec.worlds):
+                seen[i].append(w.to_dict())
+            continue
+        vec.step(actions)
+        for i, env in enumerate(base.envs):
+            if env.world_params.to_dict() != seen[i][-1]:
+                seen[i].append(env.world_params.to_dict())
+            assert vec.worlds[i].to_dict() == seen[i][-1]  # what the wrapper says each env runs
+    for i in range(2):
+        assert len(seen[i]) >= 3 and seen[i] == expected[i][: len(seen[i])], i
+    with pytest.raises(ValueError, match="draws the worlds itself"):
+        vec.reset(options={"world": "nominal"})
+    with pytest.raises(TypeError, match="PickSort vector env"):
+        RandomizedWorlds(gym.make_vec(ENV_ID_SIM, num_envs=2, vectorization_mode="sync"), r)
+
+
+def test_autoreset_options_are_used_once_and_checked():
+    vec = gym.make_vec(ENV_ID_SIM, num_envs=2, episode_steps=1, autoreset_mode="SameStep")
+    base = vec.unwrapped
+    vec.reset(seed=0)
+    world = dataclasses.replace(nominal(), belt_speed=0.09)
+    base.set_autoreset_options(1, {"world": world})
+    vec.step(np.zeros(vec.action_space.shape))  # both end and reset at once: env 1 in the given world
+    assert base.envs[1].world_params == world and base.envs[0].world_params == nominal()
+    vec.step(np.zeros(vec.action_space.shape))  # used once: env 1 keeps its world (reset without options)
+    assert base.envs[1].world_params == world
+    base.set_autoreset_options(0, {"world": world})
+    vec.reset()  # an explicit reset clears them
+    vec.step(np.zeros(vec.action_space.shape))
+    assert base.envs[0].world_params == nominal()
+    with pytest.raises(IndexError, match=r"env index in \[0, 2\)"):
+        base.set_autoreset_options(2, None)
+    with pytest.raises(TypeError, match="mapping of reset options"):
+        base.set_autoreset_options(0, "world")
 
 
 # ---------------------------------------------------------------------- command line: --grounding and --lab

@@ -64,11 +64,12 @@ def test_flat_observation_is_the_policy_input(rl_dr):
 
 
 @pytest.mark.slow
-def test_script_trains_briefly_and_writes_results_the_leaderboard_reads(tmp_path):
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_script_trains_briefly_and_writes_results_the_leaderboard_reads(tmp_path, num_envs):
     out = tmp_path / "rl_dr"
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out), "--total-steps", "256", "--n-steps", "128"]
-        + ["--batch-size", "64", "--episode-steps", "40", "--eval-episodes", "2"],
+        [sys.executable, str(SCRIPT), "--out", str(out), "--total-steps", "256", "--n-steps", str(128 // num_envs)]
+        + ["--batch-size", "64", "--episode-steps", "40", "--eval-episodes", "2", "--num-envs", str(num_envs)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -77,6 +78,7 @@ def test_script_trains_briefly_and_writes_results_the_leaderboard_reads(tmp_path
     config = json.loads((out / "config.json").read_text())
     log = json.loads((out / "train_log.json").read_text())
     assert log["env_steps"] == 256 and config["env_steps"] == 256 and config["episode_steps"] == 40
+    assert config["num_envs"] == num_envs
     assert {"mean", "var", "keys"} <= set(np.load(out / "obs_normalization.npz").files)
     for name, env_id, domain in (("lab", "PickSort-Real-v0", "real"), ("sim", "PickSort-Ungrounded-v0", "sim")):
         result = EvaluationResult.from_json((out / "results" / f"rl_dr_{name}.json").read_text())
@@ -120,3 +122,42 @@ def test_grounding_intervals_become_the_ranges(rl_dr, tmp_path):
     assert 0.094 <= drawn.belt_speed <= 0.096 and drawn.object_mass == world.object_mass
     meta = rl_dr.metadata(config, {"env_steps": 10, "training_time_s": 1.0})
     assert meta["variant"] == "WorldGrounded" and meta["randomization"] == str(path)
+
+
+def test_native_training_envs_run_what_a_dummy_vec_env_of_single_envs_runs(rl_dr, tmp_path):
+    """Worlds, observations, rewards, ends, final observations and successes, across autoresets."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    config = rl_dr.Config(out=str(tmp_path), num_objects=1, episode_steps=7, num_envs=3)
+    randomization = rl_dr.make_randomization(config)
+    native = rl_dr.make_training_venv(config, randomization)
+    single = rl_dr.Config(out=str(tmp_path), num_objects=1, episode_steps=7)
+    dummy = DummyVecEnv([lambda: rl_dr.make_training_env(single, randomization) for _ in range(3)])
+    worlds = native.venv.vec  # VecMonitor -> NativeVecEnv -> RandomizedWorlds
+    for venv in (native, dummy):
+        venv.seed(5)
+    a, b = native.reset(), dummy.reset()
+    assert np.array_equal(a, b)
+    assert [w.to_dict() for w in worlds.worlds] == [i["world"] for i in dummy.reset_infos]
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(16):  # episodes of 7 steps: two autoresets per env
+        actions = rng.uniform(-1.0, 1.0, size=(3, *native.action_space.shape)).astype(np.float32)
+        a_obs, a_rew, a_done, a_info = native.step(actions)
+        b_obs, b_rew, b_done, b_info = dummy.step(actions)
+        assert np.array_equal(a_obs, b_obs) and np.array_equal(a_rew, b_rew) and np.array_equal(a_done, b_done)
+        for i in np.flatnonzero(b_done):
+            ends += 1
+            assert np.array_equal(a_info[i]["terminal_observation"], b_info[i]["terminal_observation"])
+            assert a_info[i]["is_success"] == b_info[i]["is_success"]
+            assert a_info[i]["episode"]["r"] == pytest.approx(b_info[i]["episode"]["r"], abs=1e-6)  # Monitor rounds
+            assert a_info[i]["TimeLimit.truncated"] == b_info[i]["TimeLimit.truncated"]
+            assert worlds.worlds[i].to_dict() == dummy.reset_infos[i]["world"]  # a new draw, the same one
+    assert ends == 6
+    native.close()
+    dummy.close()
+
+
+def test_bad_num_envs_is_refused(rl_dr):
+    with pytest.raises(SystemExit):
+        rl_dr.parse_args(["--out", "x", "--num-envs", "0"])

@@ -25,7 +25,9 @@ ends (the evaluation protocol does, ``evaluation.batched``).
 
 Worlds per env: ``set_world(w)`` or ``reset(options={"world": w})`` with one world (every env) or a list of ``N``
 (env ``i`` gets ``w[i]``; same forms as ``PickSortEnv.set_world``), for domain randomization at reset; the
-Ungrounded id also takes ``world=[w0, ..., wN-1]`` at construction.  The lab refuses both, as its single env does.
+Ungrounded id also takes ``world=[w0, ..., wN-1]`` at construction.  ``set_autoreset_options(i, {"world": w})``
+gives env ``i``'s next autoreset its world (``grounding.randomization.RandomizedWorlds`` draws one per episode of
+each env with it).  The lab refuses worlds, as its single env does.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class PickSortVectorEnv(VectorEnv):
         #: Each env's own ``info`` of its last reset or step, as the single env returns it (no batching: ``None``
         #: stays ``None``), for callers that read one env at a time (the evaluation protocol's records).
         self.env_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._autoreset_options: list[dict[str, Any] | None] = [None] * self.num_envs
 
     # ------------------------------------------------------------------ worlds
     def _per_env_worlds(self, worlds: Any, what: str) -> list[Any]:
@@ -162,6 +165,25 @@ class PickSortVectorEnv(VectorEnv):
         loaded = [w if isinstance(w, WorldParams) else load_world(w) for w in worlds]  # all checked before any change
         for env, w in zip(self.envs, loaded):
             env.set_world(w)
+
+    def set_autoreset_options(self, env: int, options: Mapping[str, Any] | None) -> None:
+        """The reset options of env ``env``'s next autoreset (the single env's: ``{"world": w}``, ``{"setup":
+        ...}``), used once; ``None`` clears them.  An explicit ``reset`` of the env clears them too.  This is how a
+        world can be drawn for each episode of each env (``grounding.randomization.RandomizedWorlds``).
+
+        Raises:
+            IndexError: ``env`` is not an env index.
+            TypeError: ``options`` is not a mapping or ``None``.
+        """
+        if isinstance(env, bool) or not isinstance(env, (int, np.integer)) or not 0 <= env < self.num_envs:
+            raise IndexError(f"env must be an env index in [0, {self.num_envs}), got {env!r}")
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(f"options must be a mapping of reset options or None, got {type(options).__name__}")
+        self._autoreset_options[int(env)] = None if options is None else dict(options)
+
+    def _take_autoreset_options(self, env: int) -> dict[str, Any] | None:
+        options, self._autoreset_options[env] = self._autoreset_options[env], None
+        return options
 
     # ------------------------------------------------------------------ reset
     def reset(
@@ -207,6 +229,7 @@ class PickSortVectorEnv(VectorEnv):
             o.update(options)  # anything else: the env names what it accepts
         rows: list[tuple[int, dict[str, Any]]] = []
         for i in np.flatnonzero(mask).tolist():
+            self._autoreset_options[i] = None
             self._obs[i], info = self.envs[i].reset(seed=seeds[i], options=per_env[i] or None)
             self.env_infos[i] = info
             rows.append((i, info))
@@ -266,12 +289,12 @@ class PickSortVectorEnv(VectorEnv):
                 self._rewards[i], self._terminations[i], self._truncations[i] = reward, terminated, truncated
                 if mode == AutoresetMode.SAME_STEP and (terminated or truncated):
                     infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
-                    obs, info = envs[i].reset()
+                    obs, info = envs[i].reset(options=self._take_autoreset_options(i))
                 self._obs[i] = obs
                 self.env_infos[i] = info
                 rows.append((i, info))
             elif to_reset[i]:
-                self._obs[i], info = envs[i].reset()
+                self._obs[i], info = envs[i].reset(options=self._take_autoreset_options(i))
                 self.env_infos[i] = info
                 self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
                 rows.append((i, info))

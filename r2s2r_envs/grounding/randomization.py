@@ -9,12 +9,15 @@ A :class:`WorldRandomization` holds a centre world and a uniform range per rando
   default), the classic "randomize everything by 20%".
 
 ``sample(rng)`` draws a ``WorldParams``; :class:`RandomizedWorld` is a Gymnasium wrapper that passes a fresh draw
-to every ``reset`` through ``options={"world": ...}`` (the env's ``set_world``; docs/architecture.md).  Ranges
+to every ``reset`` through ``options={"world": ...}`` (the env's ``set_world``; docs/architecture.md), and
+:class:`RandomizedWorlds` does the same for each env of the native vector env (``gym.make_vec``), autoresets
+included.  Ranges
 round-trip through JSON (``to_json`` / ``from_json``) so an experiment can record exactly what it randomized.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -224,6 +227,96 @@ class RandomizedWorld(gym.Wrapper):
         return obs, {**info, "world": world.to_dict()}
 
 
+class RandomizedWorlds(gym.vector.VectorWrapper):
+    """:class:`RandomizedWorld` for the native vector env (``gym.make_vec``): every env draws its own world at
+    every reset, autoresets included, from its own generator.
+
+    Env ``i``'s generator is seeded as a ``RandomizedWorld`` reset with env ``i``'s seed would be (``seed + i`` for
+    an int seed, the list's entry for a list), so env ``i`` runs the worlds of a single env wrapped in
+    ``RandomizedWorld`` and reset with that seed, in the same order (tested).  The world of an env's next episode
+    is drawn as soon as its last one has started and given to the vector env's next autoreset of that env
+    (``set_autoreset_options``); ``reset`` passes fresh draws itself.  ``worlds`` holds the world each env runs
+    now.
+
+    Args:
+        env: The vector env of a simulated PickSort id (the lab refuses ``set_world``).
+        randomization: The ranges.
+
+    Raises:
+        TypeError: ``randomization`` is not a ``WorldRandomization``, or ``env`` is not a PickSort vector env.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv, randomization: WorldRandomization) -> None:
+        from r2s2r_envs.envs.vector import PickSortVectorEnv
+
+        super().__init__(env)
+        if not isinstance(randomization, WorldRandomization):
+            raise TypeError(f"randomization must be a WorldRandomization, got {type(randomization).__name__}")
+        if not isinstance(env.unwrapped, PickSortVectorEnv):
+            raise TypeError(f"RandomizedWorlds wraps a PickSort vector env (gym.make_vec), got {env.unwrapped!r}")
+        self.randomization = randomization
+        self._vec: PickSortVectorEnv = env.unwrapped
+        self._rngs = [np.random.default_rng() for _ in range(self.num_envs)]
+        self._next: list[WorldParams | None] = [None] * self.num_envs
+        self._reset_at_next_step = np.zeros(self.num_envs, dtype=np.bool_)
+        #: The world each env runs now (``None`` before its first reset).
+        self.worlds: list[WorldParams | None] = [None] * self.num_envs
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        n = self.num_envs
+        options = dict(options or {})
+        if "world" in options:
+            raise ValueError("RandomizedWorlds draws the worlds itself: do not pass options={'world': ...}")
+        mask = options.get("reset_mask")
+        resetting = range(n) if mask is None else [i for i in range(n) if mask[i]]
+        seeds = [seed + i for i in range(n)] if isinstance(seed, (int, np.integer)) else seed
+        if seeds is not None and len(seeds) != n:  # the env's own check would come after the draws
+            raise ValueError(f"seed is a list of {len(seeds)} seeds but num_envs={n}: give one int or {n} seeds")
+        worlds: list[WorldParams | None] = list(self.worlds)
+        saved = copy.deepcopy(self._rngs)  # a reset the env refuses draws nothing
+        for i in resetting:
+            env_seed = None if seeds is None else seeds[i]
+            if env_seed is not None:
+                self._rngs[i] = np.random.default_rng(np.random.SeedSequence(int(env_seed), spawn_key=(0x5D0,)))
+                worlds[i] = self.randomization.sample(self._rngs[i])
+            else:  # the world already drawn for the env's next episode
+                worlds[i] = self._next[i] or self.randomization.sample(self._rngs[i])
+        nominal_world = worlds[resetting[0]]  # envs left out of reset_mask ignore their entry
+        try:
+            options["world"] = [w or nominal_world for w in worlds]
+            obs, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]  # a list per env
+        except Exception:
+            self._rngs = saved
+            raise
+        for i in resetting:
+            self.worlds[i] = worlds[i]
+            self._draw_next(i)
+        self._reset_at_next_step[list(resetting)] = False
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        mode = self._vec.autoreset_mode
+        obs, rewards, terminations, truncations, info = self.env.step(actions)
+        ended = np.logical_or(terminations, truncations)
+        if mode == gym.vector.AutoresetMode.NEXT_STEP:  # an env that ended is reset by the next step
+            reset_now, self._reset_at_next_step = self._reset_at_next_step, ended
+        elif mode == gym.vector.AutoresetMode.SAME_STEP:
+            reset_now = ended
+        else:  # DISABLED: only reset() resets
+            reset_now = np.zeros(self.num_envs, dtype=np.bool_)
+        for i in np.flatnonzero(reset_now).tolist():
+            self.worlds[i] = self._next[i]
+            self._draw_next(i)
+        return obs, rewards, terminations, truncations, info
+
+    def _draw_next(self, i: int) -> None:
+        """Draw env ``i``'s next world and give it to the env's next autoreset."""
+        self._next[i] = self.randomization.sample(self._rngs[i])
+        self._vec.set_autoreset_options(i, {"world": self._next[i]})
+
+
 # ---------------------------------------------------------------------- helpers
 def _field_list(fields: Iterable[str] | None) -> list[str] | None:
     if fields is None:
@@ -285,4 +378,4 @@ def _is_pair(value: Any) -> bool:
     )
 
 
-__all__ = ["RANDOMIZATION_FORMAT_VERSION", "RandomizedWorld", "WorldRandomization"]
+__all__ = ["RANDOMIZATION_FORMAT_VERSION", "RandomizedWorld", "RandomizedWorlds", "WorldRandomization"]
