@@ -16,9 +16,19 @@ from pathlib import Path
 import pytest
 
 from r2s2r_envs.ablation import analysis
-from r2s2r_envs.ablation.chain import GROUNDING_FILE, LabError, LabRef, StageError, lab_argument, resolve_lab
+from r2s2r_envs.ablation.chain import (
+    GROUNDING_FILE,
+    ChainSpec,
+    LabError,
+    LabRef,
+    StageError,
+    lab_argument,
+    resolve_lab,
+)
 from r2s2r_envs.ablation.design import (
+    LAB_CHAINS,
     LAB_ENV_ID,
+    SMOKE_PROTOCOLS,
     VARIANTS,
     full_design,
     lab_design,
@@ -27,6 +37,7 @@ from r2s2r_envs.ablation.design import (
 )
 from r2s2r_envs.ablation.runner import AblationError, preflight
 from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.grounding.sysid import run_sysid
 
 #: A lab written from docs/lab.md's format and ranges, every value changed from the default lab's.
 TEST_LAB = {
@@ -113,6 +124,24 @@ def test_the_chain_is_tasks_of_the_graph_keyed_by_their_inputs(lab_file, tmp_pat
     assert f"data {design.sim_spec('Ungrounded').label}" not in changed
     assert len(changed) == len(tasks) - 2  # all but the ungrounded data and the sysid, whose label names the lab
     assert other_keys["sysid lab other"] != sysid.key
+
+
+def test_a_chain_logging_some_protocols_requires_only_what_they_expose(lab_file):
+    lab = resolve_lab(lab_file)
+    smoke = next(t for t in tiny_lab_design(lab).tasks() if t.kind == "sysid").config
+    assert smoke["protocols"] == sorted(SMOKE_PROTOCOLS) and "arm_steps" not in smoke["protocols"]
+    assert "object_friction" in smoke["require_identified"] and "arm_damping" not in smoke["require_identified"]
+    quick = next(t for t in lab_design(lab, "quick").tasks() if t.kind == "sysid").config
+    assert "protocols" not in quick and "arm_damping" in quick["require_identified"]  # every protocol: key as before
+    assert ChainSpec.from_dict(LAB_CHAINS["smoke"].to_dict()) == LAB_CHAINS["smoke"]
+    for bad in (("arm_stepz",), (), "lift"):
+        with pytest.raises(ValueError, match="sysid_protocols: unknown protocol"):
+            ChainSpec(sysid_protocols=bad).check()  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="with --lab, not with existing --logs"):
+        run_sysid(lab_file.parent / "g.json", logs=lab_file.parent, protocols=("latency",))
+    with pytest.raises(ValueError, match=r"unknown protocol\(s\) \['nope'\]"):
+        run_sysid(lab_file.parent / "g.json", lab=str(lab_file), protocols=("nope",))
+    assert not (lab_file.parent / "g.json").exists()
 
 
 def test_a_chain_stage_runs_only_when_a_variant_of_the_design_needs_it(lab_file):

@@ -164,6 +164,8 @@ class ChainSpec:
             are skipped (``None``: every field the identification is designed to identify, i.e. all but those it
             keeps at their datasheet value, ``grounding.identify.KEPT_NOMINAL``).
         sysid_workers: threads and processes of the sysid stage (declared to Ray as its CPUs; not in its hash).
+        sysid_protocols: the excitation protocols the sysid stage logs (``grounding.excitation.PROTOCOLS``;
+            ``None``: all); a field none of them exposes is then not required.
         fit_min_grasps: fewest usable grasps per category the behavior fit needs (``--min-grasps``).
         fit_max_sources: most grasps the model keeps (``None``: the fit's default).
         fit_seed: seed of the choice of sources.
@@ -175,6 +177,7 @@ class ChainSpec:
     tune_grid: Mapping[str, tuple[float, ...]] | None = None
     require_identified: tuple[str, ...] | None = None
     sysid_workers: int = 1
+    sysid_protocols: tuple[str, ...] | None = None
     fit_min_grasps: int = 3
     fit_max_sources: int | None = None
     fit_seed: int = 0
@@ -183,15 +186,20 @@ class ChainSpec:
         """The resolved ``require_identified`` (sorted)."""
         if self.require_identified is not None:
             return sorted(self.require_identified)
+        from r2s2r_envs.grounding.excitation import PROTOCOLS
         from r2s2r_envs.grounding.identify import KEPT_NOMINAL
         from r2s2r_envs.world.params import WorldParams
 
-        return sorted(f for f in WorldParams.field_names() if f not in KEPT_NOMINAL)
+        fields = [f for f in WorldParams.field_names() if f not in KEPT_NOMINAL]
+        if self.sysid_protocols is not None:  # only what the logged protocols expose
+            exposed = {f for p in self.sysid_protocols for f in PROTOCOLS.get(p, ())}
+            fields = [f for f in fields if f in exposed]
+        return sorted(fields)
 
     def sysid_config(self, lab: LabRef) -> dict[str, Any]:
         """The sysid task's configuration."""
         grid = None if self.tune_grid is None else {k: list(v) for k, v in sorted(self.tune_grid.items())}
-        return {
+        config = {
             "lab": lab.to_config(),
             "quick": self.sysid_quick,
             "seed": self.sysid_seed,
@@ -199,6 +207,9 @@ class ChainSpec:
             "tune_grid": grid,
             "require_identified": self.required_fields(),
         }
+        if self.sysid_protocols is not None:  # absent otherwise: the keys of chains logging every protocol stay
+            config["protocols"] = sorted(self.sysid_protocols)
+        return config
 
     def behavior_config(self, lab: LabRef) -> dict[str, Any]:
         """The behavior task's configuration."""
@@ -214,6 +225,7 @@ class ChainSpec:
         d = dataclasses.asdict(self)
         d["tune_grid"] = None if self.tune_grid is None else {k: list(v) for k, v in self.tune_grid.items()}
         d["require_identified"] = None if self.require_identified is None else list(self.require_identified)
+        d["sysid_protocols"] = None if self.sysid_protocols is None else list(self.sysid_protocols)
         return d
 
     @classmethod
@@ -224,6 +236,8 @@ class ChainSpec:
             kw["tune_grid"] = {k: tuple(v) for k, v in kw["tune_grid"].items()}
         if kw.get("require_identified") is not None:
             kw["require_identified"] = tuple(kw["require_identified"])
+        if kw.get("sysid_protocols") is not None:
+            kw["sysid_protocols"] = tuple(kw["sysid_protocols"])
         return cls(**kw)
 
     def check(self) -> None:
@@ -260,6 +274,15 @@ class ChainSpec:
             )
         if self.tune_grid is not None:
             check_grid({k: list(v) for k, v in self.tune_grid.items()})
+        if self.sysid_protocols is not None:
+            from r2s2r_envs.grounding.excitation import PROTOCOLS
+
+            bad = sorted(set(self.sysid_protocols) - set(PROTOCOLS))
+            if bad or not self.sysid_protocols or isinstance(self.sysid_protocols, str):
+                raise ValueError(
+                    f"chain sysid_protocols: unknown protocol(s) {bad}, or none; give a tuple of protocols from "
+                    f"{list(PROTOCOLS)}, or None for all"
+                )
 
 
 # ---------------------------------------------------------------------- the tasks
@@ -287,6 +310,7 @@ def run_sysid_task(task: Mapping[str, Any], root: Path, out: Path) -> dict[str, 
             log_dir=log_dir,
             seed=config["seed"],
             quick=config["quick"],
+            protocols=config.get("protocols"),
             workers=int(task.get("num_cpus") or 1),
             tune_episodes=config["tune_episodes"],
             tune_grid=grid,

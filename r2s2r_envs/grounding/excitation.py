@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -623,29 +623,56 @@ def run_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint32)[0])
 
 
+def select_protocols(plans: list[RunPlan], protocols: Sequence[str] | None) -> list[RunPlan]:
+    """The runs of ``plans`` whose protocol is in ``protocols`` (``None``: all), in logging order.
+
+    Raises:
+        ValueError: an unknown protocol name, or none given (naming the protocols).
+    """
+    if protocols is None:
+        return plans
+    names = [protocols] if isinstance(protocols, str) else list(protocols)
+    unknown = sorted(set(names) - set(PROTOCOLS))
+    if unknown or not names:
+        raise ValueError(f"unknown protocol(s) {unknown or names}; protocols (at least one): {list(PROTOCOLS)}")
+    return [p for p in plans if p.protocol in names]
+
+
 def log_lab(
     lab: str | Path,
     out: str | Path,
     *,
     seed: int = 0,
     quick: bool = False,
+    protocols: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> LogSet:
-    """Run every protocol on the lab and write the logs.
+    """Run every protocol (or those of ``protocols``) on the lab and write the logs.
 
     Args:
         lab: A shipped lab name or a lab JSON file (what ``PickSort-Real-v0`` takes as ``lab=``).
         out: Output directory (``manifest.json`` plus one HDF5 file per run).
         seed: Base seed of the session (run ``i`` resets with ``run_seed(seed, i)``).
         quick: Fewer and shorter runs (a reduced budget for tests and quick looks).
+        protocols: Names of :data:`PROTOCOLS` to run (``None``: all); identification leaves the fields only the
+            others expose at nominal, flagged.
         progress: Called with one line per run (e.g. ``print``).
 
     Returns:
         The written logs, as read back.
+
+    Raises:
+        ValueError: an unknown protocol name.
     """
     lab_arg = lab if isinstance(lab, str) else str(lab)
+    plans = select_protocols(plan_runs(quick=quick), protocols)
     return log_env(
-        lambda kwargs: gym.make(LAB_ID, lab=lab_arg, **kwargs), out, seed=seed, quick=quick, progress=progress
+        lambda kwargs: gym.make(LAB_ID, lab=lab_arg, **kwargs),
+        out,
+        seed=seed,
+        quick=quick,
+        progress=progress,
+        plans=plans,
     )
 
 

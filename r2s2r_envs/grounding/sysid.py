@@ -69,6 +69,7 @@ def run_sysid(
     log_dir: str | Path | None = None,
     seed: int = 0,
     quick: bool = False,
+    protocols: Sequence[str] | None = None,
     workers: int = 1,
     planner_episodes: int = 0,
     tune_episodes: int | None = None,
@@ -86,6 +87,8 @@ def run_sysid(
         log_dir: Where to log with ``lab`` (default ``<out without suffix>_logs``).
         seed: Base seed of the logging session.
         quick: Reduced budget for logging and fitting.
+        protocols: With ``lab``, log only these protocols (``excitation.PROTOCOLS``; ``None``: all): the fields
+            only the others expose stay at nominal, flagged.
         workers: Threads / processes for fitting and the planner table.
         planner_episodes: Episodes per env of the planner table (0: no table).
         tune_episodes: Episodes per grid point of the scripted demonstrator's tuning in the grounded world (None:
@@ -113,6 +116,12 @@ def run_sysid(
     if tune_episodes < 0:
         raise ValueError(f"tune_episodes must be >= 0 (0: no tuning), got {tune_episodes}")
     grid = check_grid(DEFAULT_GRID if tune_grid is None else tune_grid)  # a bad grid fails before any work
+    if protocols is not None:
+        if logs is not None:
+            raise ValueError("protocols selects what to log: give it with --lab, not with existing --logs")
+        from r2s2r_envs.grounding.excitation import plan_runs, select_protocols
+
+        select_protocols(plan_runs(quick=quick), protocols)  # unknown names fail before any work
     times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0, "tuning": 0.0}
     start = time.perf_counter()
     if logs is None:
@@ -123,7 +132,7 @@ def run_sysid(
         log_dir = Path(log_dir) if log_dir is not None else out.with_name(f"{out.stem}_logs")
         say(f"logging lab {lab} into {log_dir}")
         t0 = time.perf_counter()
-        log_set = log_lab(lab, log_dir, seed=seed, quick=quick, progress=say)
+        log_set = log_lab(lab, log_dir, seed=seed, quick=quick, protocols=protocols, progress=say)
         times["logging"] = time.perf_counter() - t0
     else:
         log_set = read_logs(logs)
@@ -147,7 +156,9 @@ def run_sysid(
         )
         times["planner"] = time.perf_counter() - t0
         validation = validation.with_planner(table)
-    provenance = _provenance(log_set, identification, seed=seed, quick=quick, workers=workers, times=times)
+    provenance = _provenance(
+        log_set, identification, seed=seed, quick=quick, protocols=protocols, workers=workers, times=times
+    )
     grounding = Grounding.from_identification(identification, validation=validation.to_dict(), provenance=provenance)
     tuning = None
     if tune_episodes > 0:
@@ -164,7 +175,9 @@ def run_sysid(
         times["tuning"] = time.perf_counter() - t0
         say(f"demonstrator: {tuning.chosen} (defaults {tuning.default})")
     times["total"] = time.perf_counter() - start
-    provenance = _provenance(log_set, identification, seed=seed, quick=quick, workers=workers, times=times)
+    provenance = _provenance(
+        log_set, identification, seed=seed, quick=quick, protocols=protocols, workers=workers, times=times
+    )
     grounding = dataclasses.replace(grounding, provenance=provenance)
     if tuning is not None:
         grounding = grounding.with_tuning(tuning)
@@ -219,20 +232,30 @@ def lab_for_logs(log_set: Any) -> str:
 
 
 def _provenance(
-    log_set: Any, identification: Any, *, seed: int, quick: bool, workers: int, times: dict[str, float]
+    log_set: Any,
+    identification: Any,
+    *,
+    seed: int,
+    quick: bool,
+    protocols: Sequence[str] | None,
+    workers: int,
+    times: dict[str, float],
 ) -> dict[str, Any]:
+    identification_record: dict[str, Any] = {
+        "quick": bool(quick),
+        "workers": int(workers),
+        "wall_time_s": round(float(getattr(identification, "wall_time_s", times["fitting"])), 3),
+        "methods": _methods(getattr(identification, "details", {})),
+    }
+    if protocols is not None:  # only a subset of the protocols was logged
+        identification_record["protocols"] = sorted(protocols)
     return {
         "lab": {"name": log_set.lab_name, "config_sha256": log_set.lab_config_sha256},
         "logs": dict(log_set.file_sha256s),
         "versions": versions("r2s2r_envs", "mujoco", "numpy", "python"),
         "seed": int(log_set.seed) if log_set.seed is not None else int(seed),
         "wall_time_s": {k: round(float(v), 3) for k, v in times.items()},
-        "identification": {
-            "quick": bool(quick),
-            "workers": int(workers),
-            "wall_time_s": round(float(getattr(identification, "wall_time_s", times["fitting"])), 3),
-            "methods": _methods(getattr(identification, "details", {})),
-        },
+        "identification": identification_record,
         "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
 
