@@ -38,7 +38,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import mujoco
@@ -113,7 +113,7 @@ class PickSortVectorEnv(VectorEnv):
         if worlds is not None:
             for kwargs, world in zip(per_env, self._per_env_worlds(worlds, "world")):
                 kwargs["world"] = world
-        self.envs: tuple[PickSortEnv, ...] = tuple(env_class(**kwargs) for kwargs in per_env)
+        self.envs: tuple[PickSortEnv, ...] = tuple(cast(PickSortEnv, env_class(**kwargs)) for kwargs in per_env)
         first = self.envs[0]
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
@@ -370,7 +370,7 @@ class PickSortVectorEnv(VectorEnv):
             wait([f for _, f in physics if f is not None])  # no physics step outlives an error
 
     def _check_actions(self, actions: Any) -> np.ndarray:
-        shape = (self.num_envs, *self.single_action_space.shape)
+        shape = (self.num_envs, *cast(tuple[int, ...], self.single_action_space.shape))
         try:
             a = np.asarray(actions)
         except (TypeError, ValueError):
@@ -431,8 +431,9 @@ class PickSortVectorEnv(VectorEnv):
         return self._pool
 
     def _stacked(self) -> dict[str, np.ndarray]:
-        rows = self._obs
-        return {k: np.stack([o[k] for o in rows]) for k in self.single_observation_space.spaces}
+        rows = cast(list[dict[str, np.ndarray]], self._obs)  # every env has been reset (step and reset check)
+        keys = cast(gym.spaces.Dict, self.single_observation_space).spaces
+        return {k: np.stack([o[k] for o in rows]) for k in keys}
 
     # ------------------------------------------------------------------ the rest of the VectorEnv API
     def get_attr(self, name: str) -> tuple[Any, ...]:

@@ -124,13 +124,13 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
         seeds: list[int | None] = [None] * n
         mask = np.zeros(n, dtype=np.bool_)
         policy_seeds: list[int | None] = [None] * n
+        started: dict[int, _Slot] = {}
         for i in rows:
             index, env_seed, policy_seed = pending.pop(0)
-            slots[i] = _Slot(index, int(env_seed), int(policy_seed), {})
+            slots[i] = started[i] = _Slot(index, int(env_seed), int(policy_seed), {})
             seeds[i], policy_seeds[i], mask[i] = int(env_seed), int(policy_seed), True
         obs, _ = vec.reset(seed=seeds, options=None if first else {"reset_mask": mask})
-        for i in rows:
-            slot = slots[i]
+        for i, slot in started.items():
             slot.info = vec.env_infos[i]
             slot.success_any_step = bool(slot.info.get("is_success", False))
         batch_policy.reset_batch(policy_seeds, None if first else mask.tolist())
@@ -144,11 +144,12 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
 
     obs = start(list(range(n)), first=True)
     while any(s is not None for s in slots):
-        active = [i for i, s in enumerate(slots) if s is not None]
-        for i in active:
-            if slots[i].steps >= limits[i]:
+        running = {i: s for i, s in enumerate(slots) if s is not None}
+        active = list(running)
+        for i, slot in running.items():
+            if slot.steps >= limits[i]:
                 raise RuntimeError(
-                    f"the env did not end episode {slots[i].index} within its episode_steps={limits[i]} steps"
+                    f"the env did not end episode {slot.index} within its episode_steps={limits[i]} steps"
                 )
         if per_env:
             proposed = batch_policy.act_rows(obs, active)
@@ -156,8 +157,7 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
             out = batch_policy.act_batch(obs)
             proposed = {i: out[i] for i in active}
         actions = np.zeros((n, *shape), dtype=np.float64)
-        for i in active:
-            slot = slots[i]
+        for i, slot in running.items():
             problem = action_problem(proposed[i], shape)
             if problem is not None:
                 error = f"step {slot.steps}: {problem}"
@@ -168,16 +168,16 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
         obs, rewards, terms, truncs, _ = vec.step(actions)
         ended = []
         for i in active:
-            slot = slots[i]
-            if slot is None:  # stopped as a policy failure: its env's step is discarded
+            live = slots[i]
+            if live is None:  # stopped as a policy failure: its env's step is discarded
                 ended.append(i)
                 continue
-            slot.info = vec.env_infos[i]
-            slot.total += float(rewards[i])
-            slot.steps += 1
-            slot.success_any_step = slot.success_any_step or bool(slot.info["is_success"])
+            live.info = vec.env_infos[i]
+            live.total += float(rewards[i])
+            live.steps += 1
+            live.success_any_step = live.success_any_step or bool(live.info["is_success"])
             if terms[i] or truncs[i]:
-                finish(i, record(slot, bool(terms[i]), bool(truncs[i])))
+                finish(i, record(live, bool(terms[i]), bool(truncs[i])))
                 ended.append(i)
         if ended and pending:
             obs = start(ended[: len(pending)], first=False)

@@ -129,7 +129,7 @@ class WorldRandomization:
             interval = g.intervals.get(name)
             value = getattr(g.world, name)
             vector = isinstance(value, tuple)
-            pairs = interval if vector else [interval]
+            pairs: list[Any] = [] if interval is None else list(interval) if vector else [interval]
             values = list(value) if vector else [value]
             bounded = interval is not None and all(lo is not None and hi is not None for lo, hi in pairs)
             if not bounded:
