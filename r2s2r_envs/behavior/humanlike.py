@@ -124,7 +124,7 @@ class WorldKnowledge:
     """
 
     control_latency: float = WorldParams().control_latency
-    perception_offset: tuple[float, float, float] = tuple(WorldParams().object_pos_offset)
+    perception_offset: tuple[float, ...] = tuple(WorldParams().object_pos_offset)
     tracking_gain: float = PlannerConfig().position_gain
     object_lead: float = PlannerConfig().lead_time
     source: str = "nominal model"
@@ -207,7 +207,7 @@ class HumanlikeGenerator:
         model: str | Path | dict[str, Any] | None = None,
         world: Mapping[str, Any] | WorldKnowledge | None = None,
     ) -> None:
-        base = env.unwrapped
+        base: Any = env.unwrapped  # a PickSort env (gym.Env declares none of the attributes read here)
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
         choice = model if model is not None else getattr(base, "behavior", DEFAULT_MODEL)
@@ -313,8 +313,15 @@ class HumanlikeGenerator:
         self._blend = max(self._blend, int(math.ceil(mismatch_steps)))
         self._prev_goal = None
 
+    @property
+    def _source(self) -> _Source:
+        """The grasp being followed (chosen when the approach to an object starts)."""
+        if self._src is None:
+            raise RuntimeError("no source grasp chosen yet: the approach to an object has not started")
+        return self._src
+
     def _approach(self, tcp, obj, vel, quat, obs) -> np.ndarray:
-        src = self._src
+        src = self._source
         k = self._k
         hold = False
         if not self._released and src.rest <= k <= src.reach:
@@ -371,7 +378,7 @@ class HumanlikeGenerator:
     def _approach_ref(self, k: int, obj: np.ndarray, steps: int) -> np.ndarray:
         """Approach waypoint ``k`` for an object at ``obj``, with the start mismatch as it is ``steps`` steps in
         (it fades by the steps taken, not by the replay's index, which jumps when a pause is cut)."""
-        return self._src.waypoint(k, obj) + self._delta * (1.0 - _minjerk(steps / self._blend))
+        return self._source.waypoint(k, obj) + self._delta * (1.0 - _minjerk(steps / self._blend))
 
     def _pace(self, k: int, obj: np.ndarray, vel: np.ndarray) -> int:
         # Retiming for the belt: an object that would pass the reach before the source's grasp time makes the
@@ -380,10 +387,10 @@ class HumanlikeGenerator:
         if speed < 0.01:
             return 1
         steps_left = (float(obj[1]) - self._reach_limit_y - _REACH_MARGIN) / (speed * DT)
-        return 2 if self._src.n_approach - 1 - k > 0.8 * steps_left else 1
+        return 2 if self._source.n_approach - 1 - k > 0.8 * steps_left else 1
 
     def _close(self, tcp, obj, obs) -> np.ndarray:
-        src, k = self._src, self._k
+        src, k = self._source, self._k
         if np.linalg.norm((obj - tcp)[:2]) > _SLIPPED_DISTANCE:
             # The object slid away from under the closing hand: open, back off and grasp again.
             self._phase, self._k, self._target, self._retry = "recover", 0, None, True
@@ -408,7 +415,7 @@ class HumanlikeGenerator:
         return action
 
     def _transport(self, tcp, obj, obs) -> np.ndarray:
-        src, k = self._src, self._k
+        src, k = self._source, self._k
         if k > 5 and k < src.n_transport - 2 and np.linalg.norm(obj - tcp) > _LOST_DISTANCE:
             self._phase, self._k, self._target, self._retry = "recover", 0, None, True
             self._hold = tcp + np.array([0.0, 0.0, 0.05])
@@ -422,14 +429,15 @@ class HumanlikeGenerator:
         )
         self._k += 1
         if self._k >= src.n_transport:
-            self._done.add(self._target)
+            if self._target is not None:  # set with the source when the approach started
+                self._done.add(self._target)
             self._phase, self._k, self._target = "tail", 0, None
             self._delta = tcp - src.tail_world[0]
             self._prev_goal = None
         return action
 
     def _tail(self, tcp, obs) -> np.ndarray:
-        src = self._src
+        src = self._source
         k = min(self._k, src.n_tail - 1)
         goal = src.tail_world[k] + self._delta
         ahead = min(k + self._lead_steps, src.n_tail - 1)
@@ -458,7 +466,7 @@ class HumanlikeGenerator:
         """Yaw added to the source's hand yaw: the object's yaw difference from the source's object, among the
         grasps the object's symmetry makes equivalent the one that needs the least turn of the wrist (a ball
         needs none); chosen when the approach starts, then kept nearest that choice as the object turns."""
-        src = self._src
+        src = self._source
         period = _YAW_PERIOD[src.category]
         hand = np.asarray(obs["eef_quat"], dtype=float)
         if self._yaw_offset is None:
