@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any
 
 from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, DesignError, lab_design
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
@@ -163,7 +164,7 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
         design = lab_design(resolve_lab(args.lab), name)
     else:
         design = PRESETS[name]()
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     if args.methods is not None:
         changes.update(
             methods=args.methods,

@@ -162,8 +162,8 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
     from r2s2r_envs.policies.checkpoint import CheckpointError
     from r2s2r_envs.policies.dagger import DaggerConfig
 
-    fields = ("policy", "env_id", "out", "env_kwargs", "rounds", "episodes", "beta", "steps", "eval_episodes")
-    fields += ("workers", "seed")
+    fields: tuple[str, ...] = ("policy", "env_id", "out", "env_kwargs", "rounds", "episodes", "beta", "steps")
+    fields += ("eval_episodes", "workers", "seed")
     config = DaggerConfig(**{name: getattr(args, name) for name in fields}, progress=args.progress)
     try:
         config.check()
@@ -213,7 +213,7 @@ def _torch_available(command: str) -> bool:
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` of parsed ``r2s2r train`` arguments."""
-    values = {}
+    values: dict[str, Any] = {}
     for field in dataclasses.fields(TrainConfig):
         value = getattr(args, field.name)
         values[field.name] = tuple(value) if isinstance(value, list) else value
