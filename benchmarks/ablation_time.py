@@ -6,7 +6,7 @@ Runs the quick design (``r2s2r_envs.ablation.quick_design``) on a local Ray with
 
 - the run's wall time and its task graph's time, and the CPU-seconds spent per kind of task (data, train, eval,
   mixture), from each task's own record;
-- a projection of the full design (``full_design``: 3 seeds, 5,000 training steps, 100 episodes per env, 1,000 sim
+- a projection of the full design (``full_design``: its seeds, 5,000 training steps, 100 episodes per env, 1,000 sim
   demos per variant) from the quick run's per-task costs, scaled by what each kind of task does more in the full
   design (training steps, episodes, demos), summed over the full design's tasks and divided by the cores. The
   projection assumes the quick run's per-step costs (the machine's load during it included) and perfect packing

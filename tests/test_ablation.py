@@ -68,11 +68,16 @@ def test_task_graph_of_the_presets():
     assert full.rule_fraction("FullyGrounded") == 0.224
     assert full.sweep_values() == (0.0, 0.048, 0.05, 0.224, 0.5, 1.0)
     trains = [t for t in tasks if t.kind == "train"]
-    # Per seed: one real-only policy (flow, shared by both methods), 2 methods x 4 variants, sweep extras.
+    # Per table seed (5): one real-only policy (flow, shared by both methods), 2 methods x 4 variants; per sweep
+    # seed (3): the sweep's other points of FullyGrounded.
+    assert full.seeds == (0, 1, 2, 3, 4) and full.sweep_seed_list() == (0, 1, 2)
     real_only = [t for t in trains if t.config["real_fraction"] == 1.0]
-    assert len(real_only) == 3 and {t.config["method"] for t in real_only} == {"flow"}
+    assert len(real_only) == 5 and {t.config["method"] for t in real_only} == {"flow"}
     co_trained = [t for t in trains if t.config["real_fraction"] == 0.224]
-    assert len(co_trained) == 3 * 2 * 4
+    assert len(co_trained) == 5 * 2 * 4
+    swept = [t for t in trains if t.config["real_fraction"] not in (0.224, 1.0)]
+    assert {t.config["seed"] for t in swept} == {0, 1, 2} and len(swept) == 3 * (1 + 2 + 2 + 2)  # 0; .048, .05, .5
+    assert {policy.seed for policy, _ in full.mixture_policies()} == {0, 1, 2}
     evals = [t for t in tasks if t.kind == "eval"]
     assert {t.config["episodes"] for t in evals} == {100}
     # Every co-trained policy is evaluated in the lab and in its own variant; real-only in the lab only.
@@ -267,8 +272,12 @@ def test_cli_steps_and_no_sweep_change_the_design_and_so_every_training_key():
     assert base.train == {"recipe": "cpu"} and longer.train == {"recipe": "cpu", "steps": 12000}
     assert longer.sweep_variant is None and longer.sweep_values() == ()
     kinds = [t.kind for t in longer.tasks(canonical_hashes={})]
-    # real-only + four variants, three seeds; each evaluated in the lab (and co-trained ones in their variant)
-    assert kinds.count("train") == 15 and kinds.count("eval") == 27
+    # real-only + four variants, five seeds; each evaluated in the lab (and co-trained ones in their variant)
+    assert kinds.count("train") == 25 and kinds.count("eval") == 45
+    seeds = design_from_args(parser.parse_args(["ablation", "--seeds", "0,1", "--out", "o"]))
+    assert seeds.seeds == (0, 1) and seeds.sweep_seed_list() == (0, 1)  # --seeds: the sweep's too
+    apart = design_from_args(parser.parse_args(["ablation", "--seeds", "0,1", "--sweep-seeds", "1", "--out", "o"]))
+    assert apart.seeds == (0, 1) and apart.sweep_seed_list() == (1,)
     base_trains = {t.key for t in base.tasks(canonical_hashes={}) if t.kind == "train"}
     longer_trains = {t.key for t in longer.tasks(canonical_hashes={}) if t.kind == "train"}
     assert base_trains.isdisjoint(longer_trains)  # a new budget is a new set of tasks, never a reused result

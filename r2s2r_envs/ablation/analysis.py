@@ -726,7 +726,9 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         f"Real data: {real.label} ({real.episodes} lab demos by the teleoperator). Sim data per variant: {sims}. "
         'Every policy trains on the successful demos only (`demos="success"`; every dataset here holds successful '
         "demos only), the same in every variant.",
-        f"Methods: {', '.join(design.methods)}; seeds: {list(design.seeds)}; training: "
+        f"Methods: {', '.join(design.methods)}; seeds: {list(design.seeds)}"
+        f"{'' if design.sweep_seeds is None else f' (sweep and mixture analysis: {list(design.sweep_seeds)})'}; "
+        "training: "
         f"{dict(design.train) or 'defaults'}; co-training at real_fraction {rule}; lab episodes "
         f"{design.lab_episodes}, sim episodes {design.sim_episodes} (protocol seeds); evaluation env arguments: "
         f"{dict(design.eval_env_kwargs) or 'defaults'}.",

@@ -92,7 +92,20 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="V,V",
         help=f"grounding variants (default: {','.join(VARIANTS)})",
     )
-    p.add_argument("--seeds", type=_seeds, default=None, metavar="S,S", help="training seeds (default: the design's)")
+    p.add_argument(
+        "--seeds",
+        type=_seeds,
+        default=None,
+        metavar="S,S",
+        help="training seeds of the table, and of the sweep unless --sweep-seeds (default: the design's)",
+    )
+    p.add_argument(
+        "--sweep-seeds",
+        type=_seeds,
+        default=None,
+        metavar="S,S",
+        help="training seeds of the sweep and the mixture analysis (default: the design's, or --seeds)",
+    )
     p.add_argument(
         "--steps",
         type=positive_int,
@@ -177,6 +190,9 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+        changes["sweep_seeds"] = None  # the same seeds, unless given apart
+    if args.sweep_seeds is not None:
+        changes["sweep_seeds"] = args.sweep_seeds
     if args.eval_batch is not None:
         changes["eval_batch"] = args.eval_batch
     train = dict(design.train)
