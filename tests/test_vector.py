@@ -244,6 +244,29 @@ def test_infos_are_what_gymnasiums_add_info_makes_one_env_at_a_time():
     assert info["_time_to_sort"].tolist() == [True, False, True]
 
 
+def _python(value):
+    """A batched info's element as the env gave it (numpy scalars back to Python's)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def test_same_step_infos_keep_gymnasiums_order_of_final_and_reset_infos():
+    vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=2, episode_steps=1, autoreset_mode="SameStep")
+    base = vec.unwrapped
+    vec.reset(seed=[3, 4])
+    _, _, _, truncs, info = vec.step(np.zeros(vec.action_space.shape))  # both end and reset in this step
+    assert truncs.all()
+    final_keys = [k for k in info["final_info"] if not k.startswith("_")]
+    expected: dict = {}
+    for i in range(2):  # Gymnasium's order: env 0's final info, env 0's reset info, then env 1's
+        final = {k: _python(info["final_info"][k][i]) for k in final_keys}
+        expected = base._add_info(expected, {"final_obs": info["final_obs"][i], "final_info": final}, i)
+        expected = base._add_info(expected, base.env_infos[i], i)
+    assert list(info) == list(expected)
+    _assert_same_infos(info["final_info"], expected["final_info"])
+    _assert_same_infos({k: v for k, v in info.items() if not k.startswith(("final", "_final"))},
+                       {k: v for k, v in expected.items() if not k.startswith(("final", "_final"))})  # fmt: skip
+
+
 def test_bad_actions_name_the_shape_and_the_env():
     vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=2)
     with pytest.raises(RuntimeError, match="before reset"):

@@ -233,7 +233,7 @@ class PickSortVectorEnv(VectorEnv):
             self._obs[i], info = self.envs[i].reset(seed=seeds[i], options=per_env[i] or None)
             self.env_infos[i] = info
             rows.append((i, info))
-        infos = self._batched_infos({}, rows)
+        infos = self._batched_infos(rows)
         self._rewards[mask] = 0.0
         self._terminations[mask] = False
         self._truncations[mask] = False
@@ -281,14 +281,13 @@ class PickSortVectorEnv(VectorEnv):
         else:
             self._step_physics_in_threads(pool, stepping, checked, results)
 
-        infos: dict[str, Any] = {}
         rows: list[tuple[int, dict[str, Any]]] = []  # (env, info) in env order: batched at the end
         for i in range(self.num_envs):
             if i in results:
                 obs, reward, terminated, truncated, info = results[i]
                 self._rewards[i], self._terminations[i], self._truncations[i] = reward, terminated, truncated
                 if mode == AutoresetMode.SAME_STEP and (terminated or truncated):
-                    infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                    rows.append((i, {"final_obs": obs, "final_info": info}))  # before the reset's info, as Gymnasium
                     obs, info = envs[i].reset(options=self._take_autoreset_options(i))
                 self._obs[i] = obs
                 self.env_infos[i] = info
@@ -300,7 +299,7 @@ class PickSortVectorEnv(VectorEnv):
                 rows.append((i, info))
             else:  # DISABLED and ended: left alone until reset
                 self._rewards[i] = 0.0
-        infos = self._batched_infos(infos, rows)
+        infos = self._batched_infos(rows)
         if mode == AutoresetMode.NEXT_STEP:
             self._ended = self._terminations | self._truncations
         elif mode == AutoresetMode.DISABLED:
@@ -395,15 +394,16 @@ class PickSortVectorEnv(VectorEnv):
                 raise type(e)(f"env {i}: {e}") from None
         raise AssertionError("unreachable: a row failed the batch check but no env refused it")  # pragma: no cover
 
-    def _batched_infos(self, infos: dict[str, Any], rows: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-        """``infos`` with the envs' ``info`` of ``rows`` (``(env, info)`` in env order) added: what
-        ``VectorEnv._add_info`` makes one env at a time, made one key at a time where every row has the same flat
-        keys (the PickSort envs' infos)."""
+    def _batched_infos(self, rows: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+        """The vector ``info`` of the envs' ``info`` dicts in ``rows`` (``(env, info)``, in the order Gymnasium adds
+        them): what ``VectorEnv._add_info`` makes one row at a time, made one key at a time where every row has the
+        same flat keys (the PickSort envs' infos; otherwise row by row, as Gymnasium)."""
+        infos: dict[str, Any] = {}
         if not rows:
             return infos
         keys = rows[0][1].keys()
         nested = any(isinstance(v, dict) for v in rows[0][1].values())
-        if infos or nested or any(info.keys() != keys for _, info in rows):
+        if nested or any(info.keys() != keys for _, info in rows):
             for i, info in rows:
                 infos = self._add_info(infos, info, i)
             return infos
