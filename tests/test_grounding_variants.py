@@ -282,6 +282,14 @@ def test_randomized_worlds_give_each_env_the_worlds_of_a_single_randomized_env(m
         assert len(seen[i]) >= 3 and seen[i] == expected[i][: len(seen[i])], i
     with pytest.raises(ValueError, match="draws the worlds itself"):
         vec.reset(options={"world": "nominal"})
+    drawn = list(vec.worlds)
+    with pytest.raises(ValueError, match="seed is a list of 3 seeds but num_envs=2"):
+        vec.reset(seed=[1, 2, 3])
+    with pytest.raises(TypeError, match="seed must be None, an int or a list"):
+        vec.reset(seed="7")
+    with pytest.raises(ValueError, match="must select at least one env"):
+        vec.reset(options={"reset_mask": np.zeros(2, dtype=bool)})
+    assert vec.worlds == drawn  # a refused reset changed nothing
     with pytest.raises(TypeError, match="PickSort vector env"):
         RandomizedWorlds(gym.make_vec(ENV_ID_SIM, num_envs=2, vectorization_mode="sync"), r)
 

@@ -270,10 +270,19 @@ class RandomizedWorlds(gym.vector.VectorWrapper):
         if "world" in options:
             raise ValueError("RandomizedWorlds draws the worlds itself: do not pass options={'world': ...}")
         mask = options.get("reset_mask")
-        resetting = range(n) if mask is None else [i for i in range(n) if mask[i]]
-        seeds = [seed + i for i in range(n)] if isinstance(seed, (int, np.integer)) else seed
-        if seeds is not None and len(seeds) != n:  # the env's own check would come after the draws
-            raise ValueError(f"seed is a list of {len(seeds)} seeds but num_envs={n}: give one int or {n} seeds")
+        good_mask = mask is None or (
+            isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (n,) and bool(mask.any())
+        )
+        int_seed = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+        good_seed = seed is None or int_seed or (isinstance(seed, (list, tuple)) and len(seed) == n)
+        if not (good_mask and good_seed):  # the vector env refuses it, naming what it takes
+            return self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]  # a list: one per env
+        resetting = list(range(n)) if mask is None else np.flatnonzero(mask).tolist()
+        seeds: list[Any] | None = None
+        if isinstance(seed, (list, tuple)):
+            seeds = list(seed)
+        elif seed is not None:
+            seeds = [int(seed) + i for i in range(n)]
         worlds: list[WorldParams | None] = list(self.worlds)
         saved = copy.deepcopy(self._rngs)  # a reset the env refuses draws nothing
         for i in resetting:
