@@ -3,8 +3,9 @@
 Runs ``python -m pytest -q -n auto --dist loadgroup`` (the Makefile's ``test`` target, its set-up already done)
 with a JUnit XML report, and writes a JSON record: the wall time against the goal (issue 22: no slower than 6.5
 minutes), the counts of passed, failed and skipped tests, the sum of the tests' own durations (setup, call and
-teardown; on ``n`` workers the wall time is at least this sum over ``n``), the machine and its load average
-before and after, and the slowest tests.  The wall time depends on the machine and its load: run it on free cores.
+teardown; on ``n`` workers the wall time is at least this sum over ``n``) and that sum per test file, the machine
+and its load average before and after, and the slowest tests.  The wall time depends on the machine and its
+load: run it on free cores.
 
 Example::
 
@@ -68,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     tests = run.pop("tests")
     counts = {k: sum(t["outcome"] == k for t in tests) for k in ("passed", "failed", "skipped")}
     total = sum(t["seconds"] for t in tests)
+    by_file: dict[str, float] = {}
+    for t in tests:
+        name = t["test"].split("::")[0]
+        by_file[name] = round(by_file.get(name, 0.0) + t["seconds"], 2)
     workers = os.cpu_count() or 1
     record = {
         **run,
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "sum_of_test_durations_s": round(total, 1),
         "workers": workers,
         "slowest": sorted(tests, key=lambda t: -t["seconds"])[: args.slowest],
+        "seconds_by_file": dict(sorted(by_file.items(), key=lambda kv: -kv[1])),
         "machine": {
             "cpus": workers,
             "platform": platform.platform(),
