@@ -183,7 +183,7 @@ class Teleoperator:
     name = "teleoperator"
 
     def __init__(self, env: gym.Env, *, calibration: Calibration | None = None, **settings: Any) -> None:
-        base = env.unwrapped
+        base: Any = env.unwrapped  # a PickSort env (gym.Env declares none of the attributes read here)
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError(
                 f"the teleoperator drives the task-space rig: make the env with control_mode='task', "
@@ -227,6 +227,8 @@ class Teleoperator:
         self._done: set[int] = set()
         self._attempts: dict[int, int] = {}
         self._x: np.ndarray | None = None  # intended TCP path: position, velocity, acceleration
+        self._anchor, self._anchor_v = np.zeros(3), np.zeros(3)  # where the hand closes, and the belt's motion
+        self._regrasp_pending = False
         self._v = np.zeros(3)
         self._a = np.zeros(3)
         self._history: list[np.ndarray] = []  # intended positions of the last steps (for the lag compensation)
@@ -261,7 +263,8 @@ class Teleoperator:
             goal, tau = self._ready_point(), 1.0
         else:
             cat = C.CATEGORIES[cats[i]]
-            p, v = self._est[i], self._vel[i] * _HORIZONTAL  # the belt carries objects horizontally
+            est, vel = self._tracks
+            p, v = est[i], vel[i] * _HORIZONTAL  # the belt carries objects horizontally
             grasp_dz = max(h.grasp_offset, self.layout.belt_top + h.min_grasp_height - p[2])
             if self._yaw is None:
                 self._yaw = self._grasp_yaw(obs, i, cat)
@@ -329,6 +332,20 @@ class Teleoperator:
         self._tcp_prev = tcp
         return self._command(tcp, obs)
 
+    @property
+    def _path(self) -> np.ndarray:
+        """The intended TCP position (from the first ``act`` on)."""
+        if self._x is None:
+            raise RuntimeError("the teleoperator has not acted yet: its intended path starts at the first act()")
+        return self._x
+
+    @property
+    def _tracks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The filtered positions and velocities of the objects (from the first ``act`` on)."""
+        if self._est is None or self._vel is None:
+            raise RuntimeError("the teleoperator has not watched the objects yet: it starts at the first act()")
+        return self._est, self._vel
+
     # ------------------------------------------------------------------ watching the objects
     def _watch(self, meas: np.ndarray) -> None:
         """Alpha-beta filter on the perceived positions (corrected by the learned camera offset)."""
@@ -352,12 +369,13 @@ class Teleoperator:
         return abs(p[0] - lay.belt_center_x) < lay.belt_half_width and lay.belt_top < p[2] < lay.belt_top + 0.08
 
     def _attemptable(self, i: int) -> bool:
-        p = self._est[i]
+        p = self._tracks[0][i]
         return i not in self._done and self._on_belt(p) and p[1] > self.habits.reach_limit_y
 
     def _select(self) -> None:
         h = self.habits
-        candidates = [i for i in range(len(self._est)) if self._attemptable(i) and self._est[i, 1] < h.reach_upstream_y]
+        est = self._tracks[0]
+        candidates = [i for i in range(len(est)) if self._attemptable(i) and est[i, 1] < h.reach_upstream_y]
         if self._target is not None and self._target not in candidates:
             self._target = None
         if not candidates:
@@ -365,7 +383,7 @@ class Teleoperator:
             if self._phase != "idle":
                 self._begin("idle")
             return
-        self._target = min(candidates, key=lambda k: self._est[k, 1])
+        self._target = min(candidates, key=lambda k: est[k, 1])
         self._yaw = None
         self._begin("react")
         self._delay = self._reaction()
@@ -462,7 +480,7 @@ class Teleoperator:
         off = np.hypot(error[0], error[1]) > h.descend_tolerance or abs(error[2]) > h.descend_tolerance
         if off and self._timer < self._duration + 0.4:  # not there yet: keep tracking a moment longer
             return aim, v, 0.0
-        self._anchor, self._anchor_v = self._x.copy(), v.copy()
+        self._anchor, self._anchor_v = self._path.copy(), v.copy()
         self._begin("close")
         self._schedule_closing(0.0)
         self._regrasp_pending = bool(self._rng.random() < h.regrasp_probability * s.variability)
@@ -472,7 +490,7 @@ class Teleoperator:
         """One control step along the minimum-jerk (quintic) path from the current intended state to ``goal``,
         arriving with velocity ``goal_v`` and zero acceleration after ``tau`` s (re-planned every step)."""
         dt = self.dt
-        x0, v0, a0 = self._x, self._v, self._a
+        x0, v0, a0 = self._path, self._v, self._a
         if tau <= dt:
             x, v, a = goal + goal_v * dt if tau <= 0.0 else goal, goal_v.copy(), np.zeros(3)
             if tau <= 0.0:
@@ -657,7 +675,7 @@ def _rehearse(
     done = False
     while not done:
         action = operator.act(obs)
-        intended.append(operator._x.copy())
+        intended.append(operator._path.copy())
         obs, _, terminated, truncated, _ = env.step(action)
         measured.append(obs["eef_pos"].astype(float))
         done = terminated or truncated
