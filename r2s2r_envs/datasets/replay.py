@@ -207,7 +207,8 @@ def replay_demo(
             env.reset(seed=seed if seed >= 0 else None)
             rate = fps or float(env.metadata.get("render_fps", 20))
             # Pillow's GIF writer takes a frame duration in ms, ffmpeg a frame rate.
-            timing = {"duration": 1000.0 / rate, "loop": 0} if video_path.suffix.lower() == ".gif" else {"fps": rate}
+            gif = video_path.suffix.lower() == ".gif"
+            timing: dict[str, Any] = {"duration": 1000.0 / rate, "loop": 0} if gif else {"fps": rate}
             with imageio.get_writer(video_path, **timing) as out:
                 for state in demo.states:
                     unwrapped.set_state(state)

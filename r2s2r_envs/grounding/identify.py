@@ -128,7 +128,7 @@ class _Fit:
 
     def world(self, base: WorldParams | None = None) -> WorldParams:
         w = base or nominal()
-        values = {k: tuple(v) if np.ndim(v) else float(v) for k, v in self.values.items()}
+        values: dict[str, Any] = {k: tuple(v) if np.ndim(v) else float(v) for k, v in self.values.items()}
         return dataclasses.replace(w, **values)
 
 
@@ -461,14 +461,19 @@ def _sysid_fit(
 
 
 def _replace(field: str) -> Callable[[WorldParams, float], WorldParams]:
-    return lambda w, v: dataclasses.replace(w, **{field: v})
+    def apply(w: WorldParams, v: float) -> WorldParams:
+        changes: dict[str, Any] = {field: v}
+        return dataclasses.replace(w, **changes)
+
+    return apply
 
 
 def _replace_element(field: str, k: int) -> Callable[[WorldParams, float], WorldParams]:
     def apply(w: WorldParams, v: float) -> WorldParams:
         values = list(getattr(w, field))
         values[k] = v
-        return dataclasses.replace(w, **{field: tuple(values)})
+        changes: dict[str, Any] = {field: tuple(values)}
+        return dataclasses.replace(w, **changes)
 
     return apply
 

@@ -45,7 +45,8 @@ _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 def prediction_world(world: WorldParams) -> WorldParams:
     """``world`` without its random processes (noise-free sensors, a steady belt)."""
-    return dataclasses.replace(world, **dict.fromkeys(NOISE_FIELDS, 0.0))
+    quiet: dict[str, Any] = dict.fromkeys(NOISE_FIELDS, 0.0)
+    return dataclasses.replace(world, **quiet)
 
 
 def make_sim_env(run: LogRun, world: WorldParams) -> PickSortEnv:
