@@ -82,10 +82,10 @@ demo: $(CORE_STAMP)
 	$(VENV)/bin/r2s2r demo --env all --episodes 3
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n auto --dist loadgroup -m "not slow"
+	$(PY) -m pytest -q -n auto --dist worksteal -m "not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

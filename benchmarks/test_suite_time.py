@@ -1,6 +1,6 @@
 """How long the test suite takes as ``make test`` runs it, and where the time goes.
 
-Runs ``python -m pytest -q -n auto --dist loadgroup`` (the Makefile's ``test`` target, its set-up already done)
+Runs ``python -m pytest -q -n auto --dist worksteal`` (the Makefile's ``test`` target, its set-up already done)
 with a JUnit XML report, and writes a JSON record: the wall time against the goal (issue 22: no slower than 6.5
 minutes), the counts of passed, failed and skipped tests, the sum of the tests' own durations (setup, call and
 teardown; on ``n`` workers the wall time is at least this sum over ``n``) and that sum per test file, the machine
@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The Makefile's ``test`` target.
-PYTEST_ARGS = ("-q", "-n", "auto", "--dist", "loadgroup")
+PYTEST_ARGS = ("-q", "-n", "auto", "--dist", "worksteal")
 GOAL_S = 6.5 * 60
 
 

@@ -30,9 +30,6 @@ from r2s2r_envs.ablation.design import (
 from r2s2r_envs.ablation.runner import AblationError, preflight
 from r2s2r_envs.ablation.store import MANIFEST, Store
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("ablation")
-
 
 def tiny_design() -> AblationDesign:
     """The smoke design with one method: the pipeline test's design."""

@@ -29,9 +29,6 @@ from r2s2r_envs.datasets import DatasetWriter, EmptyDatasetError
 from r2s2r_envs.datasets.writer import Episode
 from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, with_content_hash
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("behavior_generator")
-
 
 @pytest.fixture(scope="module")
 def real_set(tmp_path_factory):

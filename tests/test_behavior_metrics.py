@@ -20,9 +20,6 @@ from r2s2r_envs.datasets import DatasetWriter, Episode
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("behavior_metrics")
-
 N_OBJ = 1
 STEPS = 120
 

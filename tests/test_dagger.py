@@ -18,9 +18,6 @@ from r2s2r_envs.policies.config import ConfigError, TrainConfig
 from r2s2r_envs.policies.dagger import DaggerActor, DaggerConfig, dagger
 from r2s2r_envs.policies.train import train
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("dagger")
-
 ONE = {"num_objects": 1, "episode_steps": 60}
 TINY = dict(steps=6, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2)
 

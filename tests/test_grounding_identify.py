@@ -19,10 +19,6 @@ from r2s2r_envs.grounding.replay import JointRollout, prediction_world, simulate
 from r2s2r_envs.lab.draw import draw_lab
 from r2s2r_envs.world.params import WorldParams
 
-# The tests of the module fixtures (logs of a known world, its identification) share one xdist worker, so that
-# the fixtures run once (`--dist loadgroup`).
-known_world = pytest.mark.xdist_group("identify_known_world")
-
 # A known, non-nominal world: every parameter the reduced protocol set below exposes differs from nominal.
 KNOWN = WorldParams(
     belt_speed=0.1,
@@ -82,7 +78,6 @@ def result(sim_logs):
     return identify(sim_logs, quick=True)
 
 
-@known_world
 def test_replay_reproduces_a_noise_free_simulated_run(sim_logs):
     quiet = prediction_world(KNOWN)  # no sensor noise, a steady belt: the simulated lab is deterministic
     plans = [p for p in excitation.plan_runs(quick=True) if p.name == "latency_0"]
@@ -95,9 +90,10 @@ def test_replay_reproduces_a_noise_free_simulated_run(sim_logs):
         np.testing.assert_allclose(batch[key], run.obs[key], atol=1e-5)
 
 
-@known_world
 @pytest.mark.slow
-def test_recovers_the_known_world(result):
+def test_recovers_the_known_world_with_intervals_that_cover_it(result):
+    """One test of the identification (the fixture costs half a minute: tests spread over workers would build it
+    on each)."""
     w = result.world
     assert w.control_latency == pytest.approx(0.03, abs=0.004)
     assert w.belt_speed == pytest.approx(0.1, rel=0.03)
@@ -113,11 +109,7 @@ def test_recovers_the_known_world(result):
         assert getattr(w, field) == pytest.approx(getattr(KNOWN, field), rel=0.15), field
     for field in ("arm_torque_noise", "finger_current_noise"):
         assert getattr(w, field) == pytest.approx(getattr(KNOWN, field), rel=0.15), field
-
-
-@known_world
-@pytest.mark.slow
-def test_intervals_cover_the_truth_and_flags_say_why(result):
+    # The intervals cover the truth; the flags say why a field stayed at nominal.
     for field in ("control_latency", "belt_speed", "object_vel_noise"):
         low, high = result.intervals[field]
         assert low <= getattr(KNOWN, field) <= high, (field, low, high)
@@ -134,7 +126,6 @@ def test_intervals_cover_the_truth_and_flags_say_why(result):
     assert set(result.identified) >= {"belt_speed", "control_latency", "object_mass", "object_friction"}
 
 
-@known_world
 def test_logs_without_the_needed_signals_are_refused(sim_logs):
     run = next(r for r in sim_logs.runs if r.protocol == "latency")
     stripped = dataclasses.replace(run, obs={k: v for k, v in run.obs.items() if k != "finger_current"})

@@ -19,9 +19,6 @@ from r2s2r_envs.grounding.identify import identify
 from r2s2r_envs.grounding.log_checks import check_logs
 from r2s2r_envs.grounding.logs import LogError, LogSet, file_sha256, read_logs
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("grounding_log_checks")
-
 
 def test_smoke_runs_are_quick_runs_of_the_protocols():
     quick = {p.name: p.protocol for p in excitation.plan_runs(quick=True)}

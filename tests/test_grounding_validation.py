@@ -24,9 +24,6 @@ from r2s2r_envs.grounding.validation import (
 from r2s2r_envs.world import nominal
 from r2s2r_envs.world.builder import scene_layout
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("grounding_validation")
-
 DT = 0.05
 T = 200
 

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-# Its module fixtures are costly: one xdist worker runs them all, once (`--dist loadgroup`).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
+pytestmark = pytest.mark.slow
 
 IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "runs", ".cache", "*.mp4", "*.hdf5"
