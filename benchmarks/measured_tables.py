@@ -42,7 +42,8 @@ TUNING = f"{EXPERIMENTS}/demonstrator-tuning/grounded.json"
 AXIS_V2 = f"{EXPERIMENTS}/behavior-axis-v2/behavior_axis_seed8000.json"
 SIMILARITY_V2 = f"{EXPERIMENTS}/behavior-similarity-v2/behavior_similarity.json"
 TRAINING = f"{RESULTS}/training-speed/training_speed.json"
-EVALUATE = f"{RESULTS}/vector-speed/run5_free_cores.json"
+EVALUATE = f"{RESULTS}/vector-speed/run6_free_cores.json"
+TEST_SUITE = f"{RESULTS}/test-suite/test_suite_time.json"
 DATASET_SPEED = f"{RESULTS}/dataset-speed/dataset_speed.json"
 BEHAVIOR_SPEED = f"{RESULTS}/behavior-speed/behavior_speed.json"
 ABLATION = f"{EXPERIMENTS}/ablation-cpu/report/report.json"
@@ -305,6 +306,19 @@ def evaluate_speed() -> str:
     return f"{workers:.0f} s / {batch:.0f} s: {met(min(workers, batch) <= 300)}"
 
 
+def make_vec_speed() -> str:
+    v = record(EVALUATE)["vector"]
+    ratio = v["median_ratio"]
+    return (
+        f"{ratio:.2f}x (two processes: {v['median_ratio_two_processes']:.2f}x): {met(ratio >= 1.7)}"
+    )
+
+
+def test_suite_time() -> str:
+    r = record(TEST_SUITE)
+    return f"{r['wall_s'] / 60:.1f} min for {r['tests']['passed']:,} tests: {met(r['goal_met'])}"
+
+
 TABLES: dict[str, list[Row]] = {
     "speed": [
         Row(
@@ -326,6 +340,18 @@ TABLES: dict[str, list[Row]] = {
             "well under one episode",
             SPEED,
             env_speed_world,
+        ),
+        Row(
+            "`make_vec(num_envs=8)` / one env, steps/s",
+            ">= 1.7x",
+            EVALUATE,
+            make_vec_speed,
+        ),
+        Row(
+            "`make test`",
+            "<= 6.5 min",
+            TEST_SUITE,
+            test_suite_time,
         ),
         Row(
             "scripted planner, 100 protocol episodes, nominal sim (`benchmarks/planner_success.py`)",
