@@ -309,9 +309,7 @@ def evaluate_speed() -> str:
 def make_vec_speed() -> str:
     v = record(EVALUATE)["vector"]
     ratio = v["median_ratio"]
-    return (
-        f"{ratio:.2f}x (two processes: {v['median_ratio_two_processes']:.2f}x): {met(ratio >= 1.7)}"
-    )
+    return f"{ratio:.2f}x (two processes: {v['median_ratio_two_processes']:.2f}x): {met(ratio >= 1.7)}"
 
 
 def test_suite_time() -> str:
