@@ -275,14 +275,17 @@ class ChainSpec:
         if self.tune_grid is not None:
             check_grid({k: list(v) for k, v in self.tune_grid.items()})
         if self.sysid_protocols is not None:
-            from r2s2r_envs.grounding.excitation import PROTOCOLS
+            from r2s2r_envs.grounding.excitation import PROTOCOLS, check_protocols
 
-            bad = sorted(set(self.sysid_protocols) - set(PROTOCOLS))
-            if bad or not self.sysid_protocols or isinstance(self.sysid_protocols, str):
+            if isinstance(self.sysid_protocols, str):
                 raise ValueError(
-                    f"chain sysid_protocols: unknown protocol(s) {bad}, or none; give a tuple of protocols from "
-                    f"{list(PROTOCOLS)}, or None for all"
+                    f"chain sysid_protocols: unknown protocol(s) {self.sysid_protocols!r} given as a string; give a "
+                    f"tuple of protocols from {list(PROTOCOLS)}, or None for all"
                 )
+            try:
+                check_protocols(self.sysid_protocols)
+            except ValueError as e:
+                raise ValueError(f"chain sysid_protocols: {e}, or None for all") from None
 
 
 # ---------------------------------------------------------------------- the tasks

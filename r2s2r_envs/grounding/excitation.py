@@ -623,18 +623,28 @@ def run_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint32)[0])
 
 
-def select_protocols(plans: list[RunPlan], protocols: Sequence[str] | None) -> list[RunPlan]:
-    """The runs of ``plans`` whose protocol is in ``protocols`` (``None``: all), in logging order.
+def check_protocols(protocols: Sequence[str]) -> list[str]:
+    """``protocols`` as a list of names of :data:`PROTOCOLS` (one name alone is taken as a list of one).
 
     Raises:
         ValueError: an unknown protocol name, or none given (naming the protocols).
     """
-    if protocols is None:
-        return plans
     names = [protocols] if isinstance(protocols, str) else list(protocols)
     unknown = sorted(set(names) - set(PROTOCOLS))
     if unknown or not names:
         raise ValueError(f"unknown protocol(s) {unknown or names}; protocols (at least one): {list(PROTOCOLS)}")
+    return names
+
+
+def select_protocols(plans: list[RunPlan], protocols: Sequence[str] | None) -> list[RunPlan]:
+    """The runs of ``plans`` whose protocol is in ``protocols`` (``None``: all), in logging order.
+
+    Raises:
+        ValueError: as :func:`check_protocols`.
+    """
+    if protocols is None:
+        return plans
+    names = check_protocols(protocols)
     return [p for p in plans if p.protocol in names]
 
 

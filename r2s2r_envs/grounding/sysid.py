@@ -119,9 +119,9 @@ def run_sysid(
     if protocols is not None:
         if logs is not None:
             raise ValueError("protocols selects what to log: give it with --lab, not with existing --logs")
-        from r2s2r_envs.grounding.excitation import plan_runs, select_protocols
+        from r2s2r_envs.grounding.excitation import check_protocols
 
-        select_protocols(plan_runs(quick=quick), protocols)  # unknown names fail before any work
+        check_protocols(protocols)  # unknown names fail before any work
     times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0, "tuning": 0.0}
     start = time.perf_counter()
     if logs is None:
