@@ -3,7 +3,7 @@
 For each seed, a lab is drawn from the documented ranges (``r2s2r_envs.lab.draw.draw_lab(seed, operator=False)``:
 every world field and every unmodeled effect drawn), logged with ``log_lab(quick=True)`` and identified with
 ``identify(quick=True)``, the arm runs left out (the arm joint fit is not part of the recovery tolerances); the slow
-test ``tests/test_grounding_identify.py::test_recovers_random_labs`` runs seeds 101 and 202 the same way. The
+test ``tests/test_grounding_identify.py::test_recovers_random_labs`` runs seed 202 the same way. The
 identified world is compared with the drawn truth, which the identification never reads, against the tolerances of
 docs/lab_logs.md#recovery.
 

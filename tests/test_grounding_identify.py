@@ -144,7 +144,8 @@ NOISE_FIELDS = tuple(f for f in RANDOM_FIELDS if f.endswith("_noise"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [101, 202])
+# One drawn lab here (the suite's time budget); experiments/identification-recovery/ records four, 202 among them.
+@pytest.mark.parametrize("seed", [202])
 def test_recovers_random_labs(tmp_path, seed):
     lab = draw_lab(seed, name=f"random-{seed}", operator=False)
     path = tmp_path / "lab.json"
