@@ -63,7 +63,8 @@ def test_task_graph_of_the_presets():
     assert all(position[d] < position[t.key] for t in tasks for d in t.deps)  # dependencies first
     # 50 real and 1,000 sim demos: the mixing rule's high end, sqrt(50/1000) = 0.224.
     assert full.rule_fraction("FullyGrounded") == 0.224
-    assert full.sweep_values() == (0.0, 0.048, 0.05, 0.224, 0.5, 1.0)
+    # 0.05 is within SWEEP_RESOLUTION of the rule's low end, 50 / 1,050 = 0.048: the sweep keeps the rule's end.
+    assert full.sweep_values() == (0.0, 0.048, 0.224, 0.5, 1.0)
     trains = [t for t in tasks if t.kind == "train"]
     # Per table seed (5): one real-only policy (flow, shared by both methods), 2 methods x 4 variants; per sweep
     # seed (3): the sweep's other points of FullyGrounded.
@@ -73,7 +74,7 @@ def test_task_graph_of_the_presets():
     co_trained = [t for t in trains if t.config["real_fraction"] == 0.224]
     assert len(co_trained) == 5 * 2 * 4
     swept = [t for t in trains if t.config["real_fraction"] not in (0.224, 1.0)]
-    assert {t.config["seed"] for t in swept} == {0, 1, 2} and len(swept) == 3 * (1 + 2 + 2 + 2)  # 0; .048, .05, .5
+    assert {t.config["seed"] for t in swept} == {0, 1, 2} and len(swept) == 3 * (1 + 2 + 2)  # 0; .048, .5
     assert {policy.seed for policy, _ in full.mixture_policies()} == {0, 1, 2}
     evals = [t for t in tasks if t.kind == "eval"]
     assert {t.config["episodes"] for t in evals} == {100}
@@ -98,6 +99,16 @@ def test_task_graph_of_the_presets():
     fg = quick.sim_spec("FullyGrounded")
     assert (fg.env_id, fg.seed, fg.episodes, fg.recipe_of) == (spec.env_id, spec.seed, 50, "fullygrounded-1000")
     assert fg.generate_kwargs.get("action_noise", 0.0) == getattr(spec, "action_noise", 0.0)
+
+
+def test_a_swept_number_next_to_a_rule_end_is_that_end():
+    full = full_design()  # 50 real and 1,000 sim demos: rule ends 0.048 and 0.224
+    sweep = dataclasses.replace
+    assert sweep(full, sweep_fractions=(0.05, "low")).sweep_values() == (0.048,)
+    assert sweep(full, sweep_fractions=(0.0445, 0.0515, "low")).sweep_values() == (0.048,)
+    assert sweep(full, sweep_fractions=(0.042, 0.054, "low")).sweep_values() == (0.042, 0.048, 0.054)
+    assert sweep(full, sweep_fractions=(0.05, 0.22, "high")).sweep_values() == (0.05, 0.224)  # the low end unnamed
+    assert sweep(full, sweep_fractions=(0.05, 0.2)).sweep_values() == (0.05, 0.2)  # no end named: numbers as given
 
 
 def test_a_changed_dataset_changes_exactly_the_keys_downstream_of_it():

@@ -48,6 +48,9 @@ DEFAULT_METHODS: tuple[str, ...] = ("flow", "flow-cfg-adda")
 SINGLE_DOMAIN_METHOD = "flow"
 #: The real_fraction sweep of the fully grounded variant: numbers, or ``"low"`` / ``"high"``, the mixing rule's ends.
 DEFAULT_SWEEP: tuple[float | str, ...] = (0.0, 0.05, "low", "high", 0.5, 1.0)
+#: A swept number closer than this to a rule end the sweep names is that end (the same mixture within the sweep's
+#: resolution: 0.05 and the default data's low end 0.048 differ by two real samples in a batch of 1,024).
+SWEEP_RESOLUTION = 0.005
 #: Version of the ablation's task definitions; part of every config hash (a change re-runs everything). 2: a
 #: training task's configuration holds its recipe's resolved values, so a recipe that changes re-runs its tasks.
 TASK_VERSION = 2
@@ -297,13 +300,16 @@ class AblationDesign:
         return round(high if self.rule_end == "high" else low, 3)
 
     def sweep_values(self) -> tuple[float, ...]:
-        """The sweep's real_fractions as numbers, sorted, duplicates (rule ends that coincide) removed."""
+        """The sweep's real_fractions as numbers, sorted, duplicates removed: rule ends that coincide, and a number
+        within :data:`SWEEP_RESOLUTION` of a rule end the sweep names (the end is kept)."""
         if self.sweep_variant is None:
             return ()
         low, high, _ = self.rule_range(self.sweep_variant)
         named = {"low": round(low, 3), "high": round(high, 3)}
-        values = {float(named[v]) if isinstance(v, str) else float(v) for v in self.sweep_fractions}
-        return tuple(sorted(values))
+        ends = {named[v] for v in self.sweep_fractions if isinstance(v, str)}
+        numbers = {float(v) for v in self.sweep_fractions if not isinstance(v, str)}
+        kept = {v for v in numbers if v in ends or all(abs(v - end) >= SWEEP_RESOLUTION for end in ends)}
+        return tuple(sorted(kept | ends))
 
     def policies(self) -> list[PolicySpec]:
         """Every policy of the design (duplicates removed; real-only policies are shared by all methods): the
