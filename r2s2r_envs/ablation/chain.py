@@ -28,7 +28,10 @@ import hashlib
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 #: The lab's env id.
 LAB_ENV_ID = "PickSort-Real-v0"
@@ -106,7 +109,7 @@ def lab_identity(lab: str | Path) -> dict[str, str]:
     except (FileNotFoundError, ValueError, TypeError) as exc:
         raise LabError(f"--lab {lab}: {exc}") from None
     try:
-        identity = dict(env.unwrapped.provenance()["lab"])
+        identity = dict(cast("PickSortEnv", env.unwrapped).provenance()["lab"])  # the lab env is a PickSortEnv
     finally:
         env.close()
     return {"name": str(identity["name"]), "config_sha256": str(identity["config_sha256"])}

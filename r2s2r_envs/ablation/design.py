@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from r2s2r_envs._version import __version__
 from r2s2r_envs.ablation.chain import ChainSpec, LabRef
@@ -133,7 +133,7 @@ def canonical_recipe(name: str, episodes: int, label: str) -> DataSpec:
         extra["demonstrator"] = entry.demonstrator
     if getattr(entry, "action_noise", 0.0):
         extra["action_noise"] = float(entry.action_noise)
-    domain = "real" if entry.env_id == LAB_ENV_ID else "sim"
+    domain: Literal["real", "sim"] = "real" if entry.env_id == LAB_ENV_ID else "sim"
     return DataSpec(
         label=label,
         domain=domain,
@@ -714,7 +714,7 @@ def check_design(design: AblationDesign) -> None:
     Raises:
         DesignError: naming the first bad setting and what is accepted.
     """
-    from r2s2r_envs.policies.config import METHODS, ConfigError, TrainConfig, check_config
+    from r2s2r_envs.policies.config import METHODS, ConfigError, Method, TrainConfig, check_config
 
     unknown = [v for v in design.variants if v not in VARIANTS]
     if unknown:
@@ -802,7 +802,7 @@ def check_design(design: AblationDesign) -> None:
     for policy in design.policies():
         config = TrainConfig(
             **dict(design.train),
-            method=policy.method,
+            method=cast(Method, policy.method),  # every method of the design is in METHODS (checked above)
             real=("real",),
             sim=("sim",),
             real_fraction=policy.real_fraction,

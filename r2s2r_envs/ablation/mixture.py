@@ -56,7 +56,9 @@ def demo_states(
     """``(states, actions, demo index)`` of every step of a dataset's successful demos, strided to ``max_states``."""
     from r2s2r_envs.datasets.reader import open_dataset
 
-    states, actions, demos = [], [], []
+    states: list[np.ndarray] = []
+    actions: list[np.ndarray] = []
+    demos: list[np.ndarray] = []
     with open_dataset(path, verify="none") as f:
         success = set(f.masks().get("success", f.demo_ids))
         for demo_id in f.demo_ids:
@@ -238,7 +240,8 @@ def attribute_policy(
     real, sim = demo_states(real_data), demo_states(sim_data)
     states, actions, index = rollout_lab(policy, episodes, env_kwargs)
     result = attribute(states, actions, real[:2], sim[:2], neighbors)
-    np.savez_compressed(Path(out) / ARRAYS_FILE, episode=index, **result)
+    # numpy's stub lets **kwds name allow_pickle (a bool); attribute()'s keys are array names only.
+    np.savez_compressed(Path(out) / ARRAYS_FILE, episode=index, **result)  # type: ignore[arg-type]
     summary = summarize(result)
     summary["calibration"] = calibrate(real, sim, neighbors)
     meta = policy.metadata

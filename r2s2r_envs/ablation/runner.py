@@ -91,7 +91,8 @@ def canonical_hashes(design: AblationDesign) -> dict[str, str]:
 
     hashes: dict[str, str] = {}
     specs = [design.real, *(design.sim_spec(v) for v in design._sim_variants_used())]
-    missing, problems = [], []
+    missing: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
     for spec in specs:
         if spec.canonical is None or spec.canonical in hashes:
             continue

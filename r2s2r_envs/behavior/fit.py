@@ -26,7 +26,7 @@ import importlib.resources
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -173,7 +173,7 @@ def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
     rest = g.rest_start - seg_start
     reach = g.reach_start - seg_start
     arrival = max(g.arrival, g.rest_start)
-    release = int(g.release)
+    release = int(cast(int, g.release))  # not None: the only caller keeps the grasps _usable() accepts
     tail_end = min(len(world), release + TAIL_STEPS)
     seg = slice(seg_start, g.close)
     return {
@@ -423,7 +423,7 @@ def _check_model(model: dict[str, Any], where: str) -> None:
         try:
             if s["category"] not in C.CATEGORIES:
                 raise ValueError(f"category {s['category']!r} is not one of {list(C.CATEGORIES)}")
-            lengths = {}
+            lengths: dict[str, int] = {}
             for key in _SEGMENT_KEYS:
                 seg = s[key]
                 for name, arr in seg.items():

@@ -10,7 +10,7 @@ task-space controller with a proportional law plus belt-velocity feed-forward.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import mujoco
@@ -21,6 +21,9 @@ from r2s2r_envs.envs.controller import finger_command_for_range
 from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
+
+if TYPE_CHECKING:
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -89,7 +92,7 @@ class ScriptedPlanner:
     name = "scripted"
 
     def __init__(self, env: gym.Env, **settings: Any) -> None:
-        base = env.unwrapped
+        base = cast("PickSortEnv", env.unwrapped)  # a PickSort env (gym.Env declares no control)
         self.config = PlannerConfig(**settings)
         self.control = base.control
         self.dt = 1.0 / self.control.control_hz

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.signal import butter, filtfilt, savgol_filter
@@ -32,6 +32,9 @@ from r2s2r_envs.envs.config import ControlConfig
 from r2s2r_envs.envs.hand import JOINT_INDEX
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
+
+if TYPE_CHECKING:
+    from r2s2r_envs.datasets.reader import VerifyMode
 
 #: Control period of the demonstrations, s (PickSort's 20 Hz command rate).
 DT = 1.0 / ControlConfig().control_hz
@@ -158,7 +161,7 @@ class DemoSet:
         return [(t, g) for t in self.traces for g in t.grasps]
 
 
-def load_demos(path: str | Path, *, verify: str = "quick") -> DemoSet:
+def load_demos(path: str | Path, *, verify: VerifyMode = "quick") -> DemoSet:
     """Reads a PickSort demonstration file and segments every demo into grasps.
 
     Args:
@@ -282,7 +285,9 @@ def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
         z = trace.eef_smooth[close : t_lift + 1, 2]
         lift = close + int(np.argmin(z)) if len(z) else t_lift
         lift = max(lift, close + 1)
-        opened = np.flatnonzero(overall[t_lift:] < open_level + 0.5 * span) if span > 1e-3 else []
+        opened: np.ndarray | list[int] = (
+            np.flatnonzero(overall[t_lift:] < open_level + 0.5 * span) if span > 1e-3 else []
+        )
         release = t_lift + int(opened[0]) if len(opened) else None
         # Reach start: the end of the hand's last pause (at least MIN_REST steps slow) before the closure onset;
         # the slow last steps of the reach itself are not a pause.

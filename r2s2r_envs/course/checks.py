@@ -318,7 +318,8 @@ def planner_success(
     from r2s2r_envs.behavior import make_demonstrator
     from r2s2r_envs.evaluation.protocol import evaluate
 
-    factory = functools.partial(make_demonstrator, name="scripted", **settings)
+    # mypy: **settings might name make_demonstrator's env; they are planner settings (PlannerConfig fields).
+    factory = functools.partial(make_demonstrator, name="scripted", **settings)  # type: ignore[arg-type]
     result = evaluate(
         env_id,
         factory,

@@ -60,7 +60,7 @@ def record_by_value(env_id: str, env_kwargs: Mapping[str, Any]) -> tuple[dict[st
     kwargs = dict(env_kwargs)
     files: dict[str, dict[str, str]] = {}
     for name, argument in file_arguments_of(env_id).items():
-        value = kwargs.get(name)
+        value: Any = kwargs.get(name)  # any value; is_file_reference() tells a path (str or os.PathLike)
         if argument.check is None or not is_file_reference(argument, value) or not Path(value).is_file():
             continue  # a shipped name, a value, the lab, or a missing file (the env names what it accepts)
         kwargs[name], sha256 = read_by_value(argument, value)

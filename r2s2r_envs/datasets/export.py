@@ -220,7 +220,7 @@ class _LeRobotWriter:
         self.images = [k for k, (shape, dtype) in spec.items() if len(shape) == 3 and dtype == np.uint8]
         self.dims = {k: int(np.prod(spec[k][0], dtype=np.int64)) for k in self.low_dim}
         try:
-            self.label_array = f.label_array()
+            self.label_array: str | None = f.label_array()
         except NoCleanLabelsError:
             self.label_array = None  # an older noise-injected file: only the executed actions exist
         self.features = self._features(spec)

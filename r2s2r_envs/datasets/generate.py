@@ -37,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
@@ -54,6 +54,14 @@ from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exporte
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.workers import worker_death
 from r2s2r_envs.world.constants import HAND_JOINTS
+
+if TYPE_CHECKING:
+
+    class _SimulatedEnv(Protocol):
+        """What a rollout reads of a simulated env's ``env.unwrapped`` (a PickSort env, the toy env)."""
+
+        def get_state(self) -> np.ndarray: ...
+
 
 #: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
 DEFAULT_DEMONSTRATOR: str | None = None
@@ -311,7 +319,7 @@ def rollout(
     Returns:
         The recorded episode.
     """
-    unwrapped = env.unwrapped
+    unwrapped = cast("_SimulatedEnv", env.unwrapped)  # get_state() is read for simulated envs only
     record_states = str(getattr(unwrapped, "domain", "sim")) != "real"
     obs, info = env.reset(seed=env_seed)
     demonstrator.reset(seed=demonstrator_seed)
@@ -324,7 +332,12 @@ def rollout(
     unstable = False
     terminated = truncated = False
     steps = 0
-    perturb = _ActionNoise(env.action_space, action_noise, demonstrator_seed) if action_noise > 0 else None
+    # The envs act in a Box (_ActionNoise clips to its bounds).
+    perturb = (
+        _ActionNoise(cast(gym.spaces.Box, env.action_space), action_noise, demonstrator_seed)
+        if action_noise > 0
+        else None
+    )
     # The optional ``executed(action)`` hook (r2s2r_envs.envs.demonstrators): a demonstrator that integrates its own
     # commands is told what was executed when it differs from what it returned. The shipped ones are closed loop
     # (they read the measured hand) and have none.
@@ -758,10 +771,10 @@ def _time_limit(env: gym.Env) -> int | None:
 def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
     """Observation keys the file stores: those of ``obs_mode`` (optionally a subset)."""
     if config.obs_mode == config.env_obs_mode:
-        available = list(env.observation_space.spaces)
+        available = list(cast(gym.spaces.Dict, env.observation_space).spaces)
     else:
         probe = _make_env(config, obs_mode=config.obs_mode)
-        available = list(probe.observation_space.spaces)
+        available = list(cast(gym.spaces.Dict, probe.observation_space).spaces)
         probe.close()
     if config.obs_keys is None:
         return sorted(available)

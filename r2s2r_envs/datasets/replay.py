@@ -19,7 +19,7 @@ import dataclasses
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,18 @@ import numpy as np
 from r2s2r_envs.datasets.env_values import check_recorded
 from r2s2r_envs.datasets.reader import DatasetFile, open_dataset
 from r2s2r_envs.datasets.schema import DatasetError
+
+if TYPE_CHECKING:
+
+    class _SimulatedEnv(Protocol):
+        """What replay uses of a simulated env's ``env.unwrapped`` (a PickSort env, the toy env)."""
+
+        def get_state(self) -> np.ndarray: ...
+
+        def set_state(self, state: np.ndarray) -> None: ...
+
+        def render(self) -> Any: ...
+
 
 #: Registered ids replay rebuilds without being told: the suite's own envs.
 REPLAYABLE_PREFIX = "PickSort-"
@@ -197,7 +209,7 @@ def replay_demo(
     max_err: float | None = None
     first_bad: int | None = None
     try:
-        unwrapped = env.unwrapped
+        unwrapped = cast("_SimulatedEnv", env.unwrapped)  # _refuse_real(): not the lab
         seed = int(demo.attrs["seed"])
         if video is not None:
             import imageio.v2 as imageio
@@ -212,7 +224,8 @@ def replay_demo(
             with imageio.get_writer(video_path, **timing) as out:
                 for state in demo.states:
                     unwrapped.set_state(state)
-                    out.append_data(np.asarray(unwrapped.render()))
+                    # imageio's stub types Writer.__enter__ as returning the base class; out is the Writer.
+                    out.append_data(np.asarray(unwrapped.render()))  # type: ignore[attr-defined]
         if check:
             env.reset(seed=seed if seed >= 0 else None)
             errors = np.empty(demo.num_samples)

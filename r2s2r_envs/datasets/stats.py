@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, SupportsInt, cast
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class RunningStats:
     def from_attrs(cls, attrs: Mapping[str, object]) -> RunningStats:
         """Reads statistics written by :meth:`to_attrs`."""
         return cls(
-            count=int(attrs["count"]),  # type: ignore[arg-type]
+            count=int(cast(SupportsInt, attrs["count"])),  # an integer, as to_attrs() writes it
             mean=np.asarray(attrs["mean"], dtype=np.float64),
             m2=np.asarray(attrs["m2"], dtype=np.float64),
             min=np.asarray(attrs["min"], dtype=np.float64),

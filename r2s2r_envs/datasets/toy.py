@@ -350,7 +350,7 @@ def synthetic_episode(
         "object_vel": 6 * n,
         "object_category": 3 * n,
     }
-    obs = {k: rng.normal(size=(length + 1, d)).astype(np.float32) for k, d in sizes.items()}
+    obs: dict[str, np.ndarray] = {k: rng.normal(size=(length + 1, d)).astype(np.float32) for k, d in sizes.items()}
     obs["arm_qpos"][:, 0] = np.arange(length + 1)
     obs["arm_qpos"][:, 1] = tag
     if image_size is not None:

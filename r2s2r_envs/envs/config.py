@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -67,7 +67,11 @@ class EpisodeRandomization:
     def __post_init__(self) -> None:
         # Validated where they are given, with the field named (not at the first reset, by numpy).
         for name, (low, high) in _RANGE_LIMITS.items():
-            value = check_number("randomization", name, getattr(self, name), Bound(length=2, minimum=low, maximum=high))
+            # A bound with a length: check_number returns a tuple.
+            value = cast(
+                "tuple[float, ...]",
+                check_number("randomization", name, getattr(self, name), Bound(length=2, minimum=low, maximum=high)),
+            )
             if value[0] > value[1]:
                 raise ValueError(f"randomization.{name} must be a range (low, high) with low <= high, got {value!r}")
             object.__setattr__(self, name, value)
@@ -76,8 +80,9 @@ class EpisodeRandomization:
             "arm_qpos_noise",
             check_number("randomization", "arm_qpos_noise", self.arm_qpos_noise, Bound(maximum=0.5)),
         )
-        weights = check_number(
-            "randomization", "category_weights", self.category_weights, Bound(length=len(CATEGORIES))
+        weights = cast(
+            "tuple[float, ...]",
+            check_number("randomization", "category_weights", self.category_weights, Bound(length=len(CATEGORIES))),
         )
         if sum(weights) <= 0.0:
             raise ValueError(f"randomization.category_weights must have a positive sum, got {weights!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -67,6 +68,8 @@ class TaskGeometry:
     belt_top: float
     bin_center: np.ndarray
     bin_half_size: np.ndarray
+    if TYPE_CHECKING:  # set by __post_init__; declared to the type checker only, so not a field at run time
+        _boxes: tuple[tuple[float, ...], ...] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         # Bin regions as plain-float boxes (x_lo, x_hi, y_lo, y_hi, z_top): the rules run every control step on a

@@ -20,7 +20,7 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
@@ -147,7 +147,7 @@ class ClassPolicy:
 
     def __call__(self, env: Any) -> Any:
         try:
-            required = [
+            required: list[inspect.Parameter | None] = [
                 p
                 for p in inspect.signature(self.cls).parameters.values()
                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -158,7 +158,8 @@ class ClassPolicy:
 
 
 def _format_summary(result: EvaluationResult) -> str:
-    s, m = result.summary, result.method
+    # A result's method is never None: EvaluationResult.__post_init__ fills in the defaults.
+    s, m = result.summary, cast("dict[str, Any]", result.method)
     low, high = s["success_rate_ci95"]
     n = s["episodes"]
     time_to_sort = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.2f} s"

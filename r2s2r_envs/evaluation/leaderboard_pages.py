@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard
 
@@ -145,7 +145,7 @@ def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
         for method, variant in sorted({(r.method, r.variant or NO_VARIANT) for r in with_rf}):
             mine = sorted(
                 (r for r in with_rf if (r.method, r.variant or NO_VARIANT) == (method, variant)),
-                key=lambda r: r.real_fraction,
+                key=lambda r: cast(float, r.real_fraction),  # with_rf: rows with a real_fraction
             )
             cells = [r.cells[lab.label] for r in mine]
             fig.add_trace(

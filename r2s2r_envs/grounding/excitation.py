@@ -32,7 +32,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -45,6 +45,9 @@ from r2s2r_envs.grounding.logs import LogRun, LogSet, write_logs
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import build_model, scene_layout
 from r2s2r_envs.world.params import nominal
+
+if TYPE_CHECKING:
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 LAB_ID = "PickSort-Real-v0"
 SENSORS = ("arm_torque", "finger_current")
@@ -274,7 +277,7 @@ def _plans_belt(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
     plans = []
     for k in range(count):
         # Cubes and a bar: a ball rolls, and its centre follows changes of the belt speed only partly.
-        objects = [
+        objects: list[dict[str, Any]] = [
             {"category": c, "position": [0.55, 2.4 + 0.35 * i + 0.05 * k], "yaw": 0.0}
             for i, c in enumerate(("cube", "bar", "cube"))
         ]
@@ -575,9 +578,9 @@ def _splits(plans: list[RunPlan]) -> dict[str, str]:
             group = p.protocol if p.protocol != "lift" else f"lift_{p.settings['category']}"
             by_protocol.setdefault(group, []).append(p)
     split = {}
-    for group in by_protocol.values():
-        for i, p in enumerate(group):
-            split[p.name] = split_of(i, len(group), _SPLIT_OFFSET.get(p.protocol, 0))
+    for members in by_protocol.values():
+        for i, p in enumerate(members):
+            split[p.name] = split_of(i, len(members), _SPLIT_OFFSET.get(p.protocol, 0))
     for p in plans:
         if p.replay_of is not None:
             split[p.name] = split[p.replay_of]
@@ -709,7 +712,7 @@ def log_env(
         env = make_env(kwargs)
         try:
             if identity is None:
-                prov = env.unwrapped.provenance()
+                prov = cast("PickSortEnv", env.unwrapped).provenance()  # the lab's or a simulated PickSort env
                 identity = prov.get("lab") or {"name": f"sim:{prov['world_sha256'][:12]}", "config_sha256": ""}
             s = run_seed(seed, i)
             replay = logged[plan.replay_of] if plan.replay_of else None

@@ -590,8 +590,8 @@ def _fit_mass(logs: LogSet, fit: _Fit, quick: bool) -> None:
     detail: dict[str, Any] = {}
     missing = []
     for c, category in enumerate(C.CATEGORIES):
-        pairs = [(r, refs.get(r.settings.get("reference", ""))) for r in runs if r.settings.get("category") == category]
-        pairs = [(r, ref) for r, ref in pairs if ref is not None]
+        found = [(r, refs.get(r.settings.get("reference", ""))) for r in runs if r.settings.get("category") == category]
+        pairs = [(r, ref) for r, ref in found if ref is not None]
         m0 = world.object_mass[c]
         num = den = 0.0
         estimates, used = [], []

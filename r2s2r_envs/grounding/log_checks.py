@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def _stages_of(run: LogRun) -> list[str]:
     return [name for name, (protocols, _, _) in _STAGES.items() if run.protocol in protocols]
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int | np.integer]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 

@@ -25,12 +25,15 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from r2s2r_envs.grounding.result import Grounding, write_grounding
 from r2s2r_envs.grounding.validation import Validation
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
+
+if TYPE_CHECKING:
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 LAB_ID = "PickSort-Real-v0"
 
@@ -204,7 +207,7 @@ def lab_identity(lab: str | Path) -> dict[str, str]:
 
     env = gym.make(LAB_ID, lab=str(lab))
     try:
-        return dict(env.unwrapped.provenance()["lab"])
+        return dict(cast("PickSortEnv", env.unwrapped).provenance()["lab"])  # the lab env is a PickSortEnv
     finally:
         env.close()
 

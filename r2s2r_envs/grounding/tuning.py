@@ -30,7 +30,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -153,10 +153,11 @@ def check_planner_setting(owner: str, name: str, value: Any) -> float:
     Raises:
         TypeError / ValueError: not a number or out of range; the message names ``owner.name`` and the range.
     """
-    return float(check_number(owner, name, value, PLANNER_BOUNDS.get(name, Bound(minimum=None))))
+    # Every bound here is a scalar one (no length): check_number returns a float.
+    return float(cast(float, check_number(owner, name, value, PLANNER_BOUNDS.get(name, Bound(minimum=None)))))
 
 
-def check_grid(grid: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, ...]]:
+def check_grid(grid: Mapping[str, Sequence[float | str]]) -> dict[str, tuple[float, ...]]:
     """The grid as ``{field: values}`` after checking it.
 
     Raises:

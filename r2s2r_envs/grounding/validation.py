@@ -217,7 +217,9 @@ def validate(
     if not runs:
         raise ValueError("validation needs at least one held-out run; the log directory has none (split 'heldout')")
     if simulate is None:
-        from r2s2r_envs.grounding.replay import simulate_run as simulate
+        from r2s2r_envs.grounding.replay import simulate_run
+
+        simulate = simulate_run
     baseline = baseline if baseline is not None else nominal()
     pooled: dict[str, dict[str, list[np.ndarray]]] = {
         g: {"logged": [], "nominal": [], "grounded": []} for g in SIGNAL_GROUPS
@@ -394,7 +396,7 @@ def planner_success(
 
     seed = EVALUATION_BASE_SEED if base_seed is None else int(base_seed)
     planner = functools.partial(make_demonstrator, name="scripted")  # the lab's own demonstrator is a person
-    envs = {
+    envs: dict[str, tuple[str, dict[str, Any]]] = {
         "nominal": ("PickSort-Ungrounded-v0", {}),
         "grounded": ("PickSort-Ungrounded-v0", {"world": grounded.to_dict()}),
         "lab": ("PickSort-Real-v0", {} if lab is None else {"lab": str(lab)}),

@@ -29,7 +29,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -229,7 +229,8 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "dagger_log.json"
     log: dict[str, Any] = {"config": dataclasses.asdict(config), "base_config": base.to_dict(), "rounds": []}
-    current, rollouts = config.policy, []
+    current: str | Path = config.policy
+    rollouts: list[Path] = []
     if config.eval_episodes:
         log["round_0_eval"] = _evaluate_once(out / "round-0" / "eval.json", config, current)
     for r in range(1, config.rounds + 1):
@@ -277,7 +278,7 @@ def _check_observations(policy: Any, env: gym.Env, config: DaggerConfig) -> None
     """Refuses an env whose observations differ from the ones the policy trained on (another object count, say)
     before any rollout."""
     shapes = getattr(getattr(policy, "pipeline", None), "obs_shapes", {})
-    space = env.observation_space
+    space = cast(gym.spaces.Dict, env.observation_space)  # the PickSort envs observe a Dict
     for key, expected in shapes.items():
         got = space[key].shape if key in space.spaces else None
         if got != tuple(expected):
