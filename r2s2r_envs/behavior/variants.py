@@ -50,7 +50,7 @@ class BehaviorGroundedEnv(PickSortEnv):
         r2s2r_envs.behavior.fit.BehaviorModelError: the model is missing, unreadable or malformed.
     """
 
-    _extra_arguments = ("behavior",)
+    _extra_arguments: tuple[str, ...] = ("behavior",)
     file_arguments: ClassVar[Mapping[str, FileArgument]] = {"world": WORLD_FILE, "behavior": BEHAVIOR_FILE}
 
     def __init__(

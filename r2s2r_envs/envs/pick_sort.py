@@ -495,8 +495,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             quat = (np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2))
             if i in self._parked:  # resting on the floor, out of reach
                 s.set_object_pose(d, i, (place.x, place.y, self._half_heights[i] + 0.001), quat)
-            elif heights[i] is not None:  # placed (or held) at a given height: starts at rest
-                s.set_object_pose(d, i, (place.x, place.y, heights[i]), quat)
+            elif (height := heights[i]) is not None:  # placed (or held) at a given height: starts at rest
+                s.set_object_pose(d, i, (place.x, place.y, height), quat)
             else:
                 s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_heights[i] + 0.001), quat)
                 d.qvel[s.object_dof_adr[i] + 1] = -belt_speed

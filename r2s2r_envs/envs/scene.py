@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 
 from r2s2r_envs.world import constants as C
 
@@ -126,7 +127,11 @@ class SceneView:
         return data.qvel[self.object_vel_idx].reshape(self.num_objects, 6)
 
     def set_object_pose(
-        self, data: mujoco.MjData, i: int, pos: np.ndarray, quat: np.ndarray = (1.0, 0.0, 0.0, 0.0)
+        self,
+        data: mujoco.MjData,
+        i: int,
+        pos: npt.ArrayLike,
+        quat: npt.ArrayLike = (1.0, 0.0, 0.0, 0.0),
     ) -> None:
         """Teleport object ``i`` to ``pos`` with orientation ``quat``, at rest (call ``mj_forward`` after)."""
         adr, dof = self.object_qpos_adr[i], self.object_dof_adr[i]

@@ -62,7 +62,7 @@ class WorldGroundedEnv(PickSortEnv):
         TypeError: a ``world`` argument, or an unknown one.
     """
 
-    _extra_arguments = ("grounding",)
+    _extra_arguments: tuple[str, ...] = ("grounding",)
     file_arguments: ClassVar[Mapping[str, FileArgument]] = {"grounding": GROUNDING_FILE}
 
     def __init__(
