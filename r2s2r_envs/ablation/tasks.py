@@ -282,7 +282,7 @@ def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     deps = list(task["deps"])
     real = (data_argument(store, deps.pop(0)),) if rf > 0 else ()
     sim = (data_argument(store, deps.pop(0)),) if deps else ()
-    tuples = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
+    tuples: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in config.items()}
     result = train(TrainConfig(**tuples, real=real, sim=sim, out=str(out / POLICY_DIR), progress=False, overwrite=True))
     return {
         "policy": str(out / POLICY_DIR),

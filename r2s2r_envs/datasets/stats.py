@@ -7,7 +7,7 @@ mixture, so sim and real samples are normalized with one set of statistics.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal, SupportsInt, cast
 
 import numpy as np
@@ -94,7 +94,7 @@ class RunningStats:
         )
 
 
-def merge_stats(stats: list[Mapping[str, RunningStats]]) -> dict[str, RunningStats]:
+def merge_stats(stats: Sequence[Mapping[str, RunningStats]]) -> dict[str, RunningStats]:
     """Merges per-name statistics of several datasets; only names present in all of them are kept."""
     if not stats:
         return {}

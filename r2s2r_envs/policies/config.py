@@ -97,6 +97,9 @@ RECIPES["gpu"] = {
 }
 #: The recipe of ``r2s2r train`` and of a :class:`TrainConfig` that names none.
 DEFAULT_RECIPE = "cpu"
+#: The default of every recipe field of :class:`TrainConfig`: unset (``None``), so that the recipe fills it in
+#: ``__post_init__``. Typed ``Any`` so that each field keeps its own type: a constructed config holds no ``None``.
+FROM_RECIPE: Any = None
 #: The recipe of a checkpoint config written before recipes existed.
 LEGACY_RECIPE = "v1"
 
@@ -180,39 +183,39 @@ class TrainConfig:
     seed: int = 0
     out: str
     recipe: str = DEFAULT_RECIPE
-    steps: int | None = None
-    batch_size: int | None = None
-    lr: float | None = None
-    warmup_steps: int | None = None
-    weight_decay: float | None = None
-    grad_clip: float | None = None
-    ema_decay: float | None = None
-    demos: Demos | None = None
-    labels: Labels | None = None
-    action_normalization: ActionNormalization | None = None
-    normalization_weights: NormalizationWeights | None = None
-    features: Features | None = None
-    architecture: Architecture | None = None
+    steps: int = FROM_RECIPE
+    batch_size: int = FROM_RECIPE
+    lr: float = FROM_RECIPE
+    warmup_steps: int = FROM_RECIPE
+    weight_decay: float = FROM_RECIPE
+    grad_clip: float = FROM_RECIPE
+    ema_decay: float = FROM_RECIPE
+    demos: Demos = FROM_RECIPE
+    labels: Labels = FROM_RECIPE
+    action_normalization: ActionNormalization = FROM_RECIPE
+    normalization_weights: NormalizationWeights = FROM_RECIPE
+    features: Features = FROM_RECIPE
+    architecture: Architecture = FROM_RECIPE
     obs_keys: tuple[str, ...] = ()
-    frame_stack: int | None = None
-    action_chunk: int | None = None
-    execute_steps: int | None = None
-    temporal_ensemble: float | None = None
-    hidden_dim: int | None = None
-    layers: int | None = None
-    feature_dim: int | None = None
+    frame_stack: int = FROM_RECIPE
+    action_chunk: int = FROM_RECIPE
+    execute_steps: int = FROM_RECIPE
+    temporal_ensemble: float = FROM_RECIPE
+    hidden_dim: int = FROM_RECIPE
+    layers: int = FROM_RECIPE
+    feature_dim: int = FROM_RECIPE
     encoder: Encoder = "mlp"
-    flow_steps: int | None = None
-    cfg_dropout: float | None = None
-    cfg_scale: float | None = None
-    adda_weight: float | None = None
-    adda_warmup: float | None = None
-    composition: Composition | None = None
-    val_fraction: float | None = None
-    val_points: int | None = None
-    obs_noise: float | None = None
+    flow_steps: int = FROM_RECIPE
+    cfg_dropout: float = FROM_RECIPE
+    cfg_scale: float = FROM_RECIPE
+    adda_weight: float = FROM_RECIPE
+    adda_warmup: float = FROM_RECIPE
+    composition: Composition = FROM_RECIPE
+    val_fraction: float = FROM_RECIPE
+    val_points: int = FROM_RECIPE
+    obs_noise: float = FROM_RECIPE
     threads: int = 1
-    device: Device | None = None
+    device: Device = FROM_RECIPE
     verify: VerifyMode = "full"
     progress: bool = True
     overwrite: bool = False
@@ -254,7 +257,7 @@ class TrainConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown training config field(s) {unknown}; known: {sorted(known)}")
-        kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         kwargs.setdefault("recipe", LEGACY_RECIPE)
         return cls(**kwargs)
 
@@ -294,7 +297,7 @@ def check_config(config: TrainConfig) -> None:
         raise ConfigError(f"unknown method {config.method!r}; choose one of {list(METHODS)}")
     choice_fields = ("demos", "labels", "action_normalization", "normalization_weights", "features", "architecture")
     for name in (*choice_fields, "encoder", "composition", "verify", "device"):
-        choices = field_choices(name)
+        choices = typing.cast(tuple[str, ...], field_choices(name))  # Literal fields: never None
         if getattr(config, name) not in choices:
             raise ConfigError(f"{name} must be one of {list(choices)}, got {getattr(config, name)!r}")
     rf = config.real_fraction
@@ -309,8 +312,8 @@ def check_config(config: TrainConfig) -> None:
         raise ConfigError(f"real_fraction={rf} draws simulated samples: give a sim dataset (--sim NAME_OR_FILE)")
     if not config.out:
         raise ConfigError("out (the output directory) is required")
-    positive = ("steps", "batch_size", "frame_stack", "action_chunk", "execute_steps", "hidden_dim", "layers")
-    positive += ("val_points",)
+    positive: tuple[str, ...] = ("steps", "batch_size", "frame_stack", "action_chunk", "execute_steps", "hidden_dim")
+    positive += ("layers", "val_points")
     for name in (*positive, "feature_dim", "flow_steps", "threads"):
         value = getattr(config, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

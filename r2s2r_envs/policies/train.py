@@ -31,7 +31,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -50,7 +50,7 @@ from r2s2r_envs.policies.checkpoint import (
     WEIGHTS_FILE,
     weights_digest,
 )
-from r2s2r_envs.policies.config import ConfigError, TrainConfig, check_config
+from r2s2r_envs.policies.config import ConfigError, TrainConfig, VerifyMode, check_config
 from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
 from r2s2r_envs.policies.features import TASK_KEYS, FeatureError, make_features
 from r2s2r_envs.policies.models import PolicyModel
@@ -164,7 +164,7 @@ def load_datasets(
     config: TrainConfig,
     refs: list[DatasetRef],
     demo_ids: list[list[int]] | None = None,
-    verify: str | None = None,
+    verify: VerifyMode | None = None,
 ) -> list[TrajectoryDataset]:
     """Loads the datasets (raw values, frame stacks and action chunks of the config).
 
@@ -273,7 +273,7 @@ def _action_bounds(env_id: str, action_dim: int, domain: str) -> tuple[list[floa
         return None, None
     env = gym.make(env_id)
     try:
-        space = env.action_space
+        space = cast(gym.spaces.Box, env.action_space)  # every registered PickSort id's action space
         return np.asarray(space.low, dtype=np.float64).tolist(), np.asarray(space.high, dtype=np.float64).tolist()
     finally:
         env.close()
@@ -601,10 +601,10 @@ def train(config: TrainConfig) -> TrainResult:
     return TrainResult(
         out=out,
         metadata=metadata,
-        final_loss=log["final_loss"],
+        final_loss=cast(float, log["final_loss"]),
         load_time_s=load_time,
         train_time_s=train_time,
-        samples_per_s=log["samples_per_s"],
+        samples_per_s=cast(float, log["samples_per_s"]),
     )
 
 
