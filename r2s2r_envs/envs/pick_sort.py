@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 import mujoco
@@ -589,7 +589,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 raise TypeError(f"setup 'belt' must be true (running) or false (stopped), got {setup['belt']!r}")
             out["belt"] = bool(setup["belt"])
         if "arm_qpos" in setup:
-            q = check_number("setup", "arm_qpos", setup["arm_qpos"], Bound(length=7, minimum=None))
+            arm_q = check_number("setup", "arm_qpos", setup["arm_qpos"], Bound(length=7, minimum=None))
+            q = cast(tuple[float, ...], arm_q)  # a bound with a length gives a tuple
             lo, hi = self.scene.arm_range[:, 0], self.scene.arm_range[:, 1]
             bad = [k for k in range(7) if not lo[k] <= q[k] <= hi[k]]
             if bad:

@@ -44,7 +44,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import gymnasium as gym
 import mujoco
@@ -588,7 +588,7 @@ def run_episode(
     success_any_step = bool(info.get("is_success", False))
     total, steps = 0.0, 0
     terminated = truncated = False
-    shape = env.action_space.shape
+    shape = cast(tuple[int, ...], env.action_space.shape)  # a Box: never None
     while not (terminated or truncated):
         if limit is not None and steps >= limit:
             raise RuntimeError(f"the env did not end episode {index} within its episode_steps={limit} steps")
@@ -879,7 +879,7 @@ def evaluate(
             elif batched:
                 parts = _split([(i, *seeds[i]) for i in rest], workers)
                 pool = ProcessPoolExecutor(max_workers=len(parts), mp_context=get_context("spawn"))
-                workers_started = []
+                workers_started: list[Any] = []
                 try:
                     # Each worker's physics threads share the cores with the other workers' (no oversubscription).
                     per_worker = threads or max(1, (os.cpu_count() or 1) // len(parts))
@@ -903,7 +903,7 @@ def evaluate(
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)
             else:
-                workers_started: list[Any] = []
+                workers_started = []
                 pool = ProcessPoolExecutor(
                     max_workers=min(workers, len(rest)),
                     mp_context=get_context("spawn"),
@@ -911,20 +911,20 @@ def evaluate(
                     initargs=(env_id, kwargs, policy),
                 )
                 try:
-                    futures = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
+                    pending = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
                     workers_started = list(getattr(pool, "_processes", {}).values())  # their exit codes, if they die
                     if video is not None:  # filmed here while the workers run the other episodes
                         records[0] = _filmed_episode(env, main_policy, seeds[0], video)
                         bar.update()
-                    for future in as_completed(futures):
-                        record = future.result()
-                        records[record.index] = record
+                    for episode in as_completed(pending):
+                        finished = episode.result()
+                        records[finished.index] = finished
                         bar.update()
                 except BrokenProcessPool as e:
-                    done = sum(r is not None for r in records)
+                    done_count = sum(r is not None for r in records)
                     pool.shutdown(wait=True, cancel_futures=True)  # reaps the workers: their exit codes are known
                     code = first_cause([p.exitcode for p in workers_started])
-                    raise WorkerDiedError(worker_death(code, done=done, call="evaluate()")) from e
+                    raise WorkerDiedError(worker_death(code, done=done_count, call="evaluate()")) from e
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)
     finally:

@@ -191,7 +191,7 @@ class Encoder(nn.Module):
         in_dim = state_dim + len(self.image_keys) * frame_stack * _CNN_FEATURES
         self.architecture = architecture
         if architecture == "mlp":  # the first policies' encoder (kept so their checkpoints load)
-            self.mlp = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
+            self.mlp: nn.Module = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
         else:
             self.mlp = network(architecture, in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
 
@@ -270,7 +270,7 @@ class PolicyModel(nn.Module):
         if architecture == "mlp":  # the first policies' heads: the condition concatenated to the input
             if generative:
                 cond = feature_dim + _TIME_EMBED + (feature_dim if cfg else 0)
-                self.head = mlp(chunk_dim + cond, hidden_dim, layers, chunk_dim)
+                self.head: nn.Module = mlp(chunk_dim + cond, hidden_dim, layers, chunk_dim)
             else:
                 self.head = mlp(feature_dim, hidden_dim, layers, chunk_dim)
         elif generative:  # the noisy chunk is the residual stream; features, time and domain modulate it (FiLM)
