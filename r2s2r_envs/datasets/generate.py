@@ -37,7 +37,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -56,12 +56,7 @@ from r2s2r_envs.workers import worker_death
 from r2s2r_envs.world.constants import HAND_JOINTS
 
 if TYPE_CHECKING:
-
-    class _SimulatedEnv(Protocol):
-        """What a rollout reads of a simulated env's ``env.unwrapped`` (a PickSort env, the toy env)."""
-
-        def get_state(self) -> np.ndarray: ...
-
+    from r2s2r_envs.datasets.replay import SimulatedEnv
 
 #: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
 DEFAULT_DEMONSTRATOR: str | None = None
@@ -319,7 +314,7 @@ def rollout(
     Returns:
         The recorded episode.
     """
-    unwrapped = cast("_SimulatedEnv", env.unwrapped)  # get_state() is read for simulated envs only
+    unwrapped = cast("SimulatedEnv", env.unwrapped)  # get_state() is read for simulated envs only
     record_states = str(getattr(unwrapped, "domain", "sim")) != "real"
     obs, info = env.reset(seed=env_seed)
     demonstrator.reset(seed=demonstrator_seed)

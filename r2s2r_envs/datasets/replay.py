@@ -30,8 +30,8 @@ from r2s2r_envs.datasets.schema import DatasetError
 
 if TYPE_CHECKING:
 
-    class _SimulatedEnv(Protocol):
-        """What replay uses of a simulated env's ``env.unwrapped`` (a PickSort env, the toy env)."""
+    class SimulatedEnv(Protocol):
+        """What generation and replay use of a simulated env's ``env.unwrapped`` (a PickSort env, the toy env)."""
 
         def get_state(self) -> np.ndarray: ...
 
@@ -209,7 +209,7 @@ def replay_demo(
     max_err: float | None = None
     first_bad: int | None = None
     try:
-        unwrapped = cast("_SimulatedEnv", env.unwrapped)  # _refuse_real(): not the lab
+        unwrapped = cast("SimulatedEnv", env.unwrapped)  # _refuse_real(): not the lab
         seed = int(demo.attrs["seed"])
         if video is not None:
             import imageio.v2 as imageio

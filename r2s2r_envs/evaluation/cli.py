@@ -20,7 +20,7 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
 from r2s2r_envs.evaluation.protocol import (
@@ -158,8 +158,7 @@ class ClassPolicy:
 
 
 def _format_summary(result: EvaluationResult) -> str:
-    # A result's method is never None: EvaluationResult.__post_init__ fills in the defaults.
-    s, m = result.summary, cast("dict[str, Any]", result.method)
+    s, m = result.summary, result.method
     low, high = s["success_rate_ci95"]
     n = s["episodes"]
     time_to_sort = "n/a" if s["mean_time_to_sort"] is None else f"{s['mean_time_to_sort']:.2f} s"

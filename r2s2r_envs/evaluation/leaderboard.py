@@ -24,7 +24,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
@@ -205,20 +205,13 @@ def env_column(result: EvaluationResult) -> EnvColumn:
 
 
 def _row_key(result: EvaluationResult) -> tuple:
-    m = cast("dict[str, Any]", result.method)  # never None: EvaluationResult.__post_init__ fills the defaults
+    m = result.method
     hashes = tuple(sorted({d["sha256"] for d in m["datasets"]}))
     return (m["method"], m["variant"], m["real_fraction"], m["n_real_demos"], m["n_sim_demos"], hashes)
 
 
 def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
-    # A result's method is never None (EvaluationResult.__post_init__ fills the defaults), here and below.
-    entries = sorted(
-        entries,
-        key=lambda e: (
-            cast("dict[str, Any]", e[1].method)["training_seed"] is None,
-            cast("dict[str, Any]", e[1].method)["training_seed"] or 0,
-        ),
-    )
+    entries = sorted(entries, key=lambda e: (e[1].method["training_seed"] is None, e[1].method["training_seed"] or 0))
     rates = [r.summary["success_rate"] for _, r in entries]
     successes = sum(sum(rec.is_success for rec in r.records) for _, r in entries)
     episodes = sum(r.episodes for _, r in entries)
@@ -226,7 +219,7 @@ def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
     mean = sum(rates) / len(rates)
     std = math.sqrt(sum((v - mean) ** 2 for v in rates) / (len(rates) - 1)) if len(rates) > 1 else None
     return Cell(
-        seeds=tuple(cast("dict[str, Any]", r.method)["training_seed"] for _, r in entries),
+        seeds=tuple(r.method["training_seed"] for _, r in entries),
         success_rates=tuple(rates),
         mean=mean,
         seed_std=std,
@@ -256,12 +249,11 @@ def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequ
         column = env_column(result)
         columns.setdefault(column.label, column)
         key = _row_key(result)
-        ident = (key, column.label, cast("dict[str, Any]", result.method)["training_seed"])  # never None
+        ident = (key, column.label, result.method["training_seed"])
         if ident in seen:
             raise LeaderboardError(
                 f"two results for the same policy (method {key[0]!r}, training seed "
-                f"{cast('dict[str, Any]', result.method)['training_seed']}) in {column.label}: {seen[ident]} and "
-                f"{path}; keep one"
+                f"{result.method['training_seed']}) in {column.label}: {seen[ident]} and {path}; keep one"
             )
         seen[ident] = path
         groups.setdefault(key, {}).setdefault(column.label, []).append((path, result))

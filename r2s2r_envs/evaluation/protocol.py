@@ -321,6 +321,11 @@ class EpisodeRecord:
         return cls(**{k: data[k] for k in names})
 
 
+#: The default of ``EvaluationResult.method``: ``None``, which ``__post_init__`` replaces with the defaults of
+#: :func:`method_record`. Typed ``Any`` so that the field keeps its own type: a built result always holds a dict.
+FROM_POLICY: Any = None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EvaluationResult:
     """An evaluation: its episodes, their summary, and what is needed to reproduce it.
@@ -349,7 +354,7 @@ class EvaluationResult:
     base_seed: int
     records: tuple[EpisodeRecord, ...]
     versions: dict[str, str]
-    method: dict[str, Any] | None = None
+    method: dict[str, Any] = FROM_POLICY
     seeding_convention: str = SEEDING_CONVENTION
     video: str | None = None
     wall_time_s: float | None = None
@@ -444,7 +449,7 @@ class EvaluationResult:
             base_seed=data["base_seed"],
             records=records,
             versions=dict(data["versions"]),
-            method=None if data["method"] is None else dict(data["method"]),
+            method=FROM_POLICY if data["method"] is None else dict(data["method"]),
             seeding_convention=data["seeding_convention"],
             video=data["video"],
             wall_time_s=data["wall_time_s"],

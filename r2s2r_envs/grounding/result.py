@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from r2s2r_envs.safe_json import (
     CONTENT_HASH_FIELD,
@@ -174,11 +174,7 @@ class Grounding:
         Infinite interval ends (a parameter the data did not bound) become ``None``; intervals of fields that were
         not identified (kept at nominal) are left out, since they state no uncertainty.
         """
-        # The second match() is the first's (not None there).
-        identified = {
-            cast("re.Match[str]", _FIELD_REF.match(r)).group(1) if _FIELD_REF.match(r) else r
-            for r in identification.identified
-        }
+        identified = {m.group(1) if (m := _FIELD_REF.match(r)) else r for r in identification.identified}
         return cls(
             world=identification.world,
             intervals={k: v for k, v in dict(identification.intervals).items() if k in identified},
