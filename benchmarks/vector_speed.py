@@ -17,6 +17,11 @@ load hits both sides alike):
   ``batch=B // W`` each (the two composed), against ``evaluate(..., workers=W)`` (default B = 16, W = 2) on lab
   episodes with a trained policy (default the shipped ``zoo:flow-real-only``); the records of all three must be
   identical, and the script checks it.  Goal (issue 23): >= 3x for 100 lab episodes of a flow policy on 2 cores.
+* ``floor``: after the evaluate rounds, the env steps those episodes took (the records' ``steps``), stepped with
+  random actions and no policy in ``W`` processes at once: about the wall time of the physics and env Python alone
+  on this machine's cores, which no batching can beat (the reference pays it too), so ``workers_s / floor_s`` is
+  the most any batched path could gain over ``workers=W`` here.  Random actions stand in for the policy's, so the
+  contacts differ: an estimate.
 
 It prints the ratios and writes a JSON record (resolved config, per-round figures, the machine and its load
 average) to ``--out``.
@@ -192,6 +197,8 @@ def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps:
         )
         out["workers_batch_s"].append(time.perf_counter() - t)
         out["records_identical"].append(a.records == b.records == c.records)
+    env_steps = sum(r.steps for r in a.records)
+    floor_s = _floor_seconds(env_id, env_steps, workers)
     ratios = [w / b for w, b in zip(out["workers_s"], out["batch_s"])]
     composed = [w / c for w, c in zip(out["workers_s"], out["workers_batch_s"])]
     return {
@@ -209,7 +216,23 @@ def evaluate_rounds(env_id: str, policy_spec: str, episodes: int, episode_steps:
         "batch_per_worker": per_worker,
         "ratio_workers_over_workers_batch": composed,
         "median_ratio_composed": statistics.median(composed),
+        "env_steps": env_steps,
+        "floor_s": floor_s,
+        "ratio_workers_over_floor": statistics.median(out["workers_s"]) / floor_s,
     }
+
+
+def _floor_seconds(env_id: str, env_steps: int, workers: int) -> float:
+    """Seconds ``workers`` processes take to step ``env_steps`` env steps in all (random actions, no policy),
+    started together at a barrier once their envs are made."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(workers)
+    with context.Pool(workers, initializer=_start_worker, initargs=(env_id, 0, barrier)) as pool:
+        pool.map(_worker_steps, [5] * workers)  # warm-up: every worker up, its env made
+        shares = [env_steps // workers + (i < env_steps % workers) for i in range(workers)]
+        return max(pool.map(_worker_steps, shares, chunksize=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,7 +299,9 @@ def _report_evaluate(args: argparse.Namespace) -> dict:
         f"workers={args.workers} {statistics.median(ev['workers_s']):.1f} s, batch={args.batch} "
         f"{statistics.median(ev['batch_s']):.1f} s: ratio {ev['median_ratio']:.2f}x; workers={args.workers} with "
         f"batch={ev['batch_per_worker']} each {statistics.median(ev['workers_batch_s']):.1f} s: ratio "
-        f"{ev['median_ratio_composed']:.2f}x; records identical: {all(ev['records_identical'])}"
+        f"{ev['median_ratio_composed']:.2f}x; records identical: {all(ev['records_identical'])}; the episodes' "
+        f"{ev['env_steps']} env steps alone in {args.workers} processes (the floor) {ev['floor_s']:.1f} s: at most "
+        f"{ev['ratio_workers_over_floor']:.2f}x over workers={args.workers}"
     )
     return ev
 
