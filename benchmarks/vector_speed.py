@@ -22,6 +22,10 @@ load hits both sides alike):
   on this machine's cores, which no batching can beat (the reference pays it too), so ``workers_s / floor_s`` is
   the most any batched path could gain over ``workers=W`` here.  Random actions stand in for the policy's, so the
   contacts differ: an estimate.
+* ``ppo`` (``--ppo-steps S``, off by default): env steps/s of the RL baseline's training (``baselines/rl_dr.py``:
+  PPO with a world drawn at every reset, the PPO update in one torch thread) with ``num_envs`` N (the vector env)
+  against 1 (one env), ``S`` env steps each, the same rollout of 1,024 steps per update (``n_steps`` 1024 / N) so
+  both do the same updates: the end-to-end gain of the batched env for RL on this machine.
 
 It prints the ratios and writes a JSON record (resolved config, per-round figures, the machine and its load
 average) to ``--out``.
@@ -235,6 +239,39 @@ def _floor_seconds(env_id: str, env_steps: int, workers: int) -> float:
         return max(pool.map(_worker_steps, shares, chunksize=1))
 
 
+def ppo_rounds(num_envs: int, total_steps: int, rounds: int, seed: int) -> dict:
+    """Interleaved rounds of ``rl_dr.train`` with one env and with ``num_envs``, ``total_steps`` env steps each."""
+    import importlib.util
+    import tempfile
+
+    path = Path(__file__).resolve().parents[1] / "baselines" / "rl_dr.py"
+    spec = importlib.util.spec_from_file_location("rl_dr", path)
+    rl_dr = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["rl_dr"] = rl_dr  # its dataclasses look their module up
+    spec.loader.exec_module(rl_dr)  # type: ignore[union-attr]
+    rollout = 1024
+    if rollout % num_envs:
+        raise SystemExit(f"--num-envs must divide {rollout} (the PPO rollout) for the ppo part, got {num_envs}")
+    out: dict[str, list[float]] = {"one_env_steps_per_s": [], "vector_steps_per_s": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for key, n in (("one_env_steps_per_s", 1), ("vector_steps_per_s", num_envs)):
+                config = rl_dr.Config(
+                    out=tmp, total_steps=total_steps, num_envs=n, n_steps=rollout // n, seed=seed, budget_minutes=1e6
+                )
+                out[key].append(rl_dr.train(config)["steps_per_s"])
+    ratios = [v / o for v, o in zip(out["vector_steps_per_s"], out["one_env_steps_per_s"])]
+    return {
+        "num_envs": num_envs,
+        "total_steps": total_steps,
+        "rollout": rollout,
+        "rounds": rounds,
+        **out,
+        "ratio_vector_over_one_env": ratios,
+        "median_ratio": statistics.median(ratios),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="PickSort-Real-v0", help="env id (default the lab)")
@@ -250,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=16, help="evaluate batch (default 16)")
     parser.add_argument("--workers", type=int, default=2, help="the reference's workers (default 2)")
     parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved rounds of the evaluate part")
+    parser.add_argument("--ppo-steps", type=int, default=0, help="env steps of each PPO training (default 0: skip)")
+    parser.add_argument("--ppo-rounds", type=int, default=1, help="interleaved rounds of the ppo part (default 1)")
     parser.add_argument("--out", type=Path, default=None, help="JSON record")
     args = parser.parse_args(argv)
 
@@ -259,6 +298,14 @@ def main(argv: list[str] | None = None) -> int:
         report["vector"] = _report_vector(args)
     if not args.skip_evaluate:
         report["evaluate"] = _report_evaluate(args)
+    if args.ppo_steps > 0:
+        ppo = ppo_rounds(args.num_envs, args.ppo_steps, args.ppo_rounds, args.seed)
+        print(
+            f"PPO (baselines/rl_dr.py), {args.ppo_steps} env steps: num_envs={args.num_envs} "
+            f"{statistics.median(ppo['vector_steps_per_s']):.0f} env steps/s vs one env "
+            f"{statistics.median(ppo['one_env_steps_per_s']):.0f}: ratio {ppo['median_ratio']:.2f}x"
+        )
+        report["ppo"] = ppo
     report["machine"] = {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
