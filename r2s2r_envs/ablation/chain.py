@@ -28,10 +28,7 @@ import hashlib
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
-
-if TYPE_CHECKING:
-    from r2s2r_envs.envs.pick_sort import PickSortEnv
+from typing import Any
 
 #: The lab's env id.
 LAB_ENV_ID = "PickSort-Real-v0"
@@ -100,18 +97,14 @@ def lab_identity(lab: str | Path) -> dict[str, str]:
         LabError: an unknown shipped name, a missing file, or a config the lab refuses (unknown or out-of-range
             field, named in the message by the lab config's own validation).
     """
-    import gymnasium as gym  # the envs are registered: importing this module imported r2s2r_envs
+    from r2s2r_envs.grounding.sysid import lab_identity as disclosed
 
     try:
-        env = gym.make(LAB_ENV_ID, lab=str(lab))
+        identity = disclosed(lab)
     except KeyError as exc:  # an unknown field: KeyError's text is its one argument
         raise LabError(f"--lab {lab}: {exc.args[0] if exc.args else exc}") from None
     except (FileNotFoundError, ValueError, TypeError) as exc:
         raise LabError(f"--lab {lab}: {exc}") from None
-    try:
-        identity = dict(cast("PickSortEnv", env.unwrapped).provenance()["lab"])  # the lab env is a PickSortEnv
-    finally:
-        env.close()
     return {"name": str(identity["name"]), "config_sha256": str(identity["config_sha256"])}
 
 
