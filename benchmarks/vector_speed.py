@@ -22,6 +22,9 @@ load hits both sides alike):
   on this machine's cores, which no batching can beat (the reference pays it too), so ``workers_s / floor_s`` is
   the most any batched path could gain over ``workers=W`` here.  Random actions stand in for the policy's, so the
   contacts differ: an estimate.
+* ``threads`` (``--threads-curve 1,2,4,8,16``, off by default): the scaling curve of ``make_vec(N)`` over its
+  physics threads, env steps/s per thread count against one single env, in interleaved rounds (issue 23 asks for
+  1..16 threads on a machine that has them; give ``--num-envs`` at least the largest count).
 * ``ppo`` (``--ppo-steps S``, off by default): env steps/s of the RL baseline's training (``baselines/rl_dr.py``:
   PPO with a world drawn at every reset, the PPO update in one torch thread) with ``num_envs`` N (the vector env)
   against 1 (one env), ``S`` env steps each, the same rollout of 1,024 steps per update (``n_steps`` 1024 / N) so
@@ -239,6 +242,45 @@ def _floor_seconds(env_id: str, env_steps: int, workers: int) -> float:
         return max(pool.map(_worker_steps, shares, chunksize=1))
 
 
+def threads_curve(env_id: str, num_envs: int, threads: list[int], steps: int, rounds: int, seed: int) -> dict:
+    """Interleaved rounds: one single env, then ``make_vec(num_envs)`` with each thread count of ``threads``."""
+    single = gym.make(env_id)
+    single.reset(seed=seed)
+    vecs = {t: gym.make_vec(env_id, num_envs=num_envs, num_threads=t) for t in threads}
+    for vec in vecs.values():
+        vec.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    shape = single.action_space.shape
+    out: dict[str, list[float]] = {"single_steps_per_s": [], **{f"threads_{t}_steps_per_s": [] for t in threads}}
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(steps * num_envs):
+            _, _, terminated, truncated, _ = single.step(rng.uniform(-1.0, 1.0, size=shape))
+            if terminated or truncated:
+                single.reset()
+        out["single_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t0))
+        for t, vec in vecs.items():
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                vec.step(rng.uniform(-1.0, 1.0, size=(num_envs, *shape)))
+            out[f"threads_{t}_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t0))
+    for env in (single, *vecs.values()):
+        env.close()
+    medians = {
+        t: statistics.median(v / s for v, s in zip(out[f"threads_{t}_steps_per_s"], out["single_steps_per_s"]))
+        for t in threads
+    }
+    return {
+        "env_id": env_id,
+        "num_envs": num_envs,
+        "threads": threads,
+        "steps_per_round": steps,
+        "rounds": rounds,
+        **out,
+        "median_ratio_over_single": {str(t): r for t, r in medians.items()},
+    }
+
+
 def ppo_rounds(num_envs: int, total_steps: int, rounds: int, seed: int) -> dict:
     """Interleaved rounds of ``rl_dr.train`` with one env and with ``num_envs``, ``total_steps`` env steps each."""
     import importlib.util
@@ -287,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=16, help="evaluate batch (default 16)")
     parser.add_argument("--workers", type=int, default=2, help="the reference's workers (default 2)")
     parser.add_argument("--eval-rounds", type=int, default=1, help="interleaved rounds of the evaluate part")
+    parser.add_argument(
+        "--threads-curve", default=None, help="thread counts of the scaling curve, e.g. 1,2,4,8,16 (default: skip)"
+    )
     parser.add_argument("--ppo-steps", type=int, default=0, help="env steps of each PPO training (default 0: skip)")
     parser.add_argument("--ppo-rounds", type=int, default=1, help="interleaved rounds of the ppo part (default 1)")
     parser.add_argument("--out", type=Path, default=None, help="JSON record")
@@ -298,6 +343,17 @@ def main(argv: list[str] | None = None) -> int:
         report["vector"] = _report_vector(args)
     if not args.skip_evaluate:
         report["evaluate"] = _report_evaluate(args)
+    if args.threads_curve:
+        try:
+            counts = sorted({int(t) for t in args.threads_curve.split(",")})
+        except ValueError:
+            parser.error(f"--threads-curve must be comma-separated integers >= 1, got {args.threads_curve!r}")
+        if counts[0] < 1:
+            parser.error(f"--threads-curve must be comma-separated integers >= 1, got {args.threads_curve!r}")
+        curve = threads_curve(args.env, args.num_envs, counts, args.steps, args.rounds, args.seed)
+        ratios = ", ".join(f"{t}: {r:.2f}x" for t, r in curve["median_ratio_over_single"].items())
+        print(f"make_vec({args.env}, num_envs={args.num_envs}) over one env, by physics threads: {ratios}")
+        report["threads_curve"] = curve
     if args.ppo_steps > 0:
         ppo = ppo_rounds(args.num_envs, args.ppo_steps, args.ppo_rounds, args.seed)
         print(
