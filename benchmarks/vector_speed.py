@@ -92,6 +92,16 @@ def _worker_physics(steps: int) -> float:
     return time.perf_counter() - t
 
 
+def _single_steps_per_s(env: gym.Env, rng: np.random.Generator, steps: int) -> float:
+    """Env steps/s of ``steps`` random-action steps of one env (reset when an episode ends)."""
+    t = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(rng.uniform(-1.0, 1.0, size=env.action_space.shape))
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - t)
+
+
 def _physics(envs: list[Any], steps: int) -> None:
     """``steps`` control steps of each env's raw physics, ``mj_step`` only."""
     for _ in range(steps):
@@ -126,12 +136,7 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
     threads_pool = ThreadPoolExecutor(2)
     pool.map(_worker_steps, [5, 5])  # warm-up: both workers up, envs made
     for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(steps * num_envs):
-            _, _, terminated, truncated, _ = single.step(rng.uniform(-1.0, 1.0, size=shape))
-            if terminated or truncated:
-                single.reset()
-        out["single_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t))
+        out["single_steps_per_s"].append(_single_steps_per_s(single, rng, steps * num_envs))
         for key, env in (("vector_steps_per_s", vec), ("vector_1thread_steps_per_s", serial)):
             t, cpu = time.perf_counter(), time.process_time()
             for _ in range(steps):
@@ -253,12 +258,7 @@ def threads_curve(env_id: str, num_envs: int, threads: list[int], steps: int, ro
     shape = single.action_space.shape
     out: dict[str, list[float]] = {"single_steps_per_s": [], **{f"threads_{t}_steps_per_s": [] for t in threads}}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(steps * num_envs):
-            _, _, terminated, truncated, _ = single.step(rng.uniform(-1.0, 1.0, size=shape))
-            if terminated or truncated:
-                single.reset()
-        out["single_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t0))
+        out["single_steps_per_s"].append(_single_steps_per_s(single, rng, steps * num_envs))
         for t, vec in vecs.items():
             t0 = time.perf_counter()
             for _ in range(steps):
