@@ -478,7 +478,7 @@ TABLES: dict[str, list[Row]] = {
             ">= 3x",
             VECTOR_EVALUATE,
             batch_speedup,
-        ),  # fmt: skip
+        ),
         Row("PPO training env steps/s (`baselines/rl_dr.py`), `--num-envs 8` / 1", "", VECTOR_EVALUATE, ppo_speedup),
         Row(
             "PPO with domain randomization, zero-shot (`baselines/rl_dr.py`)",

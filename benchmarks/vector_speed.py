@@ -62,6 +62,8 @@ import r2s2r_envs  # noqa: F401  (registers the ids)
 from r2s2r_envs.evaluation.protocol import evaluate
 
 _WORKER: dict = {}
+#: Env steps per PPO update in the ppo part, whatever ``num_envs`` (``n_steps`` = this / ``num_envs``).
+PPO_ROLLOUT = 1024
 
 
 def _start_worker(env_id: str, seed: int, barrier: Any) -> None:
@@ -72,14 +74,8 @@ def _start_worker(env_id: str, seed: int, barrier: Any) -> None:
 
 def _worker_steps(steps: int) -> float:
     """Steps the worker's env ``steps`` times once every worker is ready; returns the seconds taken."""
-    env, rng = _WORKER["env"], _WORKER["rng"]
     _WORKER["barrier"].wait()
-    t = time.perf_counter()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = env.step(rng.uniform(-1.0, 1.0, size=env.action_space.shape))
-        if terminated or truncated:
-            env.reset()
-    return time.perf_counter() - t
+    return _random_steps_seconds(_WORKER["env"], _WORKER["rng"], steps)
 
 
 def _worker_physics(steps: int) -> float:
@@ -92,14 +88,27 @@ def _worker_physics(steps: int) -> float:
     return time.perf_counter() - t
 
 
-def _single_steps_per_s(env: gym.Env, rng: np.random.Generator, steps: int) -> float:
-    """Env steps/s of ``steps`` random-action steps of one env (reset when an episode ends)."""
+def _random_steps_seconds(env: gym.Env, rng: np.random.Generator, steps: int) -> float:
+    """Seconds of ``steps`` random-action steps of one env (reset when an episode ends)."""
     t = time.perf_counter()
     for _ in range(steps):
         _, _, terminated, truncated, _ = env.step(rng.uniform(-1.0, 1.0, size=env.action_space.shape))
         if terminated or truncated:
             env.reset()
-    return steps / (time.perf_counter() - t)
+    return time.perf_counter() - t
+
+
+def _single_steps_per_s(env: gym.Env, rng: np.random.Generator, steps: int) -> float:
+    """Env steps/s of ``steps`` random-action steps of one env."""
+    return steps / _random_steps_seconds(env, rng, steps)
+
+
+def _vector_seconds(env: Any, rng: np.random.Generator, steps: int) -> tuple[float, float]:
+    """Wall and process CPU seconds of ``steps`` random-action steps of a vector env (it autoresets)."""
+    t, cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        env.step(rng.uniform(-1.0, 1.0, size=(env.num_envs, *env.single_action_space.shape)))
+    return time.perf_counter() - t, time.process_time() - cpu
 
 
 def _physics(envs: list[Any], steps: int) -> None:
@@ -124,7 +133,6 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
     single.reset(seed=seed)
     vec.reset(seed=seed)
     serial.reset(seed=seed)
-    shape = single.action_space.shape
     out: dict[str, list[float]] = {"single_steps_per_s": [], "vector_steps_per_s": [], "vector_1thread_steps_per_s": []}
     out["vector_cpu_per_wall"] = []
     out["two_processes_steps_per_s"] = []
@@ -138,13 +146,10 @@ def vector_rounds(env_id: str, num_envs: int, steps: int, rounds: int, seed: int
     for _ in range(rounds):
         out["single_steps_per_s"].append(_single_steps_per_s(single, rng, steps * num_envs))
         for key, env in (("vector_steps_per_s", vec), ("vector_1thread_steps_per_s", serial)):
-            t, cpu = time.perf_counter(), time.process_time()
-            for _ in range(steps):
-                env.step(rng.uniform(-1.0, 1.0, size=(num_envs, *shape)))  # autoreset: next step
-            wall = time.perf_counter() - t
+            wall, cpu = _vector_seconds(env, rng, steps)
             out[key].append(steps * num_envs / wall)
             if env is vec:
-                out["vector_cpu_per_wall"].append((time.process_time() - cpu) / wall)
+                out["vector_cpu_per_wall"].append(cpu / wall)
         half = steps * num_envs // 2
         out["two_processes_steps_per_s"].append(2 * half / max(pool.map(_worker_steps, [half, half])))
         # The physics alone (mj_step, no Python around it): one process, two processes, two threads.
@@ -255,15 +260,11 @@ def threads_curve(env_id: str, num_envs: int, threads: list[int], steps: int, ro
     for vec in vecs.values():
         vec.reset(seed=seed)
     rng = np.random.default_rng(seed)
-    shape = single.action_space.shape
     out: dict[str, list[float]] = {"single_steps_per_s": [], **{f"threads_{t}_steps_per_s": [] for t in threads}}
     for _ in range(rounds):
         out["single_steps_per_s"].append(_single_steps_per_s(single, rng, steps * num_envs))
         for t, vec in vecs.items():
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                vec.step(rng.uniform(-1.0, 1.0, size=(num_envs, *shape)))
-            out[f"threads_{t}_steps_per_s"].append(steps * num_envs / (time.perf_counter() - t0))
+            out[f"threads_{t}_steps_per_s"].append(steps * num_envs / _vector_seconds(vec, rng, steps)[0])
     for env in (single, *vecs.values()):
         env.close()
     medians = {
@@ -291,9 +292,7 @@ def ppo_rounds(num_envs: int, total_steps: int, rounds: int, seed: int) -> dict:
     rl_dr = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules["rl_dr"] = rl_dr  # its dataclasses look their module up
     spec.loader.exec_module(rl_dr)  # type: ignore[union-attr]
-    rollout = 1024
-    if rollout % num_envs:
-        raise SystemExit(f"--num-envs must divide {rollout} (the PPO rollout) for the ppo part, got {num_envs}")
+    rollout = PPO_ROLLOUT
     out: dict[str, list[float]] = {"one_env_steps_per_s": [], "vector_steps_per_s": []}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(rounds):
@@ -337,19 +336,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON record")
     args = parser.parse_args(argv)
 
+    counts: list[int] = []
+    if args.threads_curve:
+        try:
+            counts = sorted({int(t) for t in args.threads_curve.split(",")})
+        except ValueError:
+            counts = [0]
+        if counts[0] < 1:
+            parser.error(f"--threads-curve must be comma-separated integers >= 1, got {args.threads_curve!r}")
+    if args.ppo_steps > 0 and PPO_ROLLOUT % args.num_envs:
+        parser.error(f"--num-envs must divide {PPO_ROLLOUT} (the PPO rollout) for --ppo-steps, got {args.num_envs}")
+
     load_before = os.getloadavg()
     report: dict = {"config": vars(args) | {"out": None if args.out is None else str(args.out)}}
     if not args.skip_vector:
         report["vector"] = _report_vector(args)
     if not args.skip_evaluate:
         report["evaluate"] = _report_evaluate(args)
-    if args.threads_curve:
-        try:
-            counts = sorted({int(t) for t in args.threads_curve.split(",")})
-        except ValueError:
-            parser.error(f"--threads-curve must be comma-separated integers >= 1, got {args.threads_curve!r}")
-        if counts[0] < 1:
-            parser.error(f"--threads-curve must be comma-separated integers >= 1, got {args.threads_curve!r}")
+    if counts:
         curve = threads_curve(args.env, args.num_envs, counts, args.steps, args.rounds, args.seed)
         ratios = ", ".join(f"{t}: {r:.2f}x" for t, r in curve["median_ratio_over_single"].items())
         print(f"make_vec({args.env}, num_envs={args.num_envs}) over one env, by physics threads: {ratios}")
