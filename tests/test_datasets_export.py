@@ -262,6 +262,53 @@ def test_failure_midway_leaves_nothing(sim_file: Path, tmp_path: Path, monkeypat
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("fmt", ["lerobot", "minari"])
+def test_export_refuses_an_array_edited_in_place(sim_file: Path, tmp_path: Path, fmt: str) -> None:
+    """An action edited with h5py keeps a valid HDF5 checksum: only the demo's array hash tells; the export checks it
+    before writing anything, so it can never certify (``source_content_sha256``) data it did not verify."""
+    from r2s2r_envs.datasets.schema import HashMismatchError
+
+    if fmt == "minari":
+        pytest.importorskip("minari")
+    edited = tmp_path / "edited.hdf5"
+    shutil.copy(sim_file, edited)
+    with h5py.File(edited, "r+") as f:
+        actions = f["data"][sorted(f["data"])[0]]["actions"]
+        actions[0, 0] = actions[0, 0] + 0.5
+    with pytest.raises(HashMismatchError, match=r"edited\.hdf5: the arrays of demo 0 do not match"):
+        export_dataset(edited, tmp_path / "out", format=fmt, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edited.hdf5"]  # no output, no staging folder
+
+
+def test_export_records_how_its_source_was_verified(sim_file: Path, lerobot_dir: Path, tmp_path: Path) -> None:
+    info = json.loads((lerobot_dir / "meta/info.json").read_text())
+    assert info[INFO_KEY]["source_verification"].startswith("full:")
+    export_lerobot(sim_file, tmp_path / "quick", verify="quick", progress=False)
+    info = json.loads((tmp_path / "quick/meta/info.json").read_text())
+    assert info[INFO_KEY]["source_verification"].startswith("quick:")
+    with pytest.raises(ExportError, match=r"verify='none' is not an export verification; choose one of"):
+        export_lerobot(sim_file, tmp_path / "none", verify="none", progress=False)  # type: ignore[arg-type]
+    assert not (tmp_path / "none").exists()
+
+
+def test_minari_export_to_a_relative_folder(sim_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("minari")
+    monkeypatch.chdir(tmp_path)
+    result = export_minari(sim_file, "rel/minari", progress=False)
+    assert result.episodes == len(LENGTHS)
+    assert (tmp_path / "rel/minari/r2s2r/sim-v0/data").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rel"]
+
+
+@pytest.mark.parametrize("dataset_id", ["foo", "../escaped/x-v0", "/abs/x-v0", "a/../../b-v0", "a/./b-v0", ""])
+def test_minari_dataset_id_stays_inside_out(sim_file: Path, tmp_path: Path, dataset_id: str) -> None:
+    pytest.importorskip("minari")
+    out = tmp_path / "work" / "out"
+    with pytest.raises(ExportError, match=r"--dataset-id .* is not a Minari dataset id: give \[NAMESPACE/\]NAME-v"):
+        export_minari(sim_file, out, dataset_id=dataset_id, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, inside --out or outside it
+
+
 def test_cli_export(sim_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from r2s2r_envs.cli import main
 

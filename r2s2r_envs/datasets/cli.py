@@ -158,9 +158,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     exp.add_argument(
         "--verify",
         choices=("full", "quick"),
-        default="quick",
-        help="check every hash but the arrays' (quick, default: the arrays' HDF5 checksums are checked as they are "
-        "read) or also recompute the array hashes first (full: reads the file twice)",
+        default="full",
+        help="before writing, recompute every hash of the file, its arrays' included (full, default: reads the file "
+        "twice), or every hash but the arrays' (quick: an array edited in place goes unnoticed; the output records "
+        "that its source was checked quickly)",
     )
     exp.add_argument("--fps", type=int, default=None, help="lerobot: frames per second (default: the control rate)")
     exp.add_argument("--dataset-id", default=None, help="minari: the dataset id (default r2s2r/<file stem>-v0)")

@@ -23,20 +23,26 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import time
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from r2s2r_envs.datasets import schema
-from r2s2r_envs.datasets.reader import DatasetFile, VerifyMode, open_dataset
+from r2s2r_envs.datasets.reader import DatasetFile, open_dataset
 from r2s2r_envs.datasets.schema import DatasetError, NoCleanLabelsError
 from r2s2r_envs.datasets.stats import RunningStats
 
+#: How an export verifies its source before writing: every hash (``"full"``), or every hash but the arrays'.
+ExportVerify = Literal["full", "quick"]
+EXPORT_VERIFY_MODES: tuple[str, ...] = ("full", "quick")
+#: A Minari dataset id: ``[namespace/...]name-vN`` of letters, digits, ``_`` and ``-`` (no ``..``, no leading ``/``).
+MINARI_ID_RE = re.compile(r"(?:[A-Za-z0-9_][-\w]*/)*[A-Za-z0-9_][-\w]*-v\d+", re.ASCII)
 #: Formats :func:`export_dataset` writes.
 EXPORT_FORMATS: tuple[str, ...] = ("lerobot", "minari")
 #: The LeRobot dataset format version written (``codebase_version`` of ``meta/info.json``).
@@ -98,7 +104,7 @@ def export_dataset(
     *,
     format: str,
     progress: bool = True,
-    verify: VerifyMode = "quick",
+    verify: ExportVerify = "full",
     **options: Any,
 ) -> ExportResult:
     """Exports a dataset file to ``format`` (one of :data:`EXPORT_FORMATS`) under ``out``.
@@ -108,8 +114,10 @@ def export_dataset(
         out: the output folder; it must not exist or be empty.
         format: ``"lerobot"`` or ``"minari"``.
         progress: show a progress bar (one step per demo).
-        verify: how the file is verified when opened (:func:`~r2s2r_envs.datasets.reader.open_dataset`); ``"quick"``
-            checks every hash but the arrays', whose HDF5 checksums are still checked as they are read.
+        verify: how the file is verified before anything is written (:func:`~r2s2r_envs.datasets.reader.open_dataset`):
+            ``"full"`` (default) recomputes every hash, the arrays' included, so an array edited in place (its HDF5
+            checksum rewritten with it) is refused; ``"quick"`` skips the arrays' hashes and is recorded as such in
+            the output (``source_verification``).
         options: passed to :func:`export_lerobot` or :func:`export_minari`.
 
     Raises:
@@ -118,6 +126,7 @@ def export_dataset(
     """
     if format not in EXPORT_FORMATS:
         raise ExportError(f"unknown export format {format!r}; choose one of {list(EXPORT_FORMATS)}")
+    _check_verify(verify)
     fn = export_lerobot if format == "lerobot" else export_minari
     return fn(path, out, progress=progress, verify=verify, **options)
 
@@ -135,7 +144,7 @@ def export_lerobot(
     data_file_mb: float = _DATA_FILE_MB,
     video_file_mb: float = _VIDEO_FILE_MB,
     progress: bool = True,
-    verify: VerifyMode = "quick",
+    verify: ExportVerify = "full",
 ) -> ExportResult:
     """Writes a dataset file as a LeRobot v3.0 dataset folder (docs/interop.md#lerobot).
 
@@ -155,7 +164,7 @@ def export_lerobot(
         data_file_mb: start a new data parquet file past this size (uncompressed table bytes).
         video_file_mb: start a new mp4 file past this size.
         progress: show a progress bar.
-        verify: how the file is verified when opened.
+        verify: how the file is verified before anything is written (see :func:`export_dataset`).
 
     Raises:
         ExportError: the output folder is not empty, ``fps`` is not a whole number >= 1, or pyarrow is missing.
@@ -164,6 +173,7 @@ def export_lerobot(
     pa, pq = _import_pyarrow()
     if fps is not None and (not float(fps).is_integer() or fps < 1):
         raise ExportError(f"fps must be a whole number of frames per second, at least 1; got {fps!r}")
+    _check_verify(verify)
     out = Path(out)
     _check_out(out)
     start = time.perf_counter()
@@ -176,6 +186,7 @@ def export_lerobot(
             fps=fps if fps is not None else _control_rate(f.provenance),
             task=task,
             robot_type=robot_type,
+            verified=verify,
             data_file_bytes=int(data_file_mb * 2**20),
             video_file_bytes=int(video_file_mb * 2**20),
         )
@@ -209,11 +220,12 @@ class _LeRobotWriter:
         fps: int,
         task: str,
         robot_type: str,
+        verified: ExportVerify,
         data_file_bytes: int,
         video_file_bytes: int,
     ) -> None:
         self.f, self.root, self.pa, self.pq = f, root, pa, pq
-        self.fps, self.task, self.robot_type = int(fps), task, robot_type
+        self.fps, self.task, self.robot_type, self.verified = int(fps), task, robot_type, verified
         self.data_file_bytes, self.video_file_bytes = data_file_bytes, video_file_bytes
         spec = f.obs_spec()
         self.low_dim = [k for k, (shape, dtype) in spec.items() if schema.is_low_dim(shape, dtype)]
@@ -430,6 +442,7 @@ class _LeRobotWriter:
         f = self.f
         return {
             "source_content_sha256": f.content_hash,
+            "source_verification": _VERIFICATION_TEXT[self.verified],
             "source_schema_version": f.schema_version,
             "domain": f.domain,
             "env_id": f.env_id,
@@ -621,7 +634,7 @@ def export_minari(
     *,
     dataset_id: str | None = None,
     progress: bool = True,
-    verify: VerifyMode = "quick",
+    verify: ExportVerify = "full",
 ) -> ExportResult:
     """Writes a dataset file as a Minari dataset, under ``out`` used as Minari's datasets folder
     (``MINARI_DATASETS_PATH=out``; docs/interop.md#minari).
@@ -637,10 +650,10 @@ def export_minari(
         out: the folder to hold the Minari dataset (``out/<dataset_id>/``); it must not exist or be empty.
         dataset_id: Minari id (default ``r2s2r/<file stem>-v0``).
         progress: show a progress bar.
-        verify: how the file is verified when opened.
+        verify: how the file is verified before anything is written (see :func:`export_dataset`).
 
     Raises:
-        ExportError: the output folder is not empty, or minari is missing.
+        ExportError: the output folder is not empty, ``dataset_id`` is not a Minari id, or minari is missing.
         DatasetError: the file is not a readable dataset.
     """
     try:
@@ -652,9 +665,12 @@ def export_minari(
             f"--format minari needs the minari package ({exc}); install the interop extra: "
             "pip install 'r2s2r_envs[interop]'"
         ) from None
-    out = Path(out)
+    _check_verify(verify)
+    # Absolute: Minari joins MINARI_DATASETS_PATH with paths it already joined with it, which breaks a relative one.
+    out = Path(out).absolute()
     _check_out(out)
-    dataset_id = dataset_id or f"r2s2r/{_id_part(Path(path).stem)}-v0"
+    dataset_id = f"r2s2r/{_id_part(Path(path).stem)}-v0" if dataset_id is None else dataset_id
+    _check_dataset_id(dataset_id)
     start = time.perf_counter()
     with open_dataset(path, verify=verify) as f, _staging(out) as tmp:
         spec = f.obs_spec()
@@ -702,6 +718,7 @@ def export_minari(
 
         provenance = {
             "source_content_sha256": f.content_hash,
+            "source_verification": _VERIFICATION_TEXT[verify],
             "source_schema_version": f.schema_version,
             "domain": f.domain,
             "env_id": f.env_id,
@@ -757,7 +774,32 @@ def _id_part(stem: str) -> str:
     return text or "dataset"
 
 
+def _check_dataset_id(dataset_id: object) -> None:
+    """Refuses a Minari id that is not ``[namespace/...]name-vN``: Minari makes its folders from the id, so ``..``
+    or a leading ``/`` would write outside ``--out``, and an id without ``-vN`` fails inside Minari."""
+    if not isinstance(dataset_id, str) or MINARI_ID_RE.fullmatch(dataset_id) is None:
+        raise ExportError(
+            f"--dataset-id {dataset_id!r} is not a Minari dataset id: give [NAMESPACE/]NAME-vVERSION of letters, "
+            "digits, '_' and '-' (e.g. r2s2r/ungrounded-1000-v0); the id names folders under --out, so it cannot "
+            "hold '..', '.' or start with '/'"
+        )
+
+
 # -- shared ----------------------------------------------------------------------------------------
+
+#: What ``source_verification`` says in an export's provenance, per verify mode.
+_VERIFICATION_TEXT = {
+    "full": "full: every hash of the source, its arrays' included, was recomputed and matched before export",
+    "quick": "quick: the arrays' hashes were not recomputed (--verify quick); run r2s2r datasets verify on the source",
+}
+
+
+def _check_verify(verify: object) -> None:
+    if verify not in EXPORT_VERIFY_MODES:
+        raise ExportError(
+            f"verify={verify!r} is not an export verification; choose one of {list(EXPORT_VERIFY_MODES)} (an export "
+            "always checks its source before writing)"
+        )
 
 
 def _check_out(out: Path) -> None:
