@@ -252,6 +252,68 @@ def test_untrusted_text_is_escaped_in_every_output(tmp_path, evil, where):
     assert not any(x.startswith("| forged") for x in lines)
 
 
+LINK = '<a href="https://example.com/x">link</a>'
+
+
+def _markup_board(tmp_path: Path, markup: str = LINK):
+    """Two rows (lab and sim) whose method, variant and lab name carry markup."""
+    d = tmp_path / "results"
+    for seed in (0, 1):
+        for name, env_id in ((f"lab{seed}.json", LAB), (f"sim{seed}.json", SIM)):
+            data = synthetic_result(env_id, 3 + seed, method=markup, training_seed=0).to_dict()
+            data["method"]["variant"] = f"<b>{seed}</b>"
+            if env_id == LAB:
+                data["provenance"]["lab"]["name"] = "<i>lab</i>"
+            write_dict(d / name, data)
+    return build_leaderboard(d, tmp_path / "out")
+
+
+def write_dict(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def _strings(value, where=""):
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")
+
+
+def test_no_text_reaches_a_chart_as_markup(tmp_path):
+    """Plotly renders <a href>, <b>, <i>, <br> in trace names, category labels, hover texts and titles (issue 50)."""
+    from r2s2r_envs.evaluation.leaderboard_pages import _figures
+
+    board = _markup_board(tmp_path)
+    figures = _figures(board)
+    assert [div for div, _, _ in figures] == ["plot-lab-variant-0", "plot-lab-real-fraction-0", "plot-sim-vs-lab"]
+    texts = []
+    for _, _, fig in figures:
+        layout = {k: v for k, v in fig["layout"].items() if k != "template"}
+        texts += list(_strings(fig["data"], "data")) + list(_strings(layout, "layout"))
+    assert [(w, t) for w, t in texts if "<" in t or ">" in t] == []
+    joined = " ".join(t for _, t in texts)
+    assert '&lt;a href="https://example.com/x"&gt;link&lt;/a&gt;' in joined  # shown, as text
+    assert "&lt;b&gt;0&lt;/b&gt;" in joined and "&lt;i&gt;lab&lt;/i&gt;" in joined
+
+
+@pytest.mark.slow
+def test_no_link_or_tag_is_drawn_in_the_browser(tmp_path):
+    _markup_board(tmp_path)
+    dom, log, _ = _open_in_chromium(tmp_path / "out" / "index.html", tmp_path)
+    assert _console_errors(log) == [], _console_errors(log)
+    plots = re.findall(r'<div id="plot-[^"]*"[^>]*>(.*?)</div>\s*<script', dom, re.S)
+    assert len(plots) == 3 and all("main-svg" in p for p in plots)
+    svg = "".join(plots)
+    assert not re.search(r"<a[\s>]", svg)  # no link element
+    assert not re.search(r"font-weight: ?bold|font-style: ?italic", svg)  # no <b> or <i> drawn as such
+    assert '>&lt;a href="https://example.com/x"&gt;link&lt;/a&gt;' in svg  # the method name is drawn, as text
+
+
 def test_odd_files_in_the_results_folder_are_skipped_with_the_reason(results_dir, tmp_path):
     (results_dir / "folder.json").mkdir()
     (results_dir / "dangling.json").symlink_to(tmp_path / "nowhere.json")
@@ -262,6 +324,44 @@ def test_odd_files_in_the_results_folder_are_skipped_with_the_reason(results_dir
     assert reasons["folder.json"] == "a folder, not a result file"
     assert reasons["dangling.json"] == "a link to nothing, not a result file"
     assert "nested 100000 levels deep; at most 64" in reasons["deep.json"]
+
+
+def _flip(path: Path, offset: int, mask: int = 0x01) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= mask
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["invalid JSON", "format value", "format key"])
+def test_a_damaged_result_file_fails_the_build_unless_skipped(results_dir, tmp_path, capsys, damage):
+    """A flipped byte that makes a result unreadable or changes its format must not silently drop it (issue 50)."""
+    path = results_dir / "flow" / "seed1_lab.json"
+    text = path.read_text()
+    if damage == "invalid JSON":
+        _flip(path, text.index('"records"') - 1, 0x40)  # the whitespace before a key: no longer JSON
+    elif damage == "format value":
+        _flip(path, text.index("evaluation_result"))
+    else:
+        _flip(path, text.index('"format"') + 2)
+    with pytest.raises(LeaderboardError, match=r"1 file\(s\) under .* look like damaged evaluation results"):
+        load_results(results_dir)
+    out = tmp_path / "board"
+    assert main(["leaderboard", str(results_dir), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "seed1_lab.json" in err and "--skip-damaged" in err and "Traceback" not in err
+    assert not out.exists()
+    assert main(["leaderboard", str(results_dir), "--out", str(out), "--skip-damaged"]) == 0
+    assert "skipped" in capsys.readouterr().err and "seed1_lab.json" in (out / "leaderboard.json").read_text()
+    results, skipped = load_results(results_dir, skip_damaged=True)
+    assert len(results) == 11 and sorted(Path(p).name for p, _ in skipped) == ["config.json", "seed1_lab.json"]
+
+
+def test_other_json_files_are_not_taken_for_damaged_results(results_dir):
+    (results_dir / "log.json").write_text('{"format": "training_log", "loss": [1, 2]}')
+    (results_dir / "notes.json").write_text("not json at all, mentions episodes and records without quotes")
+    (results_dir / "hashed.json").write_text(json.dumps({"weights_sha256": "0" * 64, "content_sha256": "1" * 64}))
+    results, skipped = load_results(results_dir)
+    assert len(results) == 12 and len(skipped) == 4
 
 
 @pytest.mark.parametrize("out", ["a-file", "a-file/below"])

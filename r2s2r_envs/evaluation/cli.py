@@ -242,7 +242,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard
 
     try:
-        board = build_leaderboard(args.results_dir, args.out, title=args.title)
+        board = build_leaderboard(args.results_dir, args.out, title=args.title, skip_damaged=args.skip_damaged)
     except LeaderboardError as e:
         print(f"r2s2r leaderboard: error: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -328,4 +328,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     lb.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="folder searched recursively for *.json")
     lb.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     lb.add_argument("--title", default="PickSort co-training leaderboard", help="page title")
+    lb.add_argument(
+        "--skip-damaged",
+        action="store_true",
+        help="build without files that look like damaged results (invalid JSON or a wrong format in a file holding "
+        "a result's keys; listed as skipped) instead of failing",
+    )
     lb.set_defaults(func=_cmd_leaderboard)

@@ -28,7 +28,7 @@ from typing import Any
 
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
-from r2s2r_envs.evaluation.schema import RESULT_FORMAT
+from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
 from r2s2r_envs.evaluation.stats import wilson_interval
 from r2s2r_envs.safe_json import JSONFileError, read_json
 
@@ -145,19 +145,29 @@ class Leaderboard:
 
 
 # ---------------------------------------------------------------------- reading
-def load_results(results_dir: str | os.PathLike[str]) -> tuple[list[tuple[str, EvaluationResult]], list]:
+def load_results(
+    results_dir: str | os.PathLike[str], *, skip_damaged: bool = False
+) -> tuple[list[tuple[str, EvaluationResult]], list]:
     """Every evaluation result under ``results_dir`` (recursively, ``*.json``), checked against the schema.
 
     JSON files that are not evaluation results (no ``format`` of one: training configs, logs) are skipped and
-    returned with the reason; a file that claims to be a result but is invalid is an error.
+    returned with the reason; a file that claims to be a result but is invalid is an error, and so is a skipped
+    file that looks like a damaged result (invalid JSON or a wrong ``format`` in a file holding most of a result's
+    keys, see :func:`damaged_result_reason`) unless ``skip_damaged``: one flipped byte must not make a result vanish
+    from the board unnoticed.
+
+    Args:
+        results_dir: the folder searched.
+        skip_damaged: skip files that look like damaged results (each listed with the reason) instead of failing.
 
     Raises:
-        LeaderboardError: no such folder, or an invalid result file (the message names the file and the field).
+        LeaderboardError: no such folder, an invalid result file, or files that look like damaged results (the
+            message names each file and what is wrong).
     """
     root = Path(results_dir)
     if not root.is_dir():
         raise LeaderboardError(f"results folder {root} does not exist (expected a folder of result JSON files)")
-    results, skipped = [], []
+    results, skipped, damaged = [], [], []
     for path in sorted(root.rglob("*.json")):
         if not path.is_file():  # a folder named x.json, a dangling link
             what = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "not a file"
@@ -167,15 +177,78 @@ def load_results(results_dir: str | os.PathLike[str]) -> tuple[list[tuple[str, E
             data = read_json(path)
         except JSONFileError as e:
             skipped.append((str(path), f"not read ({e})"))
+            if why := damaged_result_reason(path, None):
+                damaged.append((str(path), f"not read ({e}), and {why}"))
             continue
         if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
             skipped.append((str(path), f"not an evaluation result (no format {RESULT_FORMAT!r})"))
+            if why := damaged_result_reason(path, data):
+                found = repr(data["format"]) if isinstance(data, dict) and "format" in data else "missing"
+                damaged.append((str(path), f"field 'format' is {found}, not {RESULT_FORMAT!r}, but {why}"))
             continue
         try:
             results.append((str(path), EvaluationResult.from_dict(data)))
         except ResultSchemaError as e:
             raise LeaderboardError(f"{path}: {e}") from e
+    if damaged and not skip_damaged:
+        listed = "; ".join(f"{p}: {why}" for p, why in damaged)
+        raise LeaderboardError(
+            f"{len(damaged)} file(s) under {root} look like damaged evaluation results and would be left off the "
+            f"board: {listed}. Restore or re-run them, remove them, or pass --skip-damaged (skip_damaged=True) to "
+            "build without them"
+        )
     return results, skipped
+
+
+#: A result file's top-level keys (its schema's ``required``): a file holding most of them is a result.
+_RESULT_KEYS: tuple[str, ...] = tuple(result_schema()["required"])
+#: Bytes of an unreadable file searched for a result's keys.
+_DAMAGE_SCAN_BYTES = 1 << 20
+
+
+def damaged_result_reason(path: Path, data: Any) -> str | None:
+    """Why a file the leaderboard skips looks like a damaged evaluation result, or None.
+
+    A result's keys survive a flipped byte elsewhere: a file skipped for invalid JSON (``data`` None: its first MiB
+    is searched for the keys as quoted strings) or for a ``format`` other than the result's, that holds at least
+    half of a result's top-level keys or a ``format`` near :data:`RESULT_FORMAT` (at most 3 characters off), is
+    one. Training configs, logs and other JSON files hold neither.
+    """
+    if data is None:
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read(_DAMAGE_SCAN_BYTES).decode("utf-8", "replace")
+        except OSError:
+            return None
+        keys = [k for k in _RESULT_KEYS if f'"{k}"' in text]
+        near = RESULT_FORMAT in text
+    elif isinstance(data, dict):
+        keys = [k for k in _RESULT_KEYS if k in data]
+        near = any(
+            isinstance(v, str) and _within_edits(v, RESULT_FORMAT, 3) for k, v in data.items() if k != "content_sha256"
+        )
+    else:
+        return None
+    if 2 * len(keys) >= len(_RESULT_KEYS):
+        return f"it holds {len(keys)} of a result's {len(_RESULT_KEYS)} top-level keys"
+    if near:
+        return f"it holds a format near {RESULT_FORMAT!r}"
+    return None
+
+
+def _within_edits(a: str, b: str, limit: int) -> bool:
+    """Whether the edit distance of ``a`` and ``b`` is at most ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(current) > limit:
+            return False
+        previous = current
+    return previous[-1] <= limit
 
 
 def _defaults() -> dict[str, Any]:
@@ -309,9 +382,15 @@ def _ranking(envs: Sequence[EnvColumn], rows: Sequence[Row]) -> list[RankAgreeme
 
 # ---------------------------------------------------------------------- writing
 def build_leaderboard(
-    results_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, title: str = "Leaderboard"
+    results_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    title: str = "Leaderboard",
+    skip_damaged: bool = False,
 ) -> Leaderboard:
     """Read the results under ``results_dir`` and write ``leaderboard.md``, ``index.html`` and ``leaderboard.json``.
+
+    ``skip_damaged``: build without files that look like damaged results (:func:`load_results`) instead of failing.
 
     Raises:
         LeaderboardError: see :func:`load_results` and :func:`group_results`; an output folder that is a file or
@@ -322,7 +401,7 @@ def build_leaderboard(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise LeaderboardError(f"--out {out} is a file; the leaderboard is written into a folder")
-    results, skipped = load_results(results_dir)
+    results, skipped = load_results(results_dir, skip_damaged=skip_damaged)
     board = group_results(results, skipped)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -342,6 +421,7 @@ __all__ = [
     "RankAgreement",
     "Row",
     "build_leaderboard",
+    "damaged_result_reason",
     "env_column",
     "group_results",
     "load_results",

@@ -112,8 +112,39 @@ def _html_table(table_id: str, header: list[str], body: list[list[str]]) -> str:
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
+def _chart_escape(text: str) -> str:
+    """Text as plotly shows it literally: plotly renders a subset of HTML in every text it draws (``<a href>``,
+    ``<b>``, ``<br>``, ...) and decodes entities after it has found the tags, so entities make tags inert."""
+    return html.escape(_CONTROL.sub(" ", text), quote=False)
+
+
+def _inert(value: Any) -> Any:
+    """A figure's data or layout with every string escaped for plotly (:func:`_chart_escape`), at any depth."""
+    if isinstance(value, str):
+        return _chart_escape(value)
+    if isinstance(value, dict):
+        return {k: _inert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_inert(v) for v in value]
+    return value
+
+
+def _inert_figure(fig: Any) -> dict[str, Any]:
+    """A plotly figure as a dict whose every text (trace names, category labels, hover texts, titles) is escaped:
+    the one place where text reaches a chart, so no result can put a tag or a link into one. The theme's template
+    is ours and kept as it is."""
+    spec = fig.to_dict()
+    layout = dict(spec.get("layout", {}))
+    template = layout.pop("template", None)
+    inert = {"data": _inert(spec.get("data", [])), "layout": _inert(layout)}
+    if template is not None:
+        inert["layout"]["template"] = template
+    return inert
+
+
 def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
-    """(div id, caption, plotly figure) of each plot; lab plots only when there are lab results."""
+    """(div id, caption, plotly figure as an inert dict, see :func:`_inert_figure`) of each plot; lab plots only when
+    there are lab results."""
     import plotly.graph_objects as go
 
     figures = []
@@ -175,7 +206,7 @@ def _figures(board: Leaderboard) -> list[tuple[str, str, Any]]:
             yaxis={"title": "success in the lab", "range": [-0.02, 1.02]},
         )
         figures.append(("plot-sim-vs-lab", "Sim against lab success", fig))
-    return figures
+    return [(div_id, caption, _inert_figure(fig)) for div_id, caption, fig in figures]
 
 
 def to_html(board: Leaderboard, title: str) -> str:
@@ -197,7 +228,14 @@ def to_html(board: Leaderboard, title: str) -> str:
     for div_id, caption, fig in figures:
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(
-            pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+            pio.to_html(
+                fig,
+                full_html=False,
+                include_plotlyjs=False,
+                div_id=div_id,
+                config={"displaylogo": False},
+                validate=False,  # built and validated as a go.Figure in _figures, then only its texts escaped
+            )
         )
     skipped = "".join(f"<li>{html.escape(p)}: {html.escape(w)}</li>" for p, w in board.skipped)
     parts.append(f"<p>{len(board.results)} result files.</p>" + (f"<ul>{skipped}</ul>" if skipped else ""))
