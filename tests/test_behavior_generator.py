@@ -208,6 +208,30 @@ def test_physically_absurd_values_are_refused_with_the_field_named(tmp_path, fit
         gym.make("PickSort-BehaviorGrounded-v0", behavior=3)
 
 
+def test_a_model_missing_a_category_the_demos_held_is_refused(tmp_path):
+    """The loader applies fit-behavior's rule (issue 50): a model left with one category's sources, re-hashed, would
+    carry every object of the other categories to that category's bin."""
+    from r2s2r_envs.behavior.fit import resolve_model_path
+
+    model = json.loads(resolve_model_path("default").read_text())
+    cubes = [s for s in model["sources"] if s["category"] == "cube"]
+    _refused(
+        tmp_path,
+        {**model, "sources": cubes},
+        r"'sources' must hold grasps of exactly the categories the fitted demos held \(\['ball', 'bar', 'cube'\].*"
+        r"it lacks \['ball', 'bar'\]",
+    )
+    demos = model["provenance"]["demos"]
+    few = {**demos, "usable_grasps_per_category": {**demos["usable_grasps_per_category"], "bar": 1}}
+    _refused(
+        tmp_path,
+        {**model, "provenance": {**model["provenance"], "demos": few}},
+        r"usable_grasps_per_category' gives too few usable grasps of \{'bar': 1\} \(fit-behavior needs at least 3",
+    )
+    odd = {**demos, "usable_grasps_per_category": {"cube": 49, "cone": 5}}
+    _refused(tmp_path, {**model, "provenance": {**model["provenance"], "demos": odd}}, r"must map each category")
+
+
 def test_shipped_default_model_and_variant():
     assert "default" in shipped_models()
     model = load_model("default")

@@ -331,6 +331,7 @@ def load_model(name_or_path: str | Path | dict[str, Any]) -> dict[str, Any]:
         raise BehaviorModelError(str(exc)) from None
     _check_keys(model, where)
     _check_model(model, where)
+    _check_coverage(model, where)
     return model
 
 
@@ -453,6 +454,46 @@ def _check_model(model: dict[str, Any], where: str) -> None:
                 raise ValueError(f"first must be true or false, got {s['first']!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise BehaviorModelError(f"{where}: source {k} is malformed ({exc})") from None
+
+
+def _check_coverage(model: dict[str, Any], where: str) -> None:
+    """The rule :func:`fit_behavior` applies, checked again on reading: every category the fitted demos' scenes held
+    had enough usable grasps and keeps a source, and no source is of another category. The generator grasps each
+    object the way a source of its category was grasped and carries it along that source's path to that source's
+    bin, so a model left with the sources of one category would put every other object into the wrong bin."""
+    demos = model["provenance"].get("demos")
+    per = demos.get("usable_grasps_per_category") if isinstance(demos, dict) else None
+    settings = model["provenance"].get("fit_settings")
+    minimum = settings.get("min_grasps_per_category", 1) if isinstance(settings, dict) else None
+    field = "'provenance.demos.usable_grasps_per_category'"
+    if (
+        not isinstance(per, dict)
+        or not per
+        or any(c not in C.CATEGORIES or isinstance(n, bool) or not isinstance(n, int) for c, n in per.items())
+    ):
+        raise BehaviorModelError(
+            f"{where}: {field} must map each category the fitted demos held (of {list(C.CATEGORIES)}) to its number "
+            f"of usable grasps, got {per!r}; refit the model ({REFIT_COMMAND})"
+        )
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 1:
+        raise BehaviorModelError(
+            f"{where}: 'provenance.fit_settings.min_grasps_per_category' must be a positive integer, got {minimum!r}"
+        )
+    few = {c: n for c, n in per.items() if n < minimum}
+    if few:
+        raise BehaviorModelError(
+            f"{where}: {field} gives too few usable grasps of {few} (fit-behavior needs at least {minimum} of each "
+            f"category the demos held); refit it from more demonstrations ({REFIT_COMMAND})"
+        )
+    covered = {s["category"] for s in model["sources"]}
+    lacking = [c for c in C.CATEGORIES if c in per and c not in covered]
+    extra = sorted(covered - set(per))
+    if lacking or extra:
+        raise BehaviorModelError(
+            f"{where}: 'sources' must hold grasps of exactly the categories the fitted demos held ({sorted(per)}, "
+            f"{field}); it lacks {lacking} and has others {extra}: objects of a category without a source would be "
+            f"carried to another category's bin. Refit the model ({REFIT_COMMAND}) or restore the file"
+        )
 
 
 def _check_values(segment: str, name: str, a: np.ndarray) -> None:
