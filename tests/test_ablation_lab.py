@@ -209,6 +209,52 @@ def test_a_lab_file_changed_after_the_design_was_made_is_refused(lab_file, tmp_p
         preflight(tiny_lab_design(lab), tmp_path / "run")
 
 
+def test_an_edited_lab_copy_in_the_run_directory_is_named(lab_file, tmp_path, capsys):
+    """The copy of the lab inside --out was edited: the message names the copy, not the lab the user gave, and says
+    how to get past it; deleting the copy (as it says) lets the run go on (issue 50)."""
+    from r2s2r_envs.ablation.chain import install_lab
+
+    lab = resolve_lab(lab_file)
+    out = tmp_path / "run"
+    install_lab(lab, out)
+    copy = out / str(lab.file)
+    write_lab(copy.parent, {**TEST_LAB, "world": {**TEST_LAB["world"], "belt_speed": 0.07}}, name=copy.name)
+    with pytest.raises(AblationError) as info:
+        preflight(tiny_lab_design(lab), out)
+    message = str(info.value)
+    assert message.startswith(f"{copy}, the run directory's copy of lab {lab_file}, has config ")
+    assert f"not the config {lab.config_sha256[:12]} it was copied with" in message
+    assert f"delete {copy} to have it copied again from {lab_file}" in message
+    copy.write_text('{"name": 3}')
+    with pytest.raises(AblationError, match=r"the run directory's copy of lab .* is refused \("):
+        preflight(tiny_lab_design(lab), out)
+    copy.unlink()
+    assert preflight(tiny_lab_design(lab), out)  # copied again from the lab the user gave
+
+
+@pytest.mark.parametrize(
+    ("lab", "named"),
+    [
+        ('"default"', "field 'lab' is 'default'; it must be an object"),
+        ("[1]", "field 'lab' is '[1]'"),
+        ('{"name": "x", "config_sha256": "abc"}', "field 'lab'"),
+        ("NaN", "NaN"),
+        ("[" * 5000 + "]" * 5000, "nested 5001 levels deep; at most 64"),
+    ],
+)
+def test_a_damaged_manifest_is_refused_naming_the_field(tmp_path, capsys, lab, named):
+    from r2s2r_envs.cli import main
+
+    out = tmp_path / "run"
+    Store(out).write_manifest({}, "0")
+    text = (out / "ablation.json").read_text()
+    (out / "ablation.json").write_text(text.rstrip().rstrip("}") + f', "lab": {lab}}}')
+    assert main(["ablation", "--smoke", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "ablation.json" in err and named in err and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["ablation.json"]
+
+
 # ---------------------------------------------------------------------- a failing stage
 @pytest.fixture
 def inline_ray(monkeypatch):

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs._version import __version__
-from r2s2r_envs.ablation.chain import LabError, install_lab, lab_identity
+from r2s2r_envs.ablation.chain import LabError, LabRef, install_lab, lab_identity
 from r2s2r_envs.ablation.design import AblationDesign, Task, check_design, env_id_of
 from r2s2r_envs.ablation.store import Store, StoreError
 from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error, has_output
+from r2s2r_envs.safe_json import read_json
 
 RAY_HINT = "the ablation runs its tasks on Ray; install the extra: pip install 'r2s2r_envs[ray]'"
 
@@ -134,7 +135,7 @@ def check_results_dir(root: Path) -> None:
         return
     for path in sorted(results.rglob("*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except (OSError, ValueError) as exc:
             raise AblationError(f"{path} is not readable JSON ({exc}); give another --out") from None
         if isinstance(data, dict) and data.get("format") == RESULT_FORMAT:
@@ -157,13 +158,39 @@ def design_lab(design: AblationDesign, out: str | os.PathLike[str]) -> dict[str,
         if lab is None:
             return lab_identity("default")
         copy = Path(out) / lab.file if lab.file else None
-        identity = lab_identity(copy if copy is not None and copy.is_file() else (lab.origin or lab.name))
+        if copy is not None and copy.is_file():
+            return _lab_copy_identity(lab, copy)
+        identity = lab_identity(lab.origin or lab.name)
     except LabError as exc:
         raise AblationError(str(exc)) from None
     if identity["config_sha256"] != lab.config_sha256:
         raise AblationError(
             f"lab {lab.origin or lab.name} has config {identity['config_sha256'][:12]} now, the design was made for "
             f"config {lab.config_sha256[:12]}: run the command again"
+        )
+    return identity
+
+
+def _lab_copy_identity(lab: LabRef, copy: Path) -> dict[str, str]:
+    """The identity of the run directory's copy of a lab file, which must be the lab the design was made for: a
+    copy edited after it was copied is named as such (the lab the user gave is not at fault, and running again
+    would not help)."""
+    fix = (
+        f"delete {copy} to have it copied again from {lab.origin or lab.name} (if that file is still the lab of "
+        f"config {lab.config_sha256[:12]}), restore it, or give another --out"
+    )
+    try:
+        identity = lab_identity(copy)
+    except LabError as exc:
+        raise AblationError(
+            f"{copy}, the run directory's copy of lab {lab.origin or lab.name}, is refused ({exc}): it was edited or "
+            f"damaged after it was copied; {fix}"
+        ) from None
+    if identity["config_sha256"] != lab.config_sha256:
+        raise AblationError(
+            f"{copy}, the run directory's copy of lab {lab.origin or lab.name}, has config "
+            f"{identity['config_sha256'][:12]}, not the config {lab.config_sha256[:12]} it was copied with: it was "
+            f"edited after it was copied; {fix}"
         )
     return identity
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from r2s2r_envs.safe_json import loads, read_json
 
 #: Format name and schema version of ``ablation.json``; a directory of another version is refused.
 MANIFEST_FORMAT = "r2s2r_envs.ablation"
@@ -72,8 +75,8 @@ class Store:
         path = self.root / MANIFEST
         if not path.exists():
             return None
-        try:
-            data = json.loads(path.read_text())
+        try:  # the suite's bounded, strict reader: no RecursionError, no NaN
+            data = read_json(path)
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path} is not a readable ablation manifest ({exc}); give another --out") from None
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
@@ -84,6 +87,7 @@ class Store:
                 f"{self.root} holds ablation results of schema version {version!r}; this version of r2s2r_envs "
                 f"reads schema version {MANIFEST_SCHEMA_VERSION} only: give another --out (or delete the directory)"
             )
+        check_manifest_fields(data, path)
         return data
 
     def write_manifest(
@@ -113,7 +117,7 @@ class Store:
 
     def done_record(self, kind: str, key: str) -> dict[str, Any]:
         """What a finished task recorded (its ``task.json``)."""
-        return json.loads((self.task_dir(kind, key) / DONE_FILE).read_text())
+        return read_json(self.task_dir(kind, key) / DONE_FILE)
 
     def start(self, kind: str, key: str, *, keep_partial: bool = False) -> Path:
         """Prepares a task's directory for an attempt.
@@ -155,7 +159,7 @@ class Store:
         if not path.is_file():
             return None
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -182,7 +186,57 @@ class Store:
         path = self.root / "store" / "attempts" / f"{key}.jsonl"
         if not path.exists():
             return 0
-        return sum(1 for line in path.read_text().splitlines() if json.loads(line).get("event") == "start")
+        return sum(1 for line in path.read_text().splitlines() if _event(line, path) == "start")
+
+
+def _event(line: str, path: Path) -> Any:
+    """The ``event`` of one line of an attempt log (``None`` for a line that is not an object)."""
+    record = loads(line, what=str(path)) if line.strip() else None
+    return record.get("event") if isinstance(record, dict) else None
+
+
+#: The manifest's keys, and what each holds.
+_MANIFEST_FIELDS = {
+    "format": "the text 'r2s2r_envs.ablation'",
+    "schema_version": f"the integer {MANIFEST_SCHEMA_VERSION}",
+    "design": "an object (the design of the latest run)",
+    "r2s2r_envs": "a version text",
+    "written": "a time text",
+    "lab": "an object {'name': text, 'config_sha256': 64 hex digits, ...} (absent: the default lab)",
+}
+
+
+def check_manifest_fields(data: dict[str, Any], path: Path) -> None:
+    """Each of the manifest's fields is of the kind :meth:`Store.write_manifest` writes.
+
+    Raises:
+        StoreError: naming the file, the field and what it accepts.
+    """
+    unknown = sorted(set(data) - set(_MANIFEST_FIELDS))
+    if unknown:
+        raise StoreError(
+            f"{path}: unknown field(s) {unknown}; a manifest holds {sorted(_MANIFEST_FIELDS)}: the file was edited or "
+            "damaged; give another --out"
+        )
+    lab = data.get("lab")
+    fits = {
+        "design": isinstance(data.get("design"), dict),
+        "r2s2r_envs": isinstance(data.get("r2s2r_envs", ""), str),
+        "written": isinstance(data.get("written", ""), str),
+        "lab": "lab" not in data
+        or (
+            isinstance(lab, dict)
+            and isinstance(lab.get("name"), str)
+            and isinstance(lab.get("config_sha256"), str)
+            and re.fullmatch(r"[0-9a-f]{64}", lab["config_sha256"]) is not None
+        ),
+    }
+    bad = next((field for field, ok in fits.items() if not ok), None)
+    if bad is not None:
+        raise StoreError(
+            f"{path}: field {bad!r} is {str(data.get(bad))[:80]!r}; it must be {_MANIFEST_FIELDS[bad]}: the file was "
+            "edited or damaged; give another --out (or restore the manifest)"
+        )
 
 
 def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:

@@ -20,7 +20,6 @@ lab file); ``config["inputs"]`` names the chain outputs an env takes (``groundin
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from r2s2r_envs.ablation.chain import GROUNDING_FILE, LAB_ENV_ID, MODEL_FILE, StageError, lab_argument
 from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.safe_json import read_json
 
 DATASET_FILE = "data.hdf5"
 POLICY_DIR = "policy"
@@ -340,5 +340,5 @@ def _run_mixture(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any
 
 
 def load_json(path: Path) -> Any:
-    """Reads a JSON file."""
-    return json.loads(Path(path).read_text())
+    """Reads a JSON file with the suite's bounded, strict reader (``safe_json.read_json``)."""
+    return read_json(path)
