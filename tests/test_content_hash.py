@@ -91,8 +91,10 @@ def test_a_flipped_digit_in_a_checkpoint_config_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match=r"config\.json: its content does not match.*retrain"):
         read_checkpoint(ckpt)
     config.write_text(text)
-    drop_field(config)  # an older checkpoint: no field
-    assert read_checkpoint(ckpt)["format"] == "r2s2r_envs.policy_checkpoint"
+    drop_field(config)  # an older checkpoint, or one whose hash was dropped: refused unless trusted (issue 50)
+    with pytest.raises(CheckpointError, match=r"config\.json \(checkpoint version 2\) has no content_sha256"):
+        read_checkpoint(ckpt, trust_unhashed=False)
+    assert read_checkpoint(ckpt, trust_unhashed=True)["format"] == "r2s2r_envs.policy_checkpoint"
 
 
 # ---------------------------------------------------------------------- result files

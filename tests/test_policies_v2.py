@@ -326,7 +326,11 @@ def test_cfg_is_guided_toward_the_env_domain(data: dict[str, Path], tmp_path: Pa
     assert not torch.allclose(to_real, to_sim)
 
 
-def test_a_version_1_checkpoint_still_loads_and_acts_the_same(data: dict[str, Path], tmp_path: Path) -> None:
+def test_a_version_1_checkpoint_still_loads_and_acts_the_same(
+    data: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from r2s2r_envs.policies import CheckpointError, read_checkpoint
+
     out = train(_config(data, tmp_path / "v1", "bc", recipe="v1", steps=4, batch_size=16)).out
     policy = load_policy(out)
     assert policy.pipeline.features == "raw" and policy.model.architecture == "mlp"
@@ -337,6 +341,7 @@ def test_a_version_1_checkpoint_still_loads_and_acts_the_same(data: dict[str, Pa
     doc = json.loads((out / CONFIG_FILE).read_text())
     doc["checkpoint_version"] = 1
     doc.pop("content_sha256")  # version 1 wrote none
+    doc.pop("weights_sha256")
     doc["config"] = {k: v for k, v in doc["config"].items() if k in _V1_FIELDS or k not in RECIPES["v1"]}
     doc["config"].pop("recipe")
     doc["pipeline"].pop("features")
@@ -345,9 +350,28 @@ def test_a_version_1_checkpoint_still_loads_and_acts_the_same(data: dict[str, Pa
     old.mkdir()
     (old / CONFIG_FILE).write_text(json.dumps(doc))
     (old / WEIGHTS_FILE).write_bytes((out / WEIGHTS_FILE).read_bytes())
+    # Hash-free: refused unless the user says to trust it (a flipped weight would change actions unnoticed).
+    monkeypatch.delenv("R2S2R_TRUST_UNHASHED", raising=False)
+    with pytest.raises(
+        CheckpointError, match=r"config\.json \(checkpoint version 1\) has no content_sha256 or weights_sha256"
+    ):
+        load_policy(old)
+    monkeypatch.setenv("R2S2R_TRUST_UNHASHED", "1")
     legacy = load_policy(old)
     legacy.reset(0)
     np.testing.assert_array_equal(legacy.act(obs), expected)
+    assert read_checkpoint(old, trust_unhashed=True)["checkpoint_version"] == 1
+    # A version-2 config stripped of its content hash, with shifted normalization statistics: refused, untrusted.
+    monkeypatch.delenv("R2S2R_TRUST_UNHASHED")
+    shifted = tmp_path / "shifted"
+    shutil.copytree(out, shifted)
+    doc = json.loads((shifted / CONFIG_FILE).read_text())
+    doc.pop("content_sha256")
+    stats = doc["pipeline"]["stats"]["actions"]
+    stats["mean"] = [m + 10.0 for m in stats["mean"]]
+    (shifted / CONFIG_FILE).write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match=r"\(checkpoint version 2\) has no content_sha256, so neither it"):
+        load_policy(shifted)
 
 
 def test_damaged_or_non_finite_checkpoints_are_refused_at_load(data: dict[str, Path], tmp_path: Path) -> None:

@@ -52,12 +52,29 @@ def weights_digest(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+#: Environment variable that lets :func:`read_checkpoint` read a ``config.json`` without its hashes (``1``).
+TRUST_UNHASHED_ENV = "R2S2R_TRUST_UNHASHED"
+#: The hashes a checkpoint's ``config.json`` carries: of its own content, and of the weights file.
+HASH_FIELDS: tuple[str, ...] = ("content_sha256", "weights_sha256")
+
+
+def trust_unhashed_from_env() -> bool:
+    """Whether the user said to read checkpoints without hashes (``R2S2R_TRUST_UNHASHED=1``)."""
+    return os.environ.get(TRUST_UNHASHED_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def read_checkpoint(path: str | os.PathLike[str], *, trust_unhashed: bool | None = None) -> dict[str, Any]:
     """Checks a checkpoint directory and returns the content of its ``config.json``.
+
+    A ``config.json`` without ``content_sha256`` or ``weights_sha256`` (version 1 wrote neither; a version-2 file
+    written before ``content_sha256`` existed lacks it) is refused unless the user trusts it: without them a flipped
+    weight or an edited normalization statistic would change every action unnoticed.
 
     Args:
         path: a directory written by ``r2s2r train --out DIR``, or ``zoo:NAME`` (a shipped reference checkpoint,
             :mod:`r2s2r_envs.policies.zoo`).
+        trust_unhashed: read a ``config.json`` that lacks its hashes (unverified); default: whether the environment
+            variable ``R2S2R_TRUST_UNHASHED`` is ``1``.
 
     Raises:
         FileNotFoundError: the directory does not exist.
@@ -92,6 +109,15 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{list(READABLE_CHECKPOINT_VERSIONS)} (retrain with this version, or use the r2s2r_envs version that "
             "wrote it)"
         )
+    missing = [field for field in HASH_FIELDS if field not in data]
+    trusted = trust_unhashed_from_env() if trust_unhashed is None else trust_unhashed
+    if missing and not trusted:
+        raise CheckpointError(
+            f"{config_path} (checkpoint version {version}) has no {' or '.join(missing)}, so neither it nor "
+            f"{WEIGHTS_FILE} can be verified: a damaged weight or statistic would change the policy's actions "
+            f"unnoticed. Accepted: a config.json with both hashes (r2s2r train writes them; retrain). To read this "
+            f"one unverified, because you trust its source, set {TRUST_UNHASHED_ENV}=1"
+        )
     # After format and version: its own content_sha256 (r2s2r train writes it; an older file has none).
     try:
         data = check_content_hash(data, str(config_path), fix="retrain, or restore the checkpoint from its source")
@@ -106,7 +132,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not (root / WEIGHTS_FILE).is_file():
         raise CheckpointError(f"{root} has no {WEIGHTS_FILE} (the weights); the training run did not finish")
     expected = data.get("weights_sha256")
-    if version >= 2 and expected != (actual := weights_digest(root / WEIGHTS_FILE)):
+    if (version >= 2 or expected is not None) and expected != (actual := weights_digest(root / WEIGHTS_FILE)):
         raise CheckpointError(
             f"{root / WEIGHTS_FILE} does not match the weights its config.json records (sha256 {expected}, the "
             f"file has {actual}): the file was changed or damaged; retrain or restore it"
