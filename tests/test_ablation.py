@@ -602,7 +602,10 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     assert report["effects"]["success"]["behavior"]["flow"]["estimate"] == pytest.approx(0.25)
     assert split["world minus behavior"]["flow"]["estimate"] == pytest.approx(0.25 - 1 / 12)
     finding = report["findings"]["sort_accuracy"]
-    assert finding["policies"] == "flow" and finding["interaction"] == split["interaction"]["flow"]
+    # One method: the findings read its effects, each with its Holm-adjusted p-value over the report's findings.
+    assert list(finding["statements"]["interaction"]) == ["flow"]
+    stated = finding["statements"]["interaction"]["flow"]
+    assert stated["estimate"] == split["interaction"]["flow"]["estimate"] and stated["p_holm"] >= stated["p_value"]
     versus = report["versus_real_only"]["sort_accuracy"]["flow"]["FullyGrounded"]
     assert versus["estimate"] == pytest.approx(5 / 6 - 1 / 24)
     study = {row["figure"]: row for row in report["versus_study"]}
@@ -612,7 +615,8 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     gain = study["fully grounded minus real-only, points"]
     assert gain["here"] == {"flow": report["versus_real_only"]["success"]["flow"]["FullyGrounded"]}
     more = study["behavior grounding matters more on the nominal world"]["here"]
-    assert more == {"flow": report["findings"]["success"]["behavior_more_with_nominal_world"]}
+    assert more == report["findings"]["success"]["behavior_more_with_nominal_world"] and list(more) == ["flow"]
+    assert report["intervals"]["version"] == 2 and report["detectable"]["success"]["seeds"] == 2
     failures = {row["variant"]: row for row in report["failures"]}
     # FullyGrounded sorts 3, 3, 2, 2 and 3, 2, 2, 3 objects, always the first ones: the 3rd in 4 of 8 episodes.
     assert failures["FullyGrounded"]["lab_sorted_by_order"] == pytest.approx([1.0, 1.0, 0.5])
@@ -638,47 +642,83 @@ def test_analysis_of_hand_made_result_files(tmp_path):
     }
 
 
-def _effect(low, high):
-    return {"estimate": (low + high) / 2, "ci95": [low, high]}
+def _effect(estimate, p):
+    return {"estimate": estimate, "ci95": [estimate - 0.1, estimate + 0.1], "p_value": p}
 
 
-def test_findings_read_the_intervals():
+def test_findings_pool_only_what_may_be_pooled_and_correct_for_multiplicity():
+    withheld = {"estimate": None, "ci95": None, "withheld": "the methods differ", "heterogeneity": {"p_value": 0.01}}
     effects = {
         "success": {
-            "world": {"flow": _effect(0.0, 0.2), "bc": _effect(0.1, 0.3), "all methods": _effect(0.1, 0.3)},
-            "behavior": {"flow": _effect(0.1, 0.2), "bc": _effect(-0.1, 0.2), "all methods": _effect(-0.1, 0.2)},
-            "interaction": {"flow": _effect(0.1, 0.2), "bc": _effect(-0.3, -0.1), "all methods": _effect(-0.3, -0.05)},
-            "world minus behavior": {
-                "flow": _effect(-1, 1),
-                "bc": _effect(0.05, 0.2),
-                "all methods": _effect(0.05, 0.2),
-            },
-            "behavior, nominal world (B - U)": {"all methods": _effect(0.1, 0.3)},
-            "behavior, grounded world (F - W)": {"all methods": _effect(-0.2, 0.1)},
+            # The methods differ on world grounding: the findings read each method, not the pool.
+            "world": {"flow": _effect(0.2, 0.001), "bc": _effect(0.0, 0.9), "all methods": withheld},
+            "behavior": {"flow": _effect(0.1, 0.2), "bc": _effect(0.1, 0.3), "all methods": _effect(0.1, 0.04)},
+            "interaction": {"flow": _effect(-0.1, 0.1), "bc": _effect(-0.1, 0.1), "all methods": _effect(-0.2, 0.002)},
+            "world minus behavior": {"flow": _effect(0.1, 0.5), "bc": _effect(0.1, 0.5), "all methods": withheld},
+            "behavior, nominal world (B - U)": {"all methods": _effect(0.2, 0.01)},
+            "behavior, grounded world (F - W)": {"all methods": withheld},
         },
         "sort_accuracy": {
-            "world": {"flow": _effect(-0.3, -0.1)},
-            "behavior": {"flow": {"estimate": None, "ci95": None}},
-            "interaction": {"flow": _effect(0.1, 0.4)},
-            "world minus behavior": {"flow": _effect(-0.4, -0.1)},
+            "world": {"flow": _effect(-0.2, 0.004)},
+            "behavior": {"flow": {"estimate": None, "ci95": None, "missing": ["x"]}},
+            "interaction": {"flow": _effect(0.1, 0.02)},
+            "world minus behavior": {"flow": _effect(-0.2, 0.0001)},
         },
     }
     found = analysis.findings(effects)
-    pooled = found["success"]
-    # With several methods the findings read their average, not any one method.
-    assert pooled["policies"] == "all methods"
-    assert pooled["signs"] == {"world": "positive", "behavior": "unresolved", "interaction": "negative"}
-    assert pooled["larger_axis"] == "world"
-    assert pooled["behavior_more_with_nominal_world"] == "yes"
-    assert pooled["behavior_nominal_world"]["ci95"] == [0.1, 0.3]
+    success = found["success"]
+    assert list(success["statements"]["world"]) == ["flow", "bc"]
+    assert list(success["statements"]["behavior"]) == ["all methods"]
+    # Nine statements with an estimate; Holm multiplies the smallest p by 9, the next by 8, ...
+    p_holm = {
+        (m, n, w): e["p_holm"]
+        for m, f in found.items()
+        for n, per in f["statements"].items()
+        for w, e in per.items()
+        if "p_holm" in e
+    }
+    assert len(p_holm) == 9
+    assert p_holm[("sort_accuracy", "world minus behavior", "flow")] == pytest.approx(9 * 0.0001)
+    assert p_holm[("success", "world", "flow")] == pytest.approx(8 * 0.001)
+    assert p_holm[("success", "interaction", "all methods")] == pytest.approx(7 * 0.002)
+    assert p_holm[("sort_accuracy", "world", "flow")] == pytest.approx(6 * 0.004)
+    assert p_holm[("sort_accuracy", "interaction", "flow")] == pytest.approx(5 * 0.02)
+    assert success["signs"]["world"] == {"flow": "positive", "bc": "unresolved"}
+    # p 0.04 alone would be a verdict; after Holm (0.04 x 4) it is not.
+    assert success["signs"]["behavior"] == {"all methods": "unresolved"}
+    assert success["behavior_more_with_nominal_world"] == {"all methods": "yes"}
+    assert success["larger_axis"] == {"flow": "unresolved", "bc": "unresolved"}
+    assert success["behavior_nominal_world"]["all methods"]["estimate"] == 0.2
     one = found["sort_accuracy"]
-    assert one["policies"] == "flow"
-    assert one["signs"] == {"world": "negative", "behavior": None, "interaction": "positive"}
-    assert one["larger_axis"] == "behavior" and one["behavior_more_with_nominal_world"] == "no"
+    assert one["signs"] == {
+        "world": {"flow": "negative"},
+        "behavior": {"flow": None},
+        "interaction": {"flow": "unresolved"},
+    }
+    assert one["larger_axis"] == {"flow": "behavior"}
     text = analysis.findings_markdown({"findings": found, "effects": effects})
-    assert "world grounding: helps (interval above zero)" in text
-    assert "behavior grounding: cannot be computed (cells missing)" in text
-    assert "yes, it adds more on the nominal world" in text and "no, it adds more on the identified world" in text
+    assert "world grounding: flow: helps, +20.0" in text and "bc: not resolved" in text
+    assert "behavior grounding: flow: cannot be computed (cells missing)" in text
+    assert "all methods: yes, it adds more on the nominal world" in text and "F - W not pooled" in text
+    assert "over the 9 statements above" in text
+
+
+def test_report_intervals_are_marked_old_and_new(tmp_path, capsys):
+    old = {"tables": {}, "effects": {}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    analysis.print_table(tmp_path / "old.json")
+    assert "interval method 1: crossed percentile bootstrap" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no measured variance components .*--report-only"):
+        analysis.seeds_to_detect(old, 0.05)
+    comps = {"seed": 0.001, "episode": 0.0002, "residual": 0.1}
+    new = {"intervals": analysis.INTERVALS, "detectable": {"success": {"components": comps, "episodes": 100}}}
+    n = analysis.seeds_to_detect(new, 0.1)
+    assert n is not None and n >= 2
+    assert analysis.seeds_to_detect(new, 0.05) > n  # half the difference needs more seeds
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        analysis.seeds_to_detect(new, 0.05, metric="speed")
+    with pytest.raises(ValueError, match="no comparable cells for 'sweep'"):
+        analysis.seeds_to_detect(new, 0.05, table="sweep")
 
 
 def test_mixture_attribution_on_hand_made_states():

@@ -16,9 +16,15 @@ Statistics (docs/ablation.md, "Analysis"):
   policy's own variant), the share of second objects sorted after the first was, and the **transfer gap**, a
   policy's lab sort accuracy minus its sort accuracy in its own simulated variant on the same protocol episodes:
   near zero, the sim-to-lab difference is not what limits the policy, and no grounding of the sim can show much.
-- **95% intervals** are percentile bootstrap intervals over seeds and episodes: each replicate resamples, with
-  replacement, the training seeds of every cell independently (independent training runs) and the episode indices
-  once for all cells (every policy faces the same protocol episodes, so the comparison is paired).
+- **95% intervals** (since interval method 2, ``report["intervals"]``) are t-intervals of the paired, seed-level
+  design (:mod:`r2s2r_envs.evaluation.intervals`): a contrast of cells is one ``(seeds, episodes)`` matrix (rows
+  paired by training seed, columns the shared protocol episodes), its variance has a seed, an episode and a residual
+  part, and the t quantile has Satterthwaite's degrees of freedom. An effect is pooled over methods only when a
+  heterogeneity test does not reject (p >= 0.10); the findings' verdicts use Holm-adjusted p-values over every
+  finding of the report; every table carries its minimum detectable difference (80% power, two-sided 5%).
+  Reports without ``intervals`` used method 1, the crossed percentile bootstrap (:func:`bootstrap_contrast`), whose
+  intervals were too wide for differences and too narrow for cell means at few seeds
+  (experiments/interval-coverage/README.md).
 
 Everything here reads finished task results from the store; nothing trains or evaluates.
 """
@@ -43,6 +49,7 @@ from r2s2r_envs.ablation.design import (
     Task,
 )
 from r2s2r_envs.ablation.store import Store, write_json_atomic
+from r2s2r_envs.evaluation import intervals
 from r2s2r_envs.safe_json import plain_json
 
 METRICS: tuple[str, ...] = ("success", "sort_accuracy")
@@ -71,6 +78,26 @@ EFFECTS: dict[str, dict[str, float]] = {
     # world effect minus behavior effect: U and F cancel, W - B remains.
     "world minus behavior": {"WorldGrounded": 1.0, "BehaviorGrounded": -1.0},
 }
+#: The effects the findings read (each a family member of the Holm correction).
+FINDING_EFFECTS: tuple[str, ...] = ("world", "behavior", "interaction", "world minus behavior")
+#: An effect is pooled over methods only when the heterogeneity test's p-value is at least this.
+HETEROGENEITY_ALPHA = 0.10
+#: A finding is a verdict (helps / hurts) when its Holm-adjusted p-value is below this.
+FINDINGS_ALPHA = 0.05
+#: What the report says of its intervals (``report["intervals"]``); reports without it used method 1.
+INTERVALS: dict[str, Any] = {
+    "version": intervals.METHOD_VERSION,
+    "method": intervals.METHOD,
+    "confidence": 0.95,
+    "pooling": f"over methods only when the heterogeneity test gives p >= {HETEROGENEITY_ALPHA}",
+    "multiplicity": f"Holm over every finding of the report, verdict at adjusted p < {FINDINGS_ALPHA}",
+    "power": "minimum detectable differences at 80% power, two-sided 5%",
+}
+#: How reports written before interval method 2 are described.
+OLD_INTERVALS = (
+    "interval method 1: crossed percentile bootstrap (seeds resampled per cell, one shared episode resample); "
+    "superseded, see experiments/interval-coverage/README.md"
+)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -185,7 +212,10 @@ def bootstrap_contrast(
     replicates: int = 2000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """A weighted sum of cell means with its 95% percentile bootstrap interval over seeds and episodes.
+    """A weighted sum of cell means with its 95% percentile bootstrap interval over seeds and episodes: interval
+    method 1, which reports before method 2 used (kept to read and reproduce them; :func:`contrast` is the
+    report's method now). It has no small-sample correction, and counts episode noise twice in a difference of
+    cells (each cell's seed resample carries it again): experiments/interval-coverage/README.md.
 
     Args:
         cells: per cell, a ``(seeds, episodes)`` matrix. Cells with the same number of episodes share the
@@ -230,10 +260,31 @@ def bootstrap_contrast(
     }
 
 
-def effects(
-    cells_by_method: Mapping[str, Mapping[str, np.ndarray]], *, replicates: int = 2000, seed: int = 0
-) -> dict[str, dict[str, Any]]:
-    """Every effect of :data:`EFFECTS` per method and averaged over methods (``"all methods"``).
+def contrast(cells: Mapping[Any, np.ndarray], weights: Mapping[Any, float]) -> dict[str, Any]:
+    """A weighted sum of cell means with its 95% t-interval of the paired, seed-level design (interval method 2,
+    :func:`r2s2r_envs.evaluation.intervals.contrast_interval`).
+
+    Args:
+        cells: per cell, a ``(seeds, episodes)`` matrix, rows in training-seed order; cells with the same number of
+            seeds are paired by seed, cells with the same number of episodes share them.
+        weights: the contrast, e.g. ``{"FullyGrounded": 1, "Ungrounded": -1}``; cells without weight are ignored.
+
+    Returns:
+        ``estimate``, ``ci95`` ``[low, high]``, ``se``, ``df``, ``p_value`` (of "the contrast is zero"), ``mdd``
+        (the minimum detectable contrast, 80% power, two-sided 5%), ``n_seeds``, ``n_episodes``, ``paired_seeds``,
+        ``seed_noise`` (False with one seed: episode noise only), ``method``; ``estimate`` and ``ci95`` ``None``
+        with ``missing`` when a weighted cell is missing.
+    """
+    used = {k: w for k, w in weights.items() if w != 0}
+    if any(k not in cells for k in used):
+        return {"estimate": None, "ci95": None, "missing": sorted(map(str, set(used) - set(cells)))}
+    return intervals.contrast_interval({k: cells[k] for k in used}, used).to_dict()
+
+
+def effects(cells_by_method: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, dict[str, Any]]:
+    """Every effect of :data:`EFFECTS` per method and, with several methods, pooled over them (``"all methods"``)
+    when the heterogeneity test allows it (p >= :data:`HETEROGENEITY_ALPHA`); otherwise ``"all methods"`` has no
+    estimate and says why (``withheld``). Every ``"all methods"`` entry carries its ``heterogeneity`` test.
 
     Args:
         cells_by_method: ``{method: {variant: (seeds, episodes) matrix}}`` for one metric.
@@ -243,53 +294,103 @@ def effects(
     for name, weights in EFFECTS.items():
         out[name] = {}
         for method in methods:
-            out[name][method] = bootstrap_contrast(cells_by_method[method], weights, replicates=replicates, seed=seed)
-        if len(methods) > 1:
-            pooled_cells = {(m, v): x for m in methods for v, x in cells_by_method[m].items()}
-            pooled_weights = {(m, v): w / len(methods) for m in methods for v, w in weights.items()}
-            out[name]["all methods"] = bootstrap_contrast(
-                pooled_cells, pooled_weights, replicates=replicates, seed=seed
-            )
+            out[name][method] = contrast(cells_by_method[method], weights)
+        if len(methods) < 2:
+            continue
+        if any(out[name][m]["estimate"] is None for m in methods):
+            out[name]["all methods"] = {"estimate": None, "ci95": None, "missing": "a method's cells are missing"}
+            continue
+        test = intervals.heterogeneity(cells_by_method, {v: w for v, w in weights.items() if w != 0})
+        if test["p_value"] < HETEROGENEITY_ALPHA:
+            out[name]["all methods"] = {
+                "estimate": None,
+                "ci95": None,
+                "withheld": f"the methods differ (heterogeneity p = {test['p_value']:.3g} < {HETEROGENEITY_ALPHA})",
+                "heterogeneity": test,
+            }
+            continue
+        pooled_cells = {(m, v): x for m in methods for v, x in cells_by_method[m].items()}
+        pooled_weights = {(m, v): w / len(methods) for m in methods for v, w in weights.items()}
+        out[name]["all methods"] = {**contrast(pooled_cells, pooled_weights), "heterogeneity": test}
     return out
 
 
-def _sign(effect: Mapping[str, Any]) -> str | None:
-    """``"positive"`` / ``"negative"`` when the 95% interval excludes zero, ``"unresolved"`` when it holds zero."""
-    if effect.get("estimate") is None:
+def _sign(effect: Mapping[str, Any] | None) -> str | None:
+    """``"positive"`` / ``"negative"`` when the Holm-adjusted p-value is below :data:`FINDINGS_ALPHA`,
+    ``"unresolved"`` otherwise; ``None`` without an estimate."""
+    if not effect or effect.get("estimate") is None:
         return None
-    low, high = effect["ci95"]
-    return "positive" if low > 0 else "negative" if high < 0 else "unresolved"
+    if effect["p_holm"] >= FINDINGS_ALPHA:
+        return "unresolved"
+    return "positive" if effect["estimate"] > 0 else "negative"
+
+
+def finding_policies(per_policies: Mapping[str, Any]) -> list[str]:
+    """Whose effect a finding reads: the pooled one (``"all methods"``) when it was pooled, else each method's."""
+    pooled = per_policies.get("all methods")
+    if pooled is not None and pooled.get("estimate") is not None:
+        return ["all methods"]
+    return [m for m in per_policies if m != "all methods"]
 
 
 def findings(effects_by_metric: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Which grounding axis matters, read off the effects' intervals, per metric.
+    """Which grounding axis matters, read off the effects, per metric, with Holm's correction over all of them.
 
-    The policies read are the average over methods when the design has several (``"all methods"``), else its one
-    method. Per metric: the sign of the world effect, the behavior effect and the interaction (``"positive"``,
-    ``"negative"``, or ``"unresolved"`` when the 95% interval holds zero); which axis adds more (the world minus
-    behavior effect); and whether behavior grounding matters more when world grounding is imperfect (the study's
-    finding): the behavior effect on the nominal world (B - U) against on the identified world (F - W), whose
-    difference is the interaction; ``"yes"`` when the interaction's interval lies below zero, ``"no"`` above it.
+    For each effect of :data:`FINDING_EFFECTS` the findings read the pooled effect (``"all methods"``) when it was
+    pooled, else each method's (:func:`finding_policies`). Every such statement over every metric is one member of
+    the family whose p-values are Holm-adjusted (``p_holm``); a statement is ``"positive"`` or ``"negative"`` when
+    its adjusted p-value is below :data:`FINDINGS_ALPHA`, else ``"unresolved"`` (``None``: cells missing).
+
+    Returns:
+        Per metric: ``statements`` ``{effect: {policies: effect dict with p_holm and sign}}``; ``signs``
+        ``{effect: {policies: sign}}`` for world, behavior and the interaction; ``larger_axis`` ``{policies:
+        "world" | "behavior" | "unresolved"}`` (the world minus behavior effect);
+        ``behavior_more_with_nominal_world`` ``{policies: "yes" | "no" | "unresolved"}`` (the study's finding: a
+        negative interaction, B - U above F - W); ``behavior_nominal_world`` and ``behavior_grounded_world``
+        ``{policies: effect}``.
     """
-    out: dict[str, dict[str, Any]] = {}
+    statements: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    family: list[tuple[str, str, str]] = []
     for metric, by_effect in effects_by_metric.items():
         if not by_effect or not by_effect.get("world"):
             continue
-        policies = "all methods" if "all methods" in by_effect["world"] else next(iter(by_effect["world"]))
-        pick = {name: per_method[policies] for name, per_method in by_effect.items() if policies in per_method}
-        signs = {name: _sign(pick[name]) for name in ("world", "behavior", "interaction") if name in pick}
-        larger = _sign(pick.get("world minus behavior", {}))
-        interaction = signs.get("interaction")
+        statements[metric] = {}
+        for name in FINDING_EFFECTS:
+            if name not in by_effect:
+                continue
+            statements[metric][name] = {}
+            for who in finding_policies(by_effect[name]):
+                effect = dict(by_effect[name][who])
+                statements[metric][name][who] = effect
+                if effect.get("estimate") is not None:
+                    family.append((metric, name, who))
+    adjusted = intervals.holm([statements[m][n][w]["p_value"] for m, n, w in family])
+    for (metric, name, who), p in zip(family, adjusted):
+        statements[metric][name][who]["p_holm"] = p
+        statements[metric][name][who]["family_size"] = len(family)
+    out: dict[str, dict[str, Any]] = {}
+    for metric, by_name in statements.items():
+        by_effect = effects_by_metric[metric]
+        signs = {
+            name: {who: _sign(e) for who, e in by_name[name].items()}
+            for name in ("world", "behavior", "interaction")
+            if name in by_name
+        }
+        larger = {who: _sign(e) for who, e in by_name.get("world minus behavior", {}).items()}
+        interaction = signs.get("interaction", {})
+        nominal = by_effect.get("behavior, nominal world (B - U)", {})
+        grounded = by_effect.get("behavior, grounded world (F - W)", {})
         out[metric] = {
-            "policies": policies,
+            "statements": by_name,
             "signs": signs,
-            "larger_axis": {"positive": "world", "negative": "behavior"}.get(larger or "", larger),
-            "behavior_more_with_nominal_world": {"negative": "yes", "positive": "no"}.get(
-                interaction or "", interaction
-            ),
-            "behavior_nominal_world": pick.get("behavior, nominal world (B - U)"),
-            "behavior_grounded_world": pick.get("behavior, grounded world (F - W)"),
-            "interaction": pick.get("interaction"),
+            "larger_axis": {
+                who: {"positive": "world", "negative": "behavior"}.get(x or "", x) for who, x in larger.items()
+            },
+            "behavior_more_with_nominal_world": {
+                who: {"negative": "yes", "positive": "no"}.get(x or "", x) for who, x in interaction.items()
+            },
+            "behavior_nominal_world": {who: nominal.get(who) for who in interaction},
+            "behavior_grounded_world": {who: grounded.get(who) for who in interaction},
         }
     return out
 
@@ -297,32 +398,75 @@ def findings(effects_by_metric: Mapping[str, Mapping[str, Mapping[str, Any]]]) -
 def findings_markdown(report: Mapping[str, Any]) -> str:
     """The findings as sentences, one paragraph per metric."""
     said = {
-        "positive": "helps (interval above zero)",
-        "negative": "hurts (interval below zero)",
-        "unresolved": "not resolved (interval holds zero)",
+        "positive": "helps",
+        "negative": "hurts",
+        "unresolved": "not resolved",
         None: "cannot be computed (cells missing)",
     }
+    larger_said = {
+        "world": "world grounding adds more than behavior grounding",
+        "behavior": "behavior grounding adds more than world grounding",
+        "unresolved": "neither axis adds measurably more than the other",
+    }
+    more_said = {
+        "yes": "yes, it adds more on the nominal world than on the identified one",
+        "no": "no, it adds more on the identified world than on the nominal one",
+        "unresolved": "not resolved",
+    }
+
+    def stated(effect: Mapping[str, Any] | None, sign: str | None) -> str:
+        if not effect or effect.get("estimate") is None:
+            return said[None]
+        return f"{said[sign]}, {_pts(effect)} (Holm p {effect['p_holm']:.2g})"
+
+    def pooling(report_effect: Mapping[str, Any]) -> str:
+        test = (report_effect.get("all methods") or {}).get("heterogeneity")
+        withheld = (report_effect.get("all methods") or {}).get("withheld")
+        return f" (per method: heterogeneity p {test['p_value']:.2g})" if withheld and test else ""
+
+    def shown(effect: Mapping[str, Any] | None) -> str:
+        return "not pooled" if effect and effect.get("withheld") else _pts(effect or {})
+
     lines = []
     for metric, f in report.get("findings", {}).items():
         effects = report["effects"][metric]
-        world, behavior = effects["world"][f["policies"]], effects["behavior"][f["policies"]]
-        larger = {
-            "world": "world grounding adds more than behavior grounding",
-            "behavior": "behavior grounding adds more than world grounding",
-            "unresolved": "neither axis adds measurably more than the other",
-        }.get(f["larger_axis"] or "", "which axis adds more cannot be computed")
-        more = {
-            "yes": "yes, it adds more on the nominal world than on the identified one",
-            "no": "no, it adds more on the identified world than on the nominal one",
-            "unresolved": "not resolved: the two differ by less than the interval",
-        }.get(f["behavior_more_with_nominal_world"] or "", "cannot be computed")
-        nominal, grounded = f["behavior_nominal_world"] or {}, f["behavior_grounded_world"] or {}
+        parts = []
+        for name, label in (("world", "world grounding"), ("behavior", "behavior grounding")):
+            per = f["statements"].get(name, {})
+            text = "; ".join(f"{who}: {stated(e, f['signs'][name][who])}" for who, e in per.items())
+            parts.append(f"{label}: {text}{pooling(effects[name])}")
+        larger = "; ".join(
+            f"{who}: {larger_said.get(x or '', 'which axis adds more cannot be computed')}"
+            for who, x in f["larger_axis"].items()
+        )
+        more_parts = []
+        for who, x in f["behavior_more_with_nominal_world"].items():
+            nominal = shown(f["behavior_nominal_world"][who])
+            grounded = shown(f["behavior_grounded_world"][who])
+            inter = stated(f["statements"]["interaction"][who], f["signs"]["interaction"][who])
+            more_parts.append(
+                f"{who}: {more_said.get(x or '', 'cannot be computed')} "
+                f"(B - U {nominal}, F - W {grounded}, interaction {inter})"
+            )
+        more = "; ".join(more_parts)
         lines.append(
-            f"- **{METRIC_NAMES[metric]}** ({f['policies']}): world grounding: {said[f['signs'].get('world')]}, "
-            f"{_pts(world)} points; behavior grounding: {said[f['signs'].get('behavior')]}, {_pts(behavior)}; "
-            f"{larger}. Does behavior grounding matter more when world grounding is imperfect? {more}: on the "
-            f"nominal world (B - U) {_pts(nominal) if nominal else 'n/a'}, on the identified world (F - W) "
-            f"{_pts(grounded) if grounded else 'n/a'}, interaction {_pts(f['interaction'] or {})}."
+            f"- **{METRIC_NAMES[metric]}**: {'; '.join(parts)}. Which adds more: {larger}. Does behavior grounding "
+            f"matter more when world grounding is imperfect? {more}{pooling(effects['interaction'])}."
+        )
+    if lines:
+        family = next(
+            (
+                e["family_size"]
+                for f in report["findings"].values()
+                for per in f["statements"].values()
+                for e in per.values()
+                if "family_size" in e
+            ),
+            0,
+        )
+        lines.append(
+            f"\nVerdicts: Holm-adjusted p < {FINDINGS_ALPHA} over the {family} statements above; an effect is "
+            f"pooled over methods only when the methods do not differ (heterogeneity p >= {HETEROGENEITY_ALPHA})."
         )
     return "\n".join(lines)
 
@@ -330,13 +474,13 @@ def findings_markdown(report: Mapping[str, Any]) -> str:
 def versus_study(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The study's figures (``STUDY``) beside this run's on episode success in the lab, one row per figure.
 
-    ``here`` is per method for the cells (real-only, fully grounded, their difference) and the findings' policies
-    (the average over methods, or the one method) for the effects; ``None`` where the cells are missing.
+    ``here`` is per method for the cells (real-only, fully grounded, their difference) and, for the effects, per
+    the findings' policies (the pooled effect when it was pooled, else each method's); ``None`` where the cells are
+    missing.
     """
     tables = report.get("tables", {})
     effects = report.get("effects", {}).get("success", {})
     finding = report.get("findings", {}).get("success")
-    policies = finding["policies"] if finding else None
 
     def cell(variant: str) -> dict[str, Any]:
         found = {
@@ -345,7 +489,8 @@ def versus_study(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         return {m: (r or {}).get("lab_success") for m, r in found.items()}
 
     def effect(name: str) -> dict[str, Any]:
-        return {policies: effects.get(name, {}).get(policies)} if policies else {}
+        per = effects.get(name, {})
+        return {who: per[who] for who in finding_policies(per)} if per else {}
 
     gain = report.get("versus_real_only", {}).get("success", {})
     return [
@@ -365,7 +510,7 @@ def versus_study(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         {
             "figure": "behavior grounding matters more on the nominal world",
             "study": STUDY["behavior_more_with_nominal_world"],
-            "here": {policies: finding["behavior_more_with_nominal_world"]} if finding else {},
+            "here": dict(finding["behavior_more_with_nominal_world"]) if finding else {},
         },
     ]
 
@@ -388,16 +533,21 @@ def versus_study_markdown(report: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- tables
-def _mean_ci(x: np.ndarray | None, replicates: int) -> dict[str, Any] | None:
+def _mean_ci(x: np.ndarray | None) -> dict[str, Any] | None:
     if x is None:
         return None
-    b = bootstrap_contrast({"c": x}, {"c": 1.0}, replicates=replicates)
-    return {"mean": b["estimate"], "ci95": b["ci95"], "seeds": int(x.shape[0]), "episodes": int(x.shape[1])}
+    b = intervals.mean_interval(x)
+    return {
+        "mean": b.estimate,
+        "ci95": [b.low, b.high],
+        "se": b.se,
+        "df": b.df,
+        "seeds": int(x.shape[0]),
+        "episodes": int(x.shape[1]),
+    }
 
 
-def variant_table(
-    runs: Sequence[EvalRun], design: AblationDesign, method: str, replicates: int
-) -> list[dict[str, Any]]:
+def variant_table(runs: Sequence[EvalRun], design: AblationDesign, method: str) -> list[dict[str, Any]]:
     """The four-variant table of one method: real-only and each co-trained variant, in the lab and in sim."""
     rows = []
     for variant in [None, *design.variants]:
@@ -411,7 +561,7 @@ def variant_table(
         for env in ("lab", "sim"):
             cell = [r for r in match if r.env == env]
             for metric in METRICS:
-                row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None, replicates)
+                row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None)
             causes: dict[str, int] = {}
             for r in cell:
                 for k, v in r.failure_causes.items():
@@ -443,19 +593,15 @@ def design_cells(runs: Sequence[EvalRun], design: AblationDesign, metric: str, e
     return out
 
 
-def versus_real_only(cells_by_method: Mapping[str, Mapping[str, np.ndarray]], replicates: int) -> dict:
+def versus_real_only(cells_by_method: Mapping[str, Mapping[str, np.ndarray]]) -> dict:
     """Each variant minus real-only, per method, with intervals."""
     return {
-        method: {
-            v: bootstrap_contrast(cells, {v: 1.0, REAL_ONLY: -1.0}, replicates=replicates)
-            for v in VARIANTS
-            if v in cells
-        }
+        method: {v: contrast(cells, {v: 1.0, REAL_ONLY: -1.0}) for v in VARIANTS if v in cells}
         for method, cells in cells_by_method.items()
     }
 
 
-def sweep_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int) -> list[dict[str, Any]]:
+def sweep_table(runs: Sequence[EvalRun], design: AblationDesign) -> list[dict[str, Any]]:
     """The real_fraction sweep of ``sweep_variant``: lab (and sim) success and sort accuracy per method and rf."""
     rows = []
     for method in design.sweep_methods:
@@ -468,12 +614,114 @@ def sweep_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int
             for env in ("lab", "sim"):
                 cell = [r for r in match if r.env == env]
                 for metric in METRICS:
-                    row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None, replicates)
+                    row[f"{env}_{metric}"] = _mean_ci(cell_matrix(cell, metric) if cell else None)
             rows.append(row)
     return rows
 
 
-def failure_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: int) -> list[dict[str, Any]]:
+def sweep_cells(runs: Sequence[EvalRun], design: AblationDesign, metric: str = "success") -> dict[Any, np.ndarray]:
+    """``{(method, real_fraction): (seeds, episodes)}`` of the sweep's lab cells, on the sweep's seeds only."""
+    out: dict[Any, np.ndarray] = {}
+    seeds = set(design.sweep_seeds if design.sweep_seeds is not None else design.seeds)
+    for method in design.sweep_methods:
+        for rf in design.sweep_values():
+            spec = design.sweep_policy(method, rf, 0)
+            if spec is None:
+                continue
+            match = [
+                r
+                for r in runs
+                if r.method == spec.method
+                and r.variant == spec.variant
+                and r.real_fraction == rf
+                and r.env == "lab"
+                and r.seed in seeds
+            ]
+            if match:
+                out[(method, rf)] = cell_matrix(match, metric)
+    return out
+
+
+def detectable(cells: Mapping[Any, np.ndarray]) -> dict[str, Any] | None:
+    """What a table's cells can tell apart: the variance components of a paired difference between two of them
+    (averaged over the pairs of one shape), its minimum detectable difference at the cells' seeds and episodes
+    (80% power, two-sided 5%), and those at other seed counts. ``None`` with fewer than two comparable cells.
+
+    :func:`seeds_to_detect` answers "how many seeds for d points" from the ``components`` kept here.
+    """
+    comps = intervals.difference_components(cells)
+    if comps is None:
+        return None
+    shapes = [x.shape for x in cells.values()]
+    seeds, episodes = max(set(shapes), key=shapes.count)
+    return {
+        "components": comps.to_dict(),
+        "seeds": int(seeds),
+        "episodes": int(episodes),
+        "mdd": intervals.design_mdd(comps, int(seeds), int(episodes)) if seeds > 1 else None,
+        "mdd_by_seeds": {str(n): intervals.design_mdd(comps, n, int(episodes)) for n in (3, 5, 10, 20)},
+    }
+
+
+def seeds_to_detect(
+    report: Mapping[str, Any] | str | Path,
+    difference: float,
+    *,
+    metric: str = "success",
+    table: str | None = None,
+    episodes: int | None = None,
+    power: float = 0.8,
+    alpha: float = 0.05,
+) -> int | None:
+    """How many training seeds per cell detect a true difference of ``difference`` (a fraction: 0.03 for 3
+    points) between two cells of a report's table, at ``power`` and two-sided level ``alpha``, with the variance
+    the report measured (its ``detectable`` components).
+
+    Args:
+        report: a ``report.json`` (its path, or the dict) written with interval method 2.
+        difference: the difference to detect, > 0.
+        metric: ``"success"`` or ``"sort_accuracy"`` (the co-trained cells of the four-variant table).
+        table: ``None`` for the four-variant table, ``"sweep"`` for the real_fraction sweep's cells.
+        episodes: episodes per policy (default: the report's).
+
+    Returns:
+        The number of seeds, or ``None`` when no number of seeds up to 1,000 suffices at these episodes (the
+        episode noise alone is larger: more episodes are needed).
+
+    Raises:
+        ValueError: a report without the components (an older one: rebuild it with ``--report-only``), an unknown
+            metric or table (naming the valid ones), or a bad difference.
+    """
+    data = json.loads(Path(report).read_text()) if isinstance(report, (str, Path)) else report
+    if "detectable" not in data:
+        raise ValueError(
+            f"this report has no measured variance components ({report_interval_method(data)}); rebuild it with "
+            "`r2s2r ablation --out DIR --report-only`"
+        )
+    key = metric if table is None else table
+    valid = [k for k, v in data["detectable"].items() if v is not None]
+    if table not in (None, "sweep") or metric not in METRICS:
+        raise ValueError(
+            f"unknown metric {metric!r} or table {table!r}; metrics: {list(METRICS)}, tables: None, 'sweep'"
+        )
+    if data["detectable"].get(key) is None:
+        raise ValueError(f"the report has no comparable cells for {key!r}; it has them for {valid}")
+    found = data["detectable"][key]
+    comps = intervals.Components(**found["components"])
+    return intervals.seeds_needed(
+        difference, comps, found["episodes"] if episodes is None else episodes, alpha=alpha, power=power
+    )
+
+
+def report_interval_method(report: Mapping[str, Any]) -> str:
+    """What a report's intervals are: method 2 (:data:`INTERVALS`) or, for reports without the key, method 1."""
+    found = report.get("intervals")
+    if not found:
+        return OLD_INTERVALS
+    return f"interval method {found['version']}: {found['method']}"
+
+
+def failure_table(runs: Sequence[EvalRun], design: AblationDesign) -> list[dict[str, Any]]:
     """Where the table's policies fail: per object in arrival order, the share sorted in the lab and in the policy's
     own variant, the second object after a sorted first one, and the transfer gap (lab minus sim sort accuracy)."""
     rows = []
@@ -507,10 +755,9 @@ def failure_table(runs: Sequence[EvalRun], design: AblationDesign, replicates: i
             lab = [r for r in match if r.env == "lab"]
             sim = [r for r in match if r.env == "sim"]
             row["transfer_gap"] = (
-                bootstrap_contrast(
+                contrast(
                     {"lab": cell_matrix(lab, "sort_accuracy"), "sim": cell_matrix(sim, "sort_accuracy")},
                     {"lab": 1.0, "sim": -1.0},
-                    replicates=replicates,
                 )
                 if lab and sim
                 else None
@@ -534,19 +781,27 @@ def mixture_summaries(tasks: Sequence[Task], store: Store) -> list[dict[str, Any
 def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict[str, Any]:
     """Every number of the report (JSON-able)."""
     runs = load_runs(tasks, store)
-    n = design.bootstrap_replicates
-    report: dict[str, Any] = {"design": design.name, "tables": {}, "effects": {}, "versus_real_only": {}}
+    report: dict[str, Any] = {
+        "design": design.name,
+        "intervals": INTERVALS,
+        "tables": {},
+        "effects": {},
+        "versus_real_only": {},
+        "detectable": {},
+    }
     for method in design.methods:
-        report["tables"][method] = variant_table(runs, design, method, n)
+        report["tables"][method] = variant_table(runs, design, method)
     for metric in METRICS:
         cells = design_cells(runs, design, metric)
         grounded = {m: {v: x for v, x in c.items() if v != REAL_ONLY} for m, c in cells.items()}
-        report["effects"][metric] = effects(grounded, replicates=n)
-        report["versus_real_only"][metric] = versus_real_only(cells, n)
+        report["effects"][metric] = effects(grounded)
+        report["versus_real_only"][metric] = versus_real_only(cells)
+        report["detectable"][metric] = detectable({(m, v): x for m, c in grounded.items() for v, x in c.items()})
     report["findings"] = findings(report["effects"])
     report["versus_study"] = versus_study(report)
-    report["sweep"] = sweep_table(runs, design, n)
-    report["failures"] = failure_table(runs, design, n)
+    report["sweep"] = sweep_table(runs, design)
+    report["detectable"]["sweep"] = detectable(sweep_cells(runs, design))
+    report["failures"] = failure_table(runs, design)
     report["mixture"] = mixture_summaries(tasks, store)
     status = task_status(tasks, store)
     done = {t.key for t in tasks if status[t.key][0] == "done"}
@@ -660,15 +915,55 @@ def variant_markdown(report: Mapping[str, Any]) -> str:
 
 
 def effects_markdown(report: Mapping[str, Any]) -> str:
-    """The effects table: points (percentage points) with 95% bootstrap intervals, per metric and method."""
+    """The effects table: points (percentage points) with 95% intervals, per metric and method; a pooled effect
+    withheld because the methods differ reads "not pooled"; under each table, the minimum detectable effects."""
     lines = []
+    new = "intervals" in report
     for metric, by_effect in report["effects"].items():
         methods = list(next(iter(by_effect.values())).keys()) if by_effect else []
-        lines.append(f"\n**{METRIC_NAMES[metric]}** in the lab, points [95% bootstrap interval]\n")
+        lines.append(f"\n**{METRIC_NAMES[metric]}** in the lab, points [95% {'interval' if new else 'bootstrap'}]\n")
         lines.append("| effect | " + " | ".join(methods) + " |")
         lines.append("|---|" + "---|" * len(methods))
         for name, per_method in by_effect.items():
-            lines.append(f"| {name} | " + " | ".join(_pts(per_method[m]) for m in methods) + " |")
+            shown = [
+                "not pooled: the methods differ" if per_method[m].get("withheld") else _pts(per_method[m])
+                for m in methods
+            ]
+            lines.append(f"| {name} | " + " | ".join(shown) + " |")
+        if new:
+            lines.append("")
+            for m in methods:
+                lines.append("- " + _mdd_line(f"{m}, each effect", [per[m] for per in by_effect.values()]))
+    return "\n".join(lines)
+
+
+def _mdd_line(what: str, found: Sequence[Mapping[str, Any] | None]) -> str:
+    """ "Minimum detectable difference ..." over the intervals ``found`` (their ``mdd``), as a range in points."""
+    mdd = [x["mdd"] for x in found if x and x.get("mdd") is not None]
+    if not mdd:
+        return f"Minimum detectable difference ({what}): n/a."
+    low, high = 100 * min(mdd), 100 * max(mdd)
+    shown = f"{low:.1f}" if round(low, 1) == round(high, 1) else f"{low:.1f}-{high:.1f}"
+    return f"Minimum detectable difference ({what}; 80% power, two-sided 5%): {shown} points."
+
+
+def detectable_markdown(report: Mapping[str, Any], table: str | None = None) -> str:
+    """The line under a table that says which differences its cells can tell apart, and at what seed counts."""
+    lines = []
+    keys = list(METRICS) if table is None else [table]
+    for key in keys:
+        found = (report.get("detectable") or {}).get(key)
+        name = METRIC_NAMES.get(key, "lab success")
+        if not found:
+            lines.append(f"Minimum detectable difference between two cells ({name}): n/a (fewer than two cells).")
+            continue
+        here = "n/a (one seed)" if found["mdd"] is None else f"{100 * found['mdd']:.1f} points"
+        others = ", ".join(f"{100 * v:.1f} at {n}" for n, v in found["mdd_by_seeds"].items())
+        lines.append(
+            f"Minimum detectable difference between two {'sweep points' if table else 'co-trained cells'} ({name}; "
+            f"80% power, two-sided 5%): {here} at {found['seeds']} seeds x {found['episodes']} episodes ({others} "
+            "seeds); `r2s2r ablation --out DIR --seeds-for POINTS` says how many seeds a difference needs."
+        )
     return "\n".join(lines)
 
 
@@ -681,7 +976,7 @@ def failures_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         "Objects in the order the belt brings them: % of episodes in which the 1st / 2nd / 3rd ... object was "
         "sorted; the 2nd after a sorted 1st; the transfer gap is lab minus own-variant sim sort accuracy on the same "
-        "protocol episodes (points, 95% bootstrap): near zero, the sim-to-lab difference is not what limits the "
+        "protocol episodes (points, 95% interval): near zero, the sim-to-lab difference is not what limits the "
         "policy.",
         "",
         "| method | sim data | lab: sorted by order, % | lab: 2nd after a sorted 1st | sim: sorted by order, % | "
@@ -696,6 +991,8 @@ def failures_markdown(report: Mapping[str, Any]) -> str:
             f"| {row['method']} | {row['variant']} | {_shares(row['lab_sorted_by_order'])} | {after_text} | "
             f"{_shares(row['sim_sorted_by_order'])} | {gap} |"
         )
+    if "intervals" in report:
+        lines += ["", _mdd_line("each transfer gap", [row["transfer_gap"] for row in report["failures"]])]
     return "\n".join(lines)
 
 
@@ -732,14 +1029,16 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         f"{dict(design.train) or 'defaults'}; co-training at real_fraction {rule}; lab episodes "
         f"{design.lab_episodes}, sim episodes {design.sim_episodes} (protocol seeds); evaluation env arguments: "
         f"{dict(design.eval_env_kwargs) or 'defaults'}.",
-        "Intervals: 95% percentile bootstrap over training seeds and episodes "
-        f"({design.bootstrap_replicates} replicates; docs/ablation.md#analysis).",
+        f"Intervals: 95%, {report_interval_method(report)}; effects pooled over methods only where they do not "
+        "differ; verdicts Holm-corrected (docs/ablation.md#analysis).",
         "",
         "## Four-variant table",
         "",
         "Sim columns: each policy in its own simulated variant; real-only policies are evaluated in the lab only.",
         "",
         variant_markdown(report),
+        "",
+        detectable_markdown(report),
         "",
         "## Effect of each grounding axis (co-trained policies, lab)",
         "",
@@ -764,6 +1063,13 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         for method, per_variant in per_method.items():
             cells = ", ".join(f"{v} {_pts(x)}" for v, x in per_variant.items())
             out.append(f"- {METRIC_NAMES[metric]}, {method}: {cells or 'n/a'}")
+    out += [
+        "",
+        _mdd_line(
+            "each difference",
+            [x for pm in report["versus_real_only"].values() for pv in pm.values() for x in pv.values()],
+        ),
+    ]
     if report.get("failures"):
         out += ["", "## Where policies fail", "", failures_markdown(report), ""]
     if report["sweep"]:
@@ -781,6 +1087,7 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         out.append(
             "real_fraction 1.0 is the real-only policy (evaluated in the lab only); 0.0 trains on sim data only."
         )
+        out += ["", detectable_markdown(report, "sweep")]
     if report["mixture"]:
         out += ["", "## Mixture analysis (lab rollouts, nearest-neighbour attribution)", ""]
         out.append(
@@ -907,7 +1214,7 @@ def _plot_variants(plt: Any, report: Mapping[str, Any], path: Path) -> None:
         ax.set_ylabel(f"lab {METRIC_NAMES[metric]}, %")
         ax.set_ylim(0, 100)
         ax.legend(fontsize=8)
-    fig.suptitle("Lab results per sim data variant (95% bootstrap intervals)")
+    fig.suptitle("Lab results per sim data variant (95% intervals)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -939,7 +1246,7 @@ def _plot_effects(plt: Any, report: Mapping[str, Any], path: Path) -> None:
         ax.set_yticklabels(names, fontsize=8)
         ax.set_xlabel(f"{METRIC_NAMES[metric]} in the lab, points")
         ax.legend(fontsize=8)
-    fig.suptitle("Effects of world and behavior grounding (95% bootstrap over seeds and episodes)")
+    fig.suptitle("Effects of world and behavior grounding (95% intervals over seeds and episodes)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -992,7 +1299,11 @@ def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
 
 
 def print_table(report_json: str | Path, emit: Callable[[str], None] = print) -> None:
-    """Prints the four-variant table and the effects of a written ``report.json``."""
+    """Prints the four-variant table and the effects of a written ``report.json``, and which interval method made
+    them (reports made before method 2 are marked as such)."""
     report = json.loads(Path(report_json).read_text())
+    emit(f"Intervals: {report_interval_method(report)}")
     emit(variant_markdown(report))
+    if "detectable" in report:
+        emit(detectable_markdown(report))
     emit(effects_markdown(report))
