@@ -117,9 +117,32 @@ class Raising(NaNSometimes):
         raise ValueError("the policy's own error")
 
 
-def test_an_error_of_the_policy_is_not_blamed_on_the_env():
-    with pytest.warns(UserWarning), pytest.raises(ValueError, match="^the policy's own error$"):
-        evaluate(SIM, Raising(), episodes=2, env_kwargs=SHORT, progress=False, batch=2)
+class RaisingBatch(BatchZero):
+    def act_batch(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        raise ValueError("the policy's own error")
+
+
+class ResetRaising(NaNSometimes):
+    def reset(self, seed: int | None) -> None:
+        raise RuntimeError("no weights")
+
+
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        (Raising(), "step 0: the policy raised ValueError: the policy's own error"),
+        (RaisingBatch(), "step 0: the policy raised ValueError: the policy's own error"),
+        (ResetRaising(), "reset: the policy raised RuntimeError: no weights"),
+    ],
+)
+def test_an_error_of_the_policy_is_its_failure_not_the_envs(policy, message):
+    """Every episode the policy raised for is a recorded policy failure; the evaluation goes on (issue 50)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "a policy without act_batch" (said once)
+        result = evaluate(SIM, policy, episodes=3, env_kwargs=SHORT, progress=False, batch=2)
+    assert [r.policy_error for r in result.records] == [message] * 3
+    assert all(r.failure_cause == POLICY_FAILURE for r in result.records)
+    assert result.summary["policy_failures"] == 3
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,29 @@ class TextPolicy(ZeroPolicy):
         return "left"
 
 
+class RaisingPolicy(ZeroPolicy):
+    """Raises from its second action of each episode on (a bug in the user's code)."""
+
+    def reset(self, seed: int | None) -> None:
+        self.t = 0
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        self.t += 1
+        if self.t >= 2:
+            raise KeyError("object_pos")
+        return np.zeros(22, dtype=np.float32)
+
+
+class ComplexPolicy(ZeroPolicy):
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        return np.zeros(22, dtype=np.complex128) + 1j
+
+
+class ResetRaisingPolicy(ZeroPolicy):
+    def reset(self, seed: int | None) -> None:
+        raise RuntimeError("CUDA out of memory")
+
+
 def make_zero(env) -> ZeroPolicy:
     return ZeroPolicy()
 
@@ -127,6 +150,9 @@ class KilledInWorkers(ZeroPolicy):
         (NaNPolicy(), 2, r"step 2: the action has NaN/inf at indices \[0, 1, 2"),
         (WrongShapePolicy(), 0, r"step 0: the action has shape \(7,\); the env takes shape \(22,\)"),
         (TextPolicy(), 0, "step 0: the action is not an array of numbers"),
+        (RaisingPolicy(), 1, r"step 1: the policy raised KeyError: 'object_pos'$"),
+        (ComplexPolicy(), 0, r"step 0: the action holds complex numbers; the env takes real numbers$"),
+        (ResetRaisingPolicy(), 0, r"reset: the policy raised RuntimeError: CUDA out of memory$"),
     ],
 )
 def test_unusable_actions_are_policy_failures_not_crashes(policy, steps, message):
@@ -139,6 +165,18 @@ def test_unusable_actions_are_policy_failures_not_crashes(policy, steps, message
     assert s["policy_failures"] == 2 and s["failure_causes"][POLICY_FAILURE] == 2 and s["success_rate"] == 0.0
     back = EvaluationResult.from_json(result.to_json())  # a valid result
     assert back.records == result.records and back.summary["policy_failures"] == 2
+
+
+def test_cli_writes_the_result_of_a_policy_that_raises(tmp_path, capsys):
+    """A policy whose act() raises: every episode is its failure, the run goes on, the result file is written."""
+    out = tmp_path / "raising.json"
+    policy = f"{Path(__file__).resolve()}:RaisingPolicy"
+    argv = ["evaluate", "--policy", policy, "--env", SIM, "--episodes", "2", "--out", str(out), *FAST_ARGS]
+    assert main(argv) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    result = EvaluationResult.from_json(out.read_text())
+    assert result.summary["policy_failures"] == 2
+    assert all(r.policy_error == "step 1: the policy raised KeyError: 'object_pos'" for r in result.records)
 
 
 def test_a_usable_policy_has_no_policy_failures():

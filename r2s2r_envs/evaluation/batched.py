@@ -40,6 +40,8 @@ class _Slot:
     total: float = 0.0
     steps: int = 0
     success_any_step: bool = False
+    #: What the policy raised when reset for this episode (recorded as its failure at the first step).
+    error: BaseException | None = None
 
 
 class _PerEnvPolicies:
@@ -47,14 +49,27 @@ class _PerEnvPolicies:
 
     def __init__(self, policies: list[Any]) -> None:
         self.policies = policies
+        self.errors: dict[int, BaseException] = {}
 
     def reset_batch(self, seeds: Sequence[int | None], mask: Sequence[bool] | None = None) -> None:
-        for policy, seed, on in zip(self.policies, seeds, mask if mask is not None else [True] * len(seeds)):
+        for i, (policy, seed, on) in enumerate(
+            zip(self.policies, seeds, mask if mask is not None else [True] * len(seeds))
+        ):
             if on:
-                policy.reset(seed)
+                try:
+                    policy.reset(seed)
+                except Exception as e:  # noqa: BLE001 - the user's policy: its error is its episode's failure
+                    self.errors[i] = e
 
     def act_rows(self, obs: dict[str, np.ndarray], rows: list[int]) -> dict[int, Any]:
-        return {i: self.policies[i].act({k: v[i] for k, v in obs.items()}) for i in rows}
+        """Each row's action, or what its policy raised (reported by ``action_problem`` as a policy failure)."""
+        out: dict[int, Any] = {}
+        for i in rows:
+            try:
+                out[i] = self.policies[i].act({k: v[i] for k, v in obs.items()})
+            except Exception as e:  # noqa: BLE001 - the user's policy: its error is its episode's failure
+                out[i] = e
+        return out
 
 
 def make_batch_policy(policy: Any, vec: PickSortVectorEnv, resolve: Callable[[Any, Any], Any]) -> Any:
@@ -133,7 +148,13 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
         for i, slot in started.items():
             slot.info = vec.env_infos[i]
             slot.success_any_step = bool(slot.info.get("is_success", False))
-        batch_policy.reset_batch(policy_seeds, None if first else mask.tolist())
+        try:
+            batch_policy.reset_batch(policy_seeds, None if first else mask.tolist())
+        except Exception as e:  # noqa: BLE001 - the user's policy: every episode it was reset for fails with it
+            for slot in started.values():
+                slot.error = e
+        for i, slot in started.items():
+            slot.error = getattr(batch_policy, "errors", {}).pop(i, slot.error)
         return obs
 
     def finish(i: int, rec: Any) -> None:
@@ -154,13 +175,16 @@ def _run(vec, policy, queue, resolve, action_problem, record, failure, done) -> 
         if per_env:
             proposed = batch_policy.act_rows(obs, active)
         else:
-            out = batch_policy.act_batch(obs)
-            proposed = {i: out[i] for i in active}
+            try:
+                out = batch_policy.act_batch(obs)
+                proposed = {i: out[i] for i in active}
+            except Exception as e:  # noqa: BLE001 - the user's policy: its error fails every episode it acted for
+                proposed = dict.fromkeys(active, e)
         actions = np.zeros((n, *shape), dtype=np.float64)
         for i, slot in running.items():
-            problem = action_problem(proposed[i], shape)
+            problem = action_problem(slot.error if slot.error is not None else proposed[i], shape)
             if problem is not None:
-                error = f"step {slot.steps}: {problem}"
+                error = f"{'reset' if slot.error is not None else f'step {slot.steps}'}: {problem}"
                 args = (slot.index, slot.env_seed, slot.policy_seed, slot.steps, slot.total, slot.success_any_step)
                 finish(i, failure(slot.info, error, *args))
                 continue

@@ -220,10 +220,17 @@ def method_record(policy: Policy, override: Mapping[str, Any] | None = None) -> 
 def action_problem(action: Any, shape: tuple[int, ...]) -> str | None:
     """Why ``action`` cannot be sent to an env whose actions have ``shape`` (None when it can).
 
-    The env itself would raise on these; the protocol records them as a policy failure instead.
+    The env itself would raise on these; the protocol records them as a policy failure instead. An exception the
+    policy raised instead of answering (passed here as the action) is one too.
     """
+    if isinstance(action, BaseException):
+        text = " ".join(str(action).split())[:300]
+        return f"the policy raised {type(action).__name__}{': ' + text if text else ''}"
     try:
-        a = np.asarray(action, dtype=np.float64)
+        a = np.asarray(action)
+        if a.dtype.kind == "c":
+            return "the action holds complex numbers; the env takes real numbers"
+        a = np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError):
         return f"the action is not an array of numbers (got a {type(action).__name__})"
     if a.shape != tuple(shape):
@@ -567,8 +574,9 @@ def run_episode(
 ) -> EpisodeRecord:
     """Run one episode: ``env.reset(seed=env_seed)``, ``policy.reset(policy_seed)``, step until it ends.
 
-    An action the env cannot take (wrong shape, NaN/inf, not numbers) ends the episode as a policy failure: the
-    objects still pending get the outcome ``policy_failure``, the record's ``policy_error`` says what was wrong.
+    An action the env cannot take (wrong shape, NaN/inf, complex, not numbers), or an exception raised by the
+    policy's ``reset`` or ``act``, ends the episode as a policy failure: the objects still pending get the outcome
+    ``policy_failure``, the record's ``policy_error`` says what was wrong, and the evaluation goes on.
 
     Args:
         env: A PickSort env.
@@ -586,18 +594,25 @@ def run_episode(
         RuntimeError: the env did not end the episode within its ``episode_steps``.
     """
     obs, info = env.reset(seed=int(env_seed))
-    policy.reset(int(policy_seed))
+    success_any_step = bool(info.get("is_success", False))
+    try:
+        policy.reset(int(policy_seed))
+    except Exception as e:  # noqa: BLE001 - the policy is the user's code: its error is its failure, recorded
+        error = f"reset: {action_problem(e, ())}"
+        return _policy_failure(info, error, index, env_seed, policy_seed, 0, 0.0, success_any_step)
     if writer is not None:
         writer.append_data(env.render())
     limit = getattr(env.unwrapped, "episode_steps", None)
-    success_any_step = bool(info.get("is_success", False))
     total, steps = 0.0, 0
     terminated = truncated = False
     shape = cast(tuple[int, ...], env.action_space.shape)  # a Box: never None
     while not (terminated or truncated):
         if limit is not None and steps >= limit:
             raise RuntimeError(f"the env did not end episode {index} within its episode_steps={limit} steps")
-        action = policy.act(obs)
+        try:
+            action = policy.act(obs)
+        except Exception as e:  # noqa: BLE001 - the policy is the user's code: its error is its failure, recorded
+            action = e
         problem = action_problem(action, shape)
         if problem is not None:
             error = f"step {steps}: {problem}"
@@ -651,7 +666,8 @@ def _policy_failure(
     total: float,
     success_any_step: bool,
 ) -> EpisodeRecord:
-    """The record of an episode stopped because the policy emitted an unusable action (``info``: the last)."""
+    """The record of an episode stopped because the policy emitted an unusable action or raised (``info``: the
+    last)."""
     outcomes = [POLICY_FAILURE if o == "pending" else str(o) for o in info["object_outcomes"]]
     return EpisodeRecord(
         index=int(index),
