@@ -74,6 +74,19 @@ PROBLEMS = {
         lambda L: _with(L, "latency_0", actions=_set(L.runs[3].actions.copy(), (0, 0), np.nan)),
         r"run 'latency_0': actions holds 1 non-finite",
     ),
+    "a joint angle of 1e30 rad": (
+        lambda L: _obs(L, "arm_steps_j1", "arm_qpos", lambda a: _set(a, (40, 2), 1e30)),
+        r"run 'arm_steps_j1': obs/arm_qpos holds 1 value\(s\) beyond \+-1000 rad, or degrees, first in row 40 "
+        r"\(1e\+30\); a logged value must be physically possible",
+    ),
+    "an object 1e6 m away": (
+        lambda L: _obs(L, "belt_ride_0", "object_pos", lambda a: _set(a, (3, 1), -1e6)),
+        r"run 'belt_ride_0': obs/object_pos holds 1 value\(s\) beyond \+-100 m, first in row 3 \(-1e\+06\)",
+    ),
+    "a command of 1e30": (
+        lambda L: _with(L, "latency_0", actions=_set(L.runs[3].actions.copy(), (0, 0), 1e30)),
+        r"run 'latency_0': actions holds 1 value\(s\) beyond \+-10 command units",
+    ),
     "signal of the wrong width": (
         lambda L: _obs(L, "latency_0", "arm_qpos", lambda a: a[:, :5]),
         r"run 'latency_0': obs/arm_qpos has rows of shape \(5,\).*gives \(7,\)",

@@ -7,7 +7,8 @@ error, or yield a grounding file from corrupted values (docs/lab_logs.md#checks)
 * the protocol is known (``excitation.PROTOCOLS``) and the env arguments are values the replay accepts
   (``LOG_ENV_KWARGS``; never a path or a world);
 * the actions and every observation have the shape the env made with those arguments gives, a numeric dtype and
-  only finite values; the timestamps increase and their period is the env's control period;
+  only finite values within physical bounds (``PHYSICAL_LIMITS``); the timestamps increase and their period is the
+  env's control period;
 * the operator set-up is one the env's ``reset`` accepts;
 * per stage (the stage names of ``identify``): the signals it reads, the control mode it replays in, the
   settings it reads (``joint``, ``category``, ``reference``, step windows inside the run), the objects it needs
@@ -31,6 +32,28 @@ from r2s2r_envs.grounding.logs import LogError, LogRun, LogSet
 LOG_ENV_KWARGS = ("control_mode", "num_objects", "sensors", "episode_steps", "obs_mode", "reward_mode", "image_size")
 #: Relative deviation of a run's median timestamp step from the env's control period that is accepted (jitter).
 CONTROL_DT_TOLERANCE = 0.25
+#: Largest magnitude of a logged value per signal, with its unit: far beyond anything the cell produces, so a value
+#: past it is a corrupted log, not a measurement (sysid would spend minutes fitting it). Ref: joint angles span
+#: less than a turn (angles are bounded by 2 turns in degrees, as some labs report them: 720); the cell is about
+#: 2 m across; a Panda's joints take at most 87 N*m; commands are in [-1, 1] (docs/task.md#action).
+PHYSICAL_LIMITS: dict[str, tuple[float, str]] = {
+    "actions": (10.0, "command units"),
+    "timestamps": (1e6, "s"),
+    "obs/arm_qpos": (1e3, "rad, or degrees"),
+    "obs/hand_qpos": (1e3, "rad, or degrees"),
+    "obs/arm_qvel": (1e5, "rad/s, or degrees/s"),
+    "obs/hand_qvel": (1e5, "rad/s, or degrees/s"),
+    "obs/eef_pos": (100.0, "m"),
+    "obs/object_pos": (100.0, "m"),
+    "obs/object_vel": (1e3, "m/s and rad/s"),
+    "obs/eef_quat": (10.0, "quaternion components"),
+    "obs/object_quat": (10.0, "quaternion components"),
+    "obs/object_category": (10.0, "one-hot"),
+    "obs/arm_torque": (1e4, "N*m"),
+    "obs/finger_current": (1e4, "N*m"),
+}
+#: The bound of a signal :data:`PHYSICAL_LIMITS` does not list.
+DEFAULT_PHYSICAL_LIMIT = (1e6, "its unit")
 #: Longest problem list a ``LogError`` spells out (the count of the rest follows).
 MAX_LISTED = 12
 
@@ -67,12 +90,22 @@ def _check_values(run: LogRun, problems: list[str]) -> None:
         if value.dtype.kind not in "biuf":
             problems.append(f"{where}: {name} has dtype {value.dtype}; logged signals are numeric (float or int)")
             continue
-        bad = ~np.isfinite(np.asarray(value, dtype=np.float64))
+        values = np.asarray(value, dtype=np.float64)
+        bad = ~np.isfinite(values)
         if bad.any():
             row = int(np.argwhere(bad)[0][0])
             problems.append(
                 f"{where}: {name} holds {int(bad.sum())} non-finite value(s) (NaN or inf), first in row {row}; "
                 "every logged value must be finite (log the run again)"
+            )
+            continue
+        limit, unit = PHYSICAL_LIMITS.get(name, DEFAULT_PHYSICAL_LIMIT)
+        beyond = np.abs(values) > limit
+        if beyond.any():
+            first = tuple(int(i) for i in np.argwhere(beyond)[0])
+            problems.append(
+                f"{where}: {name} holds {int(beyond.sum())} value(s) beyond +-{limit:g} {unit}, first in row "
+                f"{first[0]} ({values[first]:.4g}); a logged value must be physically possible (log the run again)"
             )
     stamps = np.asarray(run.timestamps, dtype=np.float64)
     if np.isfinite(stamps).all() and run.steps and not (np.diff(stamps) > 0).all():
