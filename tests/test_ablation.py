@@ -900,3 +900,25 @@ def test_a_failing_task_is_retried_recorded_and_blocks_only_its_dependents(first
     assert len(report["tasks"]["missing"]) == 1 + len(dependents)
     world = next(row for row in report["tables"]["flow"] if row["variant"] == "WorldGrounded")
     assert world["lab_success"] is None
+
+
+def test_seeds_for_answers_from_the_report(tmp_path, capsys):
+    from r2s2r_envs.cli import main as cli_main
+
+    comps = {"seed": 0.001, "episode": 0.0002, "residual": 0.1}
+    found = {"components": comps, "episodes": 100}
+    report = {"intervals": analysis.INTERVALS, "detectable": {"success": found, "sort_accuracy": found}}
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "report.json").write_text(json.dumps(report))
+    assert cli_main(["ablation", "--out", str(tmp_path), "--seeds-for", "10"]) == 0
+    out = capsys.readouterr().out
+    n = analysis.seeds_to_detect(report, 0.10)
+    assert f"episode success: 10 points between two co-trained cells need {n} seeds per cell" in out
+    # Below what the episode noise allows at 100 episodes: no number of seeds, and the way out.
+    assert cli_main(["ablation", "--out", str(tmp_path), "--seeds-for", "0.5"]) == 0
+    assert "evaluate more episodes" in capsys.readouterr().out
+    assert cli_main(["ablation", "--out", str(tmp_path / "none"), "--seeds-for", "3"]) == 2
+    assert "no report at" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["ablation", "--out", str(tmp_path), "--seeds-for", "many"])
+    assert "expected percentage points between 0 and 100" in capsys.readouterr().err

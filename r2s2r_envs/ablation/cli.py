@@ -6,6 +6,7 @@ Examples:
     r2s2r ablation --address auto --out /shared/ablation          # on the Ray cluster this node belongs to
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
+    r2s2r ablation --out runs/ablation --seeds-for 3               # seeds needed to detect 3 points there
     r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
     r2s2r ablation --recipe gpu --train-device cuda --out runs/ablation-gpu  # the gpu recipe, four per GPU
     r2s2r ablation --recipe v1 --out runs/ablation-v1              # the first policies' recipe (earlier records)
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,7 +55,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="the grounding ablation: real-only vs co-training with each grounding variant, on Ray",
         description="Train policies on the lab demos alone and co-trained with each grounding variant's sim demos "
         "(at the mixing rule's real_fraction), evaluate each in the lab and in its own variant, and report the "
-        "four-variant table, the effect of world and behavior grounding with 95% bootstrap intervals, their "
+        "four-variant table, the effect of world and behavior grounding with 95% intervals, their "
         "interaction, a real_fraction sweep and the mixture analysis. Tasks run on Ray (locally by default); a "
         "re-run skips finished tasks. Writes DIR/results (for r2s2r leaderboard), DIR/leaderboard and "
         "DIR/report. See docs/ablation.md.",
@@ -160,7 +163,52 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         action="store_true",
         help="rebuild results, leaderboard and report from finished tasks; run nothing",
     )
+    p.add_argument(
+        "--seeds-for",
+        type=_points,
+        default=None,
+        metavar="POINTS",
+        help="how many training seeds per cell detect a difference of POINTS percentage points between two "
+        "co-trained cells (80%% power, two-sided 5%%), from the variance in --out's report; runs nothing",
+    )
     p.set_defaults(func=_cmd_ablation)
+
+
+def _points(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value < 100):
+        raise argparse.ArgumentTypeError(f"expected percentage points between 0 and 100 (e.g. 3), got {text!r}")
+    return value
+
+
+def _seeds_for(out: str, points: float) -> int:
+    """Prints how many seeds detect ``points`` in the report of ``out``; the exit code."""
+    from r2s2r_envs.ablation.analysis import METRIC_NAMES, METRICS, seeds_to_detect
+
+    path = Path(out) / "report" / "report.json"
+    if not path.is_file():
+        print(f"r2s2r ablation: error: no report at {path}: run the ablation (or --report-only) first", file=sys.stderr)
+        return EXIT_USAGE
+    report = json.loads(path.read_text())
+    for metric in METRICS:
+        try:
+            n = seeds_to_detect(report, points / 100, metric=metric)
+        except ValueError as e:
+            print(f"r2s2r ablation: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        episodes = report["detectable"][metric]["episodes"]
+        said = (
+            f"{n} seeds per cell"
+            if n is not None
+            else "more than 1,000 seeds: the episode noise alone is larger; evaluate more episodes"
+        )
+        print(
+            f"{METRIC_NAMES[metric]}: {points:g} points between two co-trained cells need {said} ({episodes} episodes)"
+        )
+    return EXIT_OK
 
 
 def design_from_args(args: argparse.Namespace) -> AblationDesign:
@@ -221,6 +269,8 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     from r2s2r_envs.ablation.runner import AblationError, preflight, run_ablation, write_outputs
     from r2s2r_envs.ablation.store import Store, StoreError, export_record
 
+    if args.seeds_for is not None:
+        return _seeds_for(args.out, args.seeds_for)
     if args.export_record is not None:
         try:
             dest = export_record(args.out, args.export_record)
