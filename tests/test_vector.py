@@ -213,6 +213,28 @@ def test_num_envs_below_one_is_refused(bad):
         make_vector_env("PickSort-Ungrounded-v0", bad)
 
 
+def test_more_envs_than_memory_holds_are_refused_before_allocating(monkeypatch):
+    """gym.make_vec(id, num_envs=10**6) allocated until memory ran out (issue 50)."""
+    from r2s2r_envs.envs import vector
+
+    monkeypatch.setattr(vector, "_physical_memory", lambda: 8 * 2**30)
+    with pytest.raises(
+        ValueError,
+        match=r"num_envs=1000000 needs at least 977 GiB \(1 MiB per env\); this machine has "
+        r"8 GiB: give at most 8192 envs",
+    ):
+        gym.make_vec("PickSort-Ungrounded-v0", num_envs=10**6)
+    assert gym.make_vec("PickSort-Ungrounded-v0", num_envs=2).num_envs == 2
+
+
+@pytest.mark.parametrize("bad, named", [("x", "got str"), ({"a": 1}, "got dict"), (np.full(3, 1j), "complex128")])
+def test_actions_that_are_not_numbers_are_named_as_such(bad, named):
+    vec = gym.make_vec("PickSort-Ungrounded-v0", num_envs=2)
+    vec.reset(seed=0)
+    with pytest.raises(TypeError, match=rf"actions must be a numeric array of shape \(2, 22\) .*{named}"):
+        vec.step(bad)
+
+
 def _assert_same_infos(got: dict, expected: dict) -> None:
     assert list(got) == list(expected)  # keys and "_key" masks in Gymnasium's order
     for key, value in expected.items():

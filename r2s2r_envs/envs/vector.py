@@ -59,10 +59,31 @@ _WORLD_TYPES = (WorldParams, Mapping, str, Path)
 __all__ = ["AUTORESET_MODES", "VECTOR_ARGUMENTS", "PickSortVectorEnv", "make_vector_env"]
 
 
+#: Memory one env of the vector env takes at least, bytes: its MuJoCo data, scene and buffers (0.8 MiB measured
+#: for state observations, more with images), rounded up.
+ENV_BYTES = 1 << 20
+
+
+def _physical_memory() -> int | None:
+    """The machine's memory, bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def check_num_envs(num_envs: Any, what: str = "num_envs") -> int:
-    """``num_envs`` as an int, or a ``ValueError`` saying what is accepted."""
+    """``num_envs`` as an int, or a ``ValueError`` saying what is accepted: an integer >= 1 and, for ``num_envs``,
+    no more envs than the machine's memory holds at :data:`ENV_BYTES` each (10**6 envs would allocate until the
+    machine runs out of memory)."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"{what} must be an integer >= 1 (the number of envs stepped together), got {num_envs!r}")
+    memory = _physical_memory() if what == "num_envs" else None
+    if memory is not None and int(num_envs) > memory // ENV_BYTES:
+        raise ValueError(
+            f"{what}={int(num_envs)} needs at least {int(num_envs) * ENV_BYTES / 2**30:.0f} GiB ({ENV_BYTES // 2**20} "
+            f"MiB per env); this machine has {memory / 2**30:.0f} GiB: give at most {memory // ENV_BYTES} envs"
+        )
     return int(num_envs)
 
 
@@ -376,6 +397,13 @@ class PickSortVectorEnv(VectorEnv):
             raise TypeError(
                 f"actions must be an array of shape {shape} (one row per env), got a ragged sequence"
             ) from None
+        if a.shape != shape and a.dtype.kind not in "iuf":
+            # A string, dict, bool, complex or object: say what it is, not only that its shape is wrong (one of the
+            # right shape is refused by each env's own check, naming the env).
+            what = type(actions).__name__ if a.ndim == 0 else f"an array of dtype {a.dtype}"
+            raise TypeError(
+                f"actions must be a numeric array of shape {shape} (one row per env, values in [-1, 1]), got {what}"
+            )
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (one row per env), got shape {a.shape}")
         return a
