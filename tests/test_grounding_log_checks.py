@@ -310,6 +310,14 @@ FILES = {
     ),
     "settings not JSON": (_attr("settings", "{oops"), r"sensing_rest_0.hdf5: attribute 'settings': not valid JSON"),
     "setup not an object": (_attr("setup", "[1, 2]"), r"attribute 'setup' must be a JSON object, got list"),
+    "seed attribute not an integer": (
+        _attr("seed", "seven"),
+        r"sensing_rest_0.hdf5: attribute 'seed' must be an integer, got 'seven' \(str\)",
+    ),
+    "schema version a float": (
+        _attr("schema_version", 1.5),
+        r"sensing_rest_0.hdf5: attribute 'schema_version' must be an integer, got '1.5' \(float",
+    ),
 }
 
 

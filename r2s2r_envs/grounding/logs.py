@@ -302,6 +302,19 @@ def _json_attr(path: Path, attrs: Any, key: str) -> dict[str, Any]:
     return value
 
 
+def _int_attr(path: Path, attrs: Any, key: str) -> int:
+    """An integer attribute of a run file, or a ``LogError`` naming the file, the attribute and what it holds."""
+    value = attrs[key]
+    if isinstance(value, np.ndarray) and value.shape in ((), (1,)):
+        value = value.reshape(()).item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise LogError(
+            f"{path}: attribute {key!r} must be an integer, got {str(value)[:80]!r} ({type(value).__name__}); the "
+            "run file was damaged or edited: log the run again"
+        )
+    return int(value)
+
+
 def _control_dt_attr(path: Path, value: Any) -> None:
     try:
         dt = float(value)
@@ -327,7 +340,7 @@ def _read_run(path: Path, expected_sha256: str, lab: Mapping[str, str]) -> LogRu
             missing = [a for a in _RUN_ATTRS if a not in f.attrs]
             if missing:
                 raise LogError(f"{path}: missing attribute(s) {missing}; a run file has {list(_RUN_ATTRS)}")
-            version = int(f.attrs["schema_version"])
+            version = _int_attr(path, f.attrs, "schema_version")
             if version != LOG_SCHEMA_VERSION:
                 raise LogError(f"{path}: log schema version {version}; this r2s2r_envs reads {LOG_SCHEMA_VERSION}")
             for key in ("name", "config_sha256"):  # the run file is hash-checked: the manifest's lab must agree
@@ -347,7 +360,7 @@ def _read_run(path: Path, expected_sha256: str, lab: Mapping[str, str]) -> LogRu
                 protocol=str(f.attrs["protocol"]),
                 settings=_json_attr(path, f.attrs, "settings"),
                 split=str(f.attrs["split"]),
-                seed=int(f.attrs["seed"]),
+                seed=_int_attr(path, f.attrs, "seed"),
                 control_mode=str(f.attrs["control_mode"]),
                 setup=_json_attr(path, f.attrs, "setup"),
                 env_kwargs=_json_attr(path, f.attrs, "env_kwargs"),
