@@ -697,6 +697,28 @@ def test_file_being_written_by_another_process_is_reported_as_locked(tmp_path: P
     assert "is locked: another process has it open for writing" in out.stderr
 
 
+def test_a_writer_refused_by_a_reader_elsewhere_is_named(tmp_path: Path) -> None:
+    """Resuming a file another process is reading: HDF5's lock refuses the writer; the message names the file and
+    what to do, not ``BlockingIOError: Unable to synchronously open file`` (issue 50)."""
+    import subprocess
+    import sys
+
+    from r2s2r_envs.datasets.schema import DatasetError
+
+    path = tmp_path / "read.hdf5"
+    write_synthetic_dataset(path, [3])
+    code = f"import h5py, sys\nf = h5py.File({str(path)!r}, 'r')\nprint('open', flush=True)\nsys.stdin.read()"
+    reader = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "open"
+        with pytest.raises(DatasetError, match=r"read\.hdf5 is open in another process .* then run again"):
+            DatasetWriter.resume(path)
+    finally:
+        reader.communicate("", timeout=60)
+    with DatasetWriter.resume(path) as w:  # once the reader is gone
+        w.append(synthetic_episode(2))
+
+
 def test_verify_expect_pins_a_trusted_hash(small_file: Path, capsys) -> None:
     from r2s2r_envs.cli import main
 

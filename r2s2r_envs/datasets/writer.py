@@ -256,7 +256,7 @@ class DatasetWriter:
             f.create_group("stats")
             _store_content_hash(f, {})
         os.replace(tmp, path)
-        return cls(path, h5py.File(path, "r+"))
+        return cls(path, _open_for_writing(path))
 
     @classmethod
     def resume(cls, path: str | os.PathLike[str]) -> DatasetWriter:
@@ -275,7 +275,7 @@ class DatasetWriter:
                 f"{path} has schema version {version}; demos are appended only to files of schema version "
                 f"{schema.SCHEMA_VERSION} (one file, one set of rules): write to a new file"
             )
-        return cls(Path(path), h5py.File(path, "r+"))
+        return cls(Path(path), _open_for_writing(Path(path)))
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -483,6 +483,20 @@ class DatasetWriter:
                 for key, value in attrs.items():
                     grp.attrs[key] = value
                 self._stats_attrs[group_name] = attrs
+
+
+def _open_for_writing(path: Path) -> h5py.File:
+    """``path`` opened to append to, or a ``DatasetError`` naming it when another process has it open: HDF5's
+    lock refuses a writer while anyone reads or writes the file (``BlockingIOError: Unable to synchronously open
+    file`` otherwise reaches the user)."""
+    try:
+        return h5py.File(path, "r+")
+    except BlockingIOError:
+        raise schema.DatasetError(
+            f"{path} is open in another process (a generation writing it, or a training, replay or verify reading "
+            "it: HDF5 locks the file); wait for that process to finish or stop it, then run again (every completed "
+            "demo is kept)"
+        ) from None
 
 
 def _domain_of(provenance: Mapping[str, Any]) -> str:
