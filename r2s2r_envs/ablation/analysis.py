@@ -888,7 +888,7 @@ def _calibration(summary: Mapping[str, Any]) -> str:
     return f"{100 * c['real_demos_real_like']:.0f} / {100 * c['sim_demos_real_like']:.0f}"
 
 
-def _pts(x: dict[str, Any]) -> str:
+def _pts(x: Mapping[str, Any]) -> str:
     if x.get("estimate") is None:
         return "n/a"
     low, high = x["ci95"]
