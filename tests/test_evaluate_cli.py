@@ -198,7 +198,7 @@ def test_action_problem():
 def test_result_carries_the_method_section():
     result = evaluate(SIM, ZeroPolicy(), episodes=1, env_kwargs=FAST, progress=False)
     data = json.loads(result.to_json())
-    assert data["schema_version"] == RESULT_SCHEMA_VERSION == 2
+    assert data["schema_version"] == RESULT_SCHEMA_VERSION == 3
     assert data["method"] == METADATA
     assert data["env_id"] == SIM and {"r2s2r_envs", "mujoco"} <= set(data["versions"])
     overridden = evaluate(SIM, ZeroPolicy(), episodes=1, env_kwargs=FAST, progress=False, method={"method": "mine"})
@@ -274,6 +274,8 @@ def _as_version_1(data: dict) -> dict:
     """What r2s2r_envs 0.2 wrote before schema version 2 (no method, no policy failures)."""
     old = copy.deepcopy(data)
     old["schema_version"] = 1
+    for key in ("split", "conditions_version", "conditions", "shifted"):  # schema version 3's
+        del old[key]
     del old["method"]
     del old["summary"]["policy_failures"]
     for r in old["records"]:
@@ -286,12 +288,12 @@ def test_version_1_results_are_read_and_upgraded():
     old = _as_version_1(result.to_dict())
     assert validate_result(old) == 1
     back = EvaluationResult.from_dict(old)
-    assert back.schema_version == 2 and back.records == result.records
+    assert back.schema_version == 3 and back.records == result.records
     assert back.method["method"] == "ZeroPolicy" and back.method["real_fraction"] is None  # v1 had no metadata
     assert back.summary == result.summary
     EvaluationResult.from_json(back.to_json())
-    old["schema_version"] = 3
-    with pytest.raises(ResultSchemaError, match="reads schema_version 1 and 2"):
+    old["schema_version"] = 4
+    with pytest.raises(ResultSchemaError, match="reads schema_version 1 and 2 and 3"):
         EvaluationResult.from_dict(old)
 
 

@@ -226,7 +226,7 @@ def test_lab_and_sim_face_the_same_episodes():
 def test_json_round_trip(result):
     text = result.to_json(indent=2)
     data = json.loads(text)
-    assert data["format"] == "r2s2r_envs.evaluation_result" and data["schema_version"] == RESULT_SCHEMA_VERSION == 2
+    assert data["format"] == "r2s2r_envs.evaluation_result" and data["schema_version"] == RESULT_SCHEMA_VERSION == 3
     assert data["summary"] == result.summary and len(data["records"]) == 3
     assert set(data["records"][0]) == {f for f in EpisodeRecord.__dataclass_fields__}
     validate_result(data)
@@ -244,7 +244,7 @@ def test_the_schema_file_ships_and_describes_the_result(result):
     assert set(schema["$defs"]["summary"]["required"]) == set(result.summary)
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", None])
+@pytest.mark.parametrize("version", [4, 0, "1", None])
 def test_unknown_schema_versions_are_refused(result, version):
     data = result.to_dict()
     data["schema_version"] = version

@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from r2s2r_envs.envs import outcomes as rules_mod
+from r2s2r_envs.envs.conditions import IDENTITY_SHAPE, Condition, get_condition
 from r2s2r_envs.envs.config import (
     REWARD_MODES,
     ControlConfig,
@@ -57,6 +58,7 @@ ENV_ARGUMENTS = (
     "episode_steps",
     "control_mode",
     "sensors",
+    "condition",
 )
 RESET_OPTIONS = ("world", "setup")
 #: Opt-in extra sensors (``sensors=``): what a real cell's drivers report beyond joint encoders.
@@ -179,7 +181,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     steps, default 500), ``control_mode`` (``"task"`` or ``"joint"``), ``sensors`` (opt-in extra observation
     keys: ``"arm_torque"``, (7,) measured arm joint torques, N*m, as a Panda reports them; ``"finger_current"``,
     (16,) finger servo effort as joint torque, N*m; each with white noise ``WorldParams.arm_torque_noise`` /
-    ``finger_current_noise`` drawn from a fourth stream, so enabling them never changes the other observations).
+    ``finger_current_noise`` drawn from a fourth stream, so enabling them never changes the other observations),
+    ``condition`` (an evaluation condition of ``envs.conditions.CONDITIONS``, default ``"nominal"``: the world as
+    given; ``"fast-belt"``, ``"novel-objects"``: a documented shift applied to the world, the lab's included,
+    docs/protocol.md#conditions; a shifted env's ``provenance()`` names it).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
     ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain
@@ -216,6 +221,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         episode_steps: int = DEFAULT_EPISODE_STEPS,
         control_mode: str = "task",
         sensors: tuple[str, ...] | list[str] = (),
+        condition: str = "nominal",
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -252,7 +258,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.control = ControlConfig()
         self.rules = OutcomeRules()
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
-        self._build(load_world(world))
+        self.condition: Condition = get_condition(condition)  # a ValueError listing the conditions
+        shape = self.condition.object_shape
+        self._object_shape = None if shape == IDENTITY_SHAPE else shape  # None: the builder's cache as before
+        self._build(self.condition.apply_world(load_world(world)))
         self.image_size = self._check_image_size(image_size)
         self.render_size = self._check_render_size(render_size)
         self._check_layout_fits()
@@ -285,7 +294,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         """Compile (or reuse from the builder's cache) the model of ``world`` and resolve everything on it."""
         self.close()
         self._world = world
-        self._model = build_model(world, self.num_objects)
+        self._model = build_model(world, self.num_objects, self._object_shape)
         self._data = mujoco.MjData(self._model)
         self._resolve()
 
@@ -295,7 +304,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._controller = make_controller(self.control_mode, self.scene, self.control)
         self._n_substeps = int(round(1.0 / (self.control.control_hz * m.opt.timestep)))
         self.dt = self._n_substeps * m.opt.timestep
-        self._object_sizes = object_half_sizes(self._world)
+        self._object_sizes = object_half_sizes(self._world, self._object_shape)
         self._obj_rgba = m.geom_rgba[self.scene.object_geoms].copy()
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
         self._saved_state = np.empty(mujoco.mj_stateSize(m, self._state_spec))
@@ -373,14 +382,15 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
         Parameters the compiled model holds are written into it in place where possible (``update_model``);
         another object size or a latency that needs another delay-buffer length compiles a new model (cached
-        per world).  Either way the result is identical to an env made with ``world=...``.
+        per world).  Either way the result is identical to an env made with ``world=...`` (and the env's
+        ``condition``, which applies to the new world too).
 
         Raises:
             KeyError / TypeError / ValueError: an unknown field or an invalid value (the env is unchanged).
         """
-        new = load_world(world)  # validates before anything changes
+        new = self.condition.apply_world(load_world(world))  # validates before anything changes
         if new != self._world:
-            if update_model(self._model, new, self.num_objects):
+            if update_model(self._model, new, self.num_objects, self._object_shape):
                 self._world = new
                 self._resolve()
             else:
@@ -953,6 +963,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "control": dataclasses.asdict(self.control),
             "randomization": dataclasses.asdict(self.randomization),
             "mujoco_version": mujoco.__version__,
+            # Only when shifted: a nominal env's provenance (in datasets and results) stays what it was.
+            **({"condition": self.condition.name} if self.condition.name != "nominal" else {}),
         }
 
     def __getstate__(self) -> dict[str, Any]:

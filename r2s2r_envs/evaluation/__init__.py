@@ -19,21 +19,26 @@ from r2s2r_envs.evaluation.protocol import (
 )
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
 from r2s2r_envs.evaluation.schema import RESULT_SCHEMA_VERSION, ResultSchemaError, validate_result
+from r2s2r_envs.evaluation.splits import SPLITS, STANDARD, condition_base_seed, plan_conditions
 from r2s2r_envs.evaluation.stats import summarize_episodes, wilson_interval
 
 __all__ = [
     "EVALUATION_BASE_SEED",
     "POLICY_FAILURE",
     "RESULT_SCHEMA_VERSION",
+    "SPLITS",
+    "STANDARD",
     "EpisodeRecord",
     "EvaluationResult",
     "Policy",
     "ResultSchemaError",
     "build_leaderboard",
+    "condition_base_seed",
     "evaluate",
     "evaluation_seeds",
     "mmrv",
     "pearson",
+    "plan_conditions",
     "summarize_episodes",
     "validate_result",
     "wilson_interval",

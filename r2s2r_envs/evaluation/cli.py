@@ -35,6 +35,7 @@ from r2s2r_envs.evaluation.protocol import (
     evaluate,
     picksort_env_ids,
 )
+from r2s2r_envs.evaluation.splits import SPLITS, STANDARD
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.workers import WorkerDiedError
 
@@ -175,9 +176,10 @@ def _format_summary(result: EvaluationResult) -> str:
         [
             f"env:              {where}",
             f"policy:           {m['method']} ({m['policy_class']}){', ' + trained if trained else ''}",
-            f"episodes:         {n}, base seed {result.base_seed}",
+            f"episodes:         {n}, split {result.split}{_SPLIT_NOTES.get(result.split, '')}",
             f"success rate:     {s['success_rate']:.3f}  (95% Wilson CI {low:.3f}-{high:.3f}, "
             f"{round(s['success_rate'] * n)}/{n} episodes)",
+            *_condition_lines(result),
             f"sort accuracy:    {s['sort_accuracy']:.3f}",
             f"time to sort:     {time_to_sort}  (mean over successful episodes)",
             f"failure causes:   {causes}  (episodes by their first failure)",
@@ -185,6 +187,49 @@ def _format_summary(result: EvaluationResult) -> str:
             f"wall time:        {result.wall_time_s:.1f} s",
         ]
     )
+
+
+_SPLIT_NOTES = {
+    "dev": " (for development choices, not for reported figures)",
+    "legacy": " (the seeds of every result before the splits: to reproduce old results, not for new figures)",
+    "custom": " (seeds of your own: not comparable with the protocol's)",
+}
+
+
+def _condition_lines(result: EvaluationResult) -> list[str]:
+    """One line per condition and one for "all shifted", when the result holds more than nominal alone."""
+    if [c.condition for c in result.conditions] == ["nominal"]:
+        return []
+    figures = [(c.condition, result.condition_summaries[c.condition]) for c in result.conditions]
+    if result.shifted_summary is not None:
+        figures.append(("all shifted", result.shifted_summary))
+    lines = []
+    for name, s in figures:
+        low, high = s["success_rate_ci95"]
+        n = s["episodes"]
+        lines.append(
+            f"  {name + ':':<16}{s['success_rate']:.3f}  (95% Wilson CI {low:.3f}-{high:.3f}, "
+            f"{round(s['success_rate'] * n)}/{n} episodes)"
+        )
+    return lines
+
+
+def _parse_conditions(text: str | None) -> str | list[str] | dict[str, int] | None:
+    """``--conditions``: ``standard``, ``NAME[,NAME...]`` or ``NAME=N[,NAME=N...]`` (the protocol checks names)."""
+    if text is None or text == STANDARD:
+        return text
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not all("=" in item for item in items):
+        if any("=" in item for item in items):
+            raise ValueError(f"--conditions {text!r}: give every condition a count (NAME=N,...) or none")
+        return items
+    counts = {}
+    for item in items:
+        name, _, count = item.partition("=")
+        if not count.isdigit():
+            raise ValueError(f"--conditions {text!r}: {item!r} needs an episode count, an integer >= 1")
+        counts[name] = int(count)
+    return counts
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -210,6 +255,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             policy,
             episodes=args.episodes,
             base_seed=args.seed,
+            conditions=_parse_conditions(args.conditions),
+            split=args.split,
             env_kwargs=env_kwargs,
             progress=not args.no_progress,
             video=args.video,
@@ -280,7 +327,28 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="FILE",
         help="grounding file of a world-grounded env (its grounding= argument; default: the shipped one)",
     )
-    ev.add_argument("--episodes", type=positive_int, default=100, metavar="N", help="episodes (default 100)")
+    ev.add_argument(
+        "--conditions",
+        default=None,
+        metavar="LIST",
+        help="evaluation conditions: standard (the default: nominal 50, fast-belt 25, novel-objects 25 episodes), "
+        "NAME[,NAME...] or NAME=N[,NAME=N...] (docs/protocol.md#conditions)",
+    )
+    ev.add_argument(
+        "--split",
+        default=None,
+        metavar="SPLIT",
+        help=f"seed split, one of {list(SPLITS)} (default test; dev for every development choice; "
+        "docs/protocol.md#dev-and-test-splits)",
+    )
+    ev.add_argument(
+        "--episodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="episodes of each condition; alone (without --conditions and --split): N nominal episodes on the "
+        "legacy seeds, as before the splits",
+    )
     ev.add_argument("--workers", type=positive_int, default=1, metavar="W", help="worker processes (default 1)")
     ev.add_argument(
         "--batch",
@@ -293,10 +361,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     ev.add_argument(
         "--seed",
         type=non_negative_int,
-        default=EVALUATION_BASE_SEED,
+        default=None,
         metavar="S",
-        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's; results with another are not "
-        "comparable)",
+        help=f"base seed of a nominal run at seeds of your own (with --episodes; split custom, not comparable; "
+        f"{EVALUATION_BASE_SEED}: the legacy seeds)",
     )
     ev.add_argument("--num-objects", type=positive_int, default=None, metavar="K", help="objects per episode")
     ev.add_argument("--episode-steps", type=positive_int, default=None, metavar="T", help="time limit, steps")

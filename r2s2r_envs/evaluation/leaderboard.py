@@ -29,6 +29,7 @@ from typing import Any
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
 from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
+from r2s2r_envs.evaluation.splits import SPLITS
 from r2s2r_envs.evaluation.stats import wilson_interval
 from r2s2r_envs.safe_json import JSONFileError, read_json
 
@@ -86,6 +87,7 @@ class Cell:
     time_to_sort: float | None
     policy_failures: int
     files: tuple[str, ...]
+    conditions: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -99,11 +101,12 @@ class Row:
     n_sim_demos: int | None
     datasets: tuple[str, ...]
     cells: dict[str, Cell]
+    split: str = "legacy"
 
     @property
     def label(self) -> str:
         rf = "" if self.real_fraction is None else f" @ real_fraction {self.real_fraction:g}"
-        return f"{self.method} / {self.variant or NO_VARIANT}{rf}"
+        return f"{self.method} / {self.variant or NO_VARIANT}{rf}{split_mark(self.split)}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -303,18 +306,92 @@ def _cell(entries: Sequence[tuple[str, EvaluationResult]]) -> Cell:
         time_to_sort=sum(times) / len(times) if times else None,
         policy_failures=sum(r.summary["policy_failures"] for _, r in entries),
         files=tuple(path for path, _ in entries),
+        conditions=_condition_figures([r for _, r in entries]),
     )
+
+
+def _condition_figures(results: Sequence[EvaluationResult]) -> dict[str, dict[str, Any]]:
+    """Per condition and for "all shifted" (when the results hold a shifted condition): the mean success rate over
+    the seeds, and the successes, episodes and Wilson 95% interval of all their episodes pooled."""
+    groups: dict[str, list[tuple[EvaluationResult, tuple[Any, ...]]]] = {}
+    for result in results:
+        by_name = result.condition_records()
+        for run in result.conditions:
+            groups.setdefault(run.condition, []).append((result, by_name[run.condition]))
+        shifted = tuple(rec for run in result.conditions if run.shifted for rec in by_name[run.condition])
+        if shifted:
+            groups.setdefault("all shifted", []).append((result, shifted))
+    out = {}
+    for name, entries in groups.items():
+        rates = [sum(rec.is_success for rec in records) / len(records) for _, records in entries]
+        successes = sum(sum(rec.is_success for rec in records) for _, records in entries)
+        episodes = sum(len(records) for _, records in entries)
+        out[name] = {
+            "mean": sum(rates) / len(rates),
+            "successes": successes,
+            "episodes": episodes,
+            "ci95": wilson_interval(successes, episodes),
+        }
+    return out
+
+
+def split_mark(split: str) -> str:
+    """What a row's label says about its split: dev rows are marked ``[dev]`` (their figures are not for
+    reporting), rows of the other splits are not."""
+    return " [dev]" if split == "dev" else ""
+
+
+def condition_mix(result: EvaluationResult) -> tuple[tuple[str, float], ...]:
+    """A result's conditions with their shares of its episodes, e.g. ``(("nominal", 0.5), ("fast-belt", 0.25), ...)``:
+    results of one ranking have the same mix."""
+    return tuple((c.condition, round(c.episodes / result.episodes, 3)) for c in result.conditions)
+
+
+def _describe_mix(mix: tuple[tuple[str, float], ...]) -> str:
+    return ", ".join(f"{name} {share:.0%}" for name, share in mix)
+
+
+def check_one_protocol(results: Sequence[tuple[str, EvaluationResult]]) -> None:
+    """Refuse results that one ranking cannot hold: another split, another mix of conditions, or conditions made by
+    another version of their definitions than the first result's (docs/protocol.md#dev-and-test-splits).
+
+    Raises:
+        LeaderboardError: names both files and both splits, mixes or versions.
+    """
+    first_path, first = results[0]
+    for path, result in results[1:]:
+        if result.conditions_version != first.conditions_version:
+            raise LeaderboardError(
+                f"{path} was evaluated under conditions of protocol version {result.conditions_version}, {first_path} "
+                f"under version {first.conditions_version}: results of two versions of the conditions do not "
+                "compare; rank each version's results apart"
+            )
+        if result.split != first.split:
+            raise LeaderboardError(
+                f"{path} is on the {result.split!r} split, {first_path} on the {first.split!r} split: one ranking "
+                f"never mixes splits (splits {list(SPLITS)}, docs/protocol.md#dev-and-test-splits); rank each "
+                "split's results apart"
+            )
+        if condition_mix(result) != condition_mix(first):
+            raise LeaderboardError(
+                f"{path} was evaluated under {_describe_mix(condition_mix(result))}, {first_path} under "
+                f"{_describe_mix(condition_mix(first))}: one ranking holds one mix of conditions; rank each mix's "
+                "results apart"
+            )
 
 
 def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequence = ()) -> Leaderboard:
     """Group checked results into rows, columns and cells, and compute the sim-vs-lab ranking agreement.
 
     Raises:
-        LeaderboardError: no results, or two results of the same row, env and training seed (the message names
-            both files: keep one).
+        LeaderboardError: no results, two results of the same row, env and training seed (the message names
+            both files: keep one), or results of two splits, condition mixes or condition versions
+            (``check_one_protocol``).
     """
     if not results:
         raise LeaderboardError("no evaluation results found (r2s2r evaluate --out FILE writes one)")
+    check_one_protocol(results)
+    split = results[0][1].split
     columns: dict[str, EnvColumn] = {}
     groups: dict[tuple, dict[str, list[tuple[str, EvaluationResult]]]] = {}
     seen: dict[tuple, str] = {}
@@ -344,6 +421,7 @@ def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequ
                 n_sim_demos=n_sim,
                 datasets=hashes,
                 cells=cells,
+                split=split,
             )
         )
     first_lab = next((c.label for c in envs if c.is_lab), None)
@@ -421,8 +499,11 @@ __all__ = [
     "RankAgreement",
     "Row",
     "build_leaderboard",
+    "check_one_protocol",
+    "condition_mix",
     "damaged_result_reason",
     "env_column",
     "group_results",
     "load_results",
+    "split_mark",
 ]

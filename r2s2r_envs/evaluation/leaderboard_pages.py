@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
-from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard
+from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard, split_mark
 
 
 def _pct(x: float) -> str:
@@ -43,7 +43,7 @@ def _table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple
     header += [f"{untrusted(c.label)} success %" for c in board.envs] + ["datasets (sha256)"]
     body = []
     for i, r in enumerate(board.rows, 1):
-        line = [str(i), untrusted(str(r.method)), untrusted(str(r.variant or NO_VARIANT))]
+        line = [str(i), untrusted(str(r.method)) + split_mark(r.split), untrusted(str(r.variant or NO_VARIANT))]
         line.append(untrusted(_fmt(r.real_fraction)))
         line.append(untrusted(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}"))
         line += [_cell_text(r.cells.get(c.label)) for c in board.envs]

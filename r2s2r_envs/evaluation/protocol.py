@@ -39,7 +39,7 @@ import pickle
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -51,6 +51,7 @@ import mujoco
 import numpy as np
 
 from r2s2r_envs.envs import FAILURE_CAUSES
+from r2s2r_envs.envs.conditions import CONDITIONS, CONDITIONS_VERSION
 from r2s2r_envs.envs.registration import (
     ENV_PREFIX,
     EnvArgumentError,
@@ -71,14 +72,24 @@ from r2s2r_envs.evaluation.schema import (
     validate_method,
     validate_result,
 )
+from r2s2r_envs.evaluation.splits import (
+    CUSTOM_SPLIT,
+    LEGACY_BASE_SEED,
+    SPLITS,
+    STANDARD,
+    ConditionRun,
+    condition_base_seed,
+    plan_conditions,
+)
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.workers import WorkerDiedError, first_cause, worker_death
 
-#: Base seed of the fixed evaluation protocol.  Published: results with it are comparable across papers; it
-#: never changes (``tests/test_protocol.py`` pins the seeds it gives).
-EVALUATION_BASE_SEED = 271828
+#: Base seed of the evaluation protocol before its seed splits, now the ``legacy`` split's
+#: (docs/protocol.md#dev-and-test-splits); what ``evaluate(..., episodes=N)`` still runs, so that old results
+#: reproduce.  It never changes (``tests/test_protocol.py`` pins the seeds it gives).
+EVALUATION_BASE_SEED = LEGACY_BASE_SEED
 #: Failure cause (and object outcome) of an episode the protocol stopped because the policy emitted an action
 #: the env cannot take: the wrong shape, NaN/inf or not a number (the record's ``policy_error`` says which).
 POLICY_FAILURE = "policy_failure"
@@ -352,6 +363,11 @@ class EvaluationResult:
         video: Path of the video of the first episode, if one was written.
         wall_time_s: Wall-clock time of the evaluation, s (the only field that differs between identical runs).
         schema_version: Version of the result format.
+        split: The seed split (``splits.RESULT_SPLITS``); None: ``legacy`` at ``EVALUATION_BASE_SEED``, else
+            ``custom``.
+        conditions: The conditions run, in record order (each one's records follow the previous one's); None: one
+            nominal condition of every record at ``base_seed``.
+        conditions_version: Version of the condition definitions (``envs.conditions.CONDITIONS_VERSION``).
     """
 
     env_id: str
@@ -366,9 +382,17 @@ class EvaluationResult:
     video: str | None = None
     wall_time_s: float | None = None
     schema_version: int = RESULT_SCHEMA_VERSION
+    split: str = FROM_POLICY
+    conditions: tuple[ConditionRun, ...] = FROM_POLICY
+    conditions_version: int = CONDITIONS_VERSION
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
+        if self.split is None:
+            object.__setattr__(self, "split", "legacy" if self.base_seed == LEGACY_BASE_SEED else CUSTOM_SPLIT)
+        if self.conditions is None:
+            object.__setattr__(self, "conditions", (ConditionRun("nominal", self.base_seed, len(self.records)),))
+        object.__setattr__(self, "conditions", tuple(self.conditions))
         if self.method is None:
             default = dict.fromkeys(METHOD_KEYS)
             default.update(
@@ -391,8 +415,32 @@ class EvaluationResult:
         listed, zeros included; ``policy_failure`` only when it occurred."""
         return summarize_episodes([r.to_dict() for r in self.records], FAILURE_CAUSES)
 
+    def condition_records(self) -> dict[str, tuple[EpisodeRecord, ...]]:
+        """The records of each condition, by name, in the result's order."""
+        out, start = {}, 0
+        for run in self.conditions:
+            out[run.condition] = self.records[start : start + run.episodes]
+            start += run.episodes
+        return out
+
+    @property
+    def condition_summaries(self) -> dict[str, dict[str, Any]]:
+        """The :attr:`summary` of each condition's records (success rate with its Wilson 95% interval, ...)."""
+        return {
+            name: summarize_episodes([r.to_dict() for r in records], FAILURE_CAUSES)
+            for name, records in self.condition_records().items()
+        }
+
+    @property
+    def shifted_summary(self) -> dict[str, Any] | None:
+        """The :attr:`summary` of the records of every shifted condition pooled ("all shifted"); None without one."""
+        by_name = self.condition_records()
+        shifted = [r.to_dict() for run in self.conditions if run.shifted for r in by_name[run.condition]]
+        return summarize_episodes(shifted, FAILURE_CAUSES) if shifted else None
+
     def to_dict(self) -> dict[str, Any]:
         """The result file's content (checked against ``result_schema.json``)."""
+        summaries = self.condition_summaries
         return {
             "format": RESULT_FORMAT,
             "schema_version": self.schema_version,
@@ -405,6 +453,19 @@ class EvaluationResult:
             "seeding_convention": self.seeding_convention,
             "episodes": self.episodes,
             "summary": self.summary,
+            "split": self.split,
+            "conditions_version": self.conditions_version,
+            "conditions": [
+                {
+                    "name": run.condition,
+                    "shifted": run.shifted,
+                    "base_seed": run.base_seed,
+                    "episodes": run.episodes,
+                    "summary": summaries[run.condition],
+                }
+                for run in self.conditions
+            ],
+            "shifted": self.shifted_summary,
             "records": [r.to_dict() for r in self.records],
             "versions": self.versions,
             "video": self.video,
@@ -445,9 +506,15 @@ class EvaluationResult:
                 )
             except ContentHashError as e:
                 raise ResultSchemaError(str(e)) from None
-        if validate_result(data) == 1:
+        version = validate_result(data)
+        if version == 1:
             data = _upgrade_v1(data)
+        if version <= 2:
+            data = _upgrade_v2(data)
         records = tuple(EpisodeRecord.from_dict(r) for r in data["records"])
+        conditions = tuple(
+            ConditionRun(c["name"], c["base_seed"], c["episodes"], c["shifted"]) for c in data["conditions"]
+        )
         result = cls(
             env_id=data["env_id"],
             env_kwargs=dict(data["env_kwargs"]),
@@ -460,23 +527,37 @@ class EvaluationResult:
             seeding_convention=data["seeding_convention"],
             video=data["video"],
             wall_time_s=data["wall_time_s"],
+            split=data["split"],
+            conditions=conditions,
+            conditions_version=data["conditions_version"],
         )
         if data["episodes"] != len(records):
             raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
+        _check_conditions(result)
+        starts = [sum(c.episodes for c in conditions[:k]) for k in range(len(conditions))]
         for i, r in enumerate(records):
             if r.index != i:
                 raise ResultSchemaError(f"result.records[{i}] has index {r.index}; records must be in episode order")
+            k = max(j for j, start in enumerate(starts) if start <= i)
+            seed, local = conditions[k].base_seed, i - starts[k]
             if result.seeding_convention == SEEDING_CONVENTION and (r.env_seed, r.policy_seed) != episode_seeds(
-                result.base_seed, i
+                seed, local
             ):
                 raise ResultSchemaError(
                     f"result.records[{i}] has seeds ({r.env_seed}, {r.policy_seed}) but the seeding convention "
-                    f"gives {episode_seeds(result.base_seed, i)} for base seed {result.base_seed}"
+                    f"gives {episode_seeds(seed, local)} for episode {local} of condition "
+                    f"{conditions[k].condition!r} at base seed {seed}"
                 )
         if not _same_json(data["summary"], result.summary):
             raise ResultSchemaError(
                 f"result.summary does not match its records (edited by hand?); the records give {result.summary}"
             )
+        summaries = result.condition_summaries
+        for k, c in enumerate(data["conditions"]):
+            if not _same_json(c["summary"], summaries[c["name"]]):
+                raise ResultSchemaError(f"result.conditions[{k}].summary does not match its records (edited by hand?)")
+        if not _same_json(data["shifted"], result.shifted_summary):
+            raise ResultSchemaError("result.shifted does not match the records of its shifted conditions")
         return result
 
     @classmethod
@@ -505,6 +586,54 @@ def _upgrade_v1(data: Mapping[str, Any]) -> dict[str, Any]:
     upgraded["summary"] = summarize_episodes(upgraded["records"], FAILURE_CAUSES)
     upgraded["method"] = None
     return upgraded
+
+
+def _upgrade_v2(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A valid version-2 result as version 3: one nominal condition of every record, split ``legacy`` at the
+    legacy base seed (else ``custom``); the condition definitions' first version, whose nominal is every world as
+    it was."""
+    upgraded = dict(data)
+    upgraded["schema_version"] = RESULT_SCHEMA_VERSION
+    upgraded["split"] = "legacy" if data["base_seed"] == LEGACY_BASE_SEED else CUSTOM_SPLIT
+    upgraded["conditions_version"] = 1
+    nominal = {"name": "nominal", "shifted": False, "base_seed": data["base_seed"], "episodes": data["episodes"]}
+    upgraded["conditions"] = [{**nominal, "summary": data["summary"]}]
+    upgraded["shifted"] = None
+    return upgraded
+
+
+def _check_conditions(result: EvaluationResult) -> None:
+    """A result's conditions against its split and (for the current definitions) the registry and its seeds."""
+    names = [c.condition for c in result.conditions]
+    if len(set(names)) != len(names):
+        raise ResultSchemaError(f"result.conditions names a condition twice: {names}")
+    if sum(c.episodes for c in result.conditions) != result.episodes:
+        raise ResultSchemaError(
+            f"result.conditions hold {sum(c.episodes for c in result.conditions)} episodes but the result "
+            f"{result.episodes} records"
+        )
+    if result.base_seed != result.conditions[0].base_seed:
+        raise ResultSchemaError(
+            f"result.base_seed is {result.base_seed}, but its first condition's base seed "
+            f"{result.conditions[0].base_seed}"
+        )
+    current = result.conditions_version == CONDITIONS_VERSION
+    for k, c in enumerate(result.conditions):
+        where = f"result.conditions[{k}]"
+        if current and c.condition not in CONDITIONS:
+            raise ResultSchemaError(
+                f"{where}: unknown condition {c.condition!r} of conditions version {CONDITIONS_VERSION}; valid: "
+                f"{list(CONDITIONS)}"
+            )
+        if current and c.shifted != CONDITIONS[c.condition].shifted:
+            raise ResultSchemaError(f"{where}: {c.condition!r} has shifted={CONDITIONS[c.condition].shifted}")
+        if result.split in SPLITS and current:
+            expected = condition_base_seed(result.split, c.condition)
+            if c.base_seed != expected:
+                raise ResultSchemaError(
+                    f"{where}: base seed {c.base_seed}, but the {result.split!r} split's seed of {c.condition!r} is "
+                    f"{expected} (a base seed of your own makes the split {CUSTOM_SPLIT!r})"
+                )
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -712,12 +841,46 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(env_id: str, env_kwargs: dict[str, Any], policy: PolicyOrFactory) -> None:
-    env = make_env(env_id, env_kwargs)
-    _WORKER.update(env=env, policy=resolve_policy(policy, env))
+    _WORKER.update(env_id=env_id, env_kwargs=env_kwargs, policy=policy, envs={})
 
 
-def _worker_episode(index: int, env_seed: int, policy_seed: int) -> EpisodeRecord:
-    return run_episode(_WORKER["env"], _WORKER["policy"], env_seed=env_seed, policy_seed=policy_seed, index=index)
+def _worker_episode(index: int, env_seed: int, policy_seed: int, condition: str = "nominal") -> EpisodeRecord:
+    envs = _WORKER["envs"]
+    if condition not in envs:  # one env (and policy) per condition, made at its first episode
+        env = make_env(_WORKER["env_id"], _condition_kwargs(_WORKER["env_kwargs"], condition))
+        envs[condition] = (env, resolve_policy(_WORKER["policy"], env))
+    env, policy = envs[condition]
+    return run_episode(env, policy, env_seed=env_seed, policy_seed=policy_seed, index=index)
+
+
+def _condition_kwargs(env_kwargs: Mapping[str, Any], condition: str) -> dict[str, Any]:
+    """``gym.make`` arguments of the env under ``condition`` (nominal: the arguments as given)."""
+    return dict(env_kwargs) if condition == "nominal" else {**env_kwargs, "condition": condition}
+
+
+def _plan(
+    episodes: int | None,
+    base_seed: int | None,
+    conditions: str | Sequence[str] | Mapping[str, int] | None,
+    split: str | None,
+) -> tuple[str, tuple[ConditionRun, ...]]:
+    """The split and condition runs of an ``evaluate`` call (see its ``conditions`` argument)."""
+    if conditions is not None or split is not None or (episodes is None and base_seed is None):
+        if base_seed is not None:
+            raise ValueError(
+                f"base_seed={base_seed!r} cannot be combined with conditions= or split=: a split fixes every "
+                f"condition's seeds (splits {list(SPLITS)}); give base_seed with episodes alone for seeds of your own"
+            )
+        split = "test" if split is None else split
+        return split, plan_conditions(conditions, split, episodes)
+    for name, value, low in (("episodes", episodes, 1), ("base_seed", base_seed, 0)):
+        if value is None and name == "episodes":
+            raise ValueError("episodes is needed with base_seed (an integer >= 1)")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low):
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    seed = EVALUATION_BASE_SEED if base_seed is None else int(base_seed)
+    split = "legacy" if seed == LEGACY_BASE_SEED else CUSTOM_SPLIT
+    return split, (ConditionRun("nominal", seed, int(cast(int, episodes))),)
 
 
 def _batched_episodes(
@@ -788,8 +951,10 @@ def evaluate(
     env_id: str,
     policy: PolicyOrFactory,
     *,
-    episodes: int,
-    base_seed: int = EVALUATION_BASE_SEED,
+    episodes: int | None = None,
+    base_seed: int | None = None,
+    conditions: str | Sequence[str] | Mapping[str, int] | None = None,
+    split: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     progress: bool = True,
     video: str | os.PathLike[str] | None = None,
@@ -800,17 +965,27 @@ def evaluate(
 ) -> EvaluationResult:
     """Evaluate a policy on a PickSort env with the suite's protocol.
 
-    Episode ``i`` resets the env with ``env_seed`` and the policy with ``policy_seed``, where
-    ``(env_seed, policy_seed) = episode_seeds(base_seed, i)``, and steps until the env ends it.
+    Without ``episodes`` and ``base_seed`` this is the protocol's evaluation (docs/protocol.md#conditions): the
+    standard mix of conditions (nominal 50 episodes, fast-belt 25, novel-objects 25) on the ``test`` split's seeds.
+    ``conditions=`` and ``split=`` choose others.  ``episodes=N`` alone runs N nominal episodes at the legacy base
+    seed ``EVALUATION_BASE_SEED``, as every evaluation did before the splits (``base_seed=S``: at your own seeds,
+    split ``custom``).  Episode ``i`` of a condition at base seed ``S`` resets the env with ``env_seed`` and the
+    policy with ``policy_seed``, where ``(env_seed, policy_seed) = episode_seeds(S, i)``, and steps until the env
+    ends it.  Records come in the order of the conditions, indexed from 0 over the whole result.
 
     Args:
         env_id: A registered id starting with ``PickSort-``.
         policy: A :class:`Policy`, or a factory ``f(env) -> Policy`` (e.g. ``r2s2r_envs.behavior.make_demonstrator``
-            for the env's own demonstrator).  A factory is called once per env made (once per worker).
-        episodes: Number of episodes, >= 1.
-        base_seed: Base seed ``S`` (default: the fixed protocol's ``EVALUATION_BASE_SEED``).
+            for the env's own demonstrator).  A factory is called once per env made (per condition and worker).
+        episodes: Episodes of each condition (default: each condition's own count in the standard mix); alone, the
+            number of nominal episodes at the legacy seeds.
+        base_seed: Base seed ``S`` of a nominal run at seeds of your own (with ``episodes``; split ``custom``).
+        conditions: ``"standard"`` (the default), a condition name (``envs.conditions.CONDITIONS``), a list of
+            names or a mapping of names to episode counts.
+        split: ``"test"`` (the default: reported figures), ``"dev"`` (every choice made while developing a method)
+            or ``"legacy"`` (the seeds of results made before the splits).
         env_kwargs: Arguments of ``gym.make``, e.g. ``num_objects``, ``episode_steps`` (the episode's time limit),
-            ``obs_mode``, or ``lab`` for ``PickSort-Real-v0``.
+            ``obs_mode``, or ``lab`` for ``PickSort-Real-v0`` (not ``condition``: give ``conditions``).
         progress: Show a tqdm progress bar on stderr.
         video: Path of an MP4 of the first episode (the env is made with ``render_mode="rgb_array"``).
         workers: Worker processes (spawned).  Records come back in episode order and do not depend on the number
@@ -828,7 +1003,7 @@ def evaluate(
             process given one core, as an ablation evaluation task).  Records do not depend on it.
 
     Returns:
-        The result: records, summary and provenance.
+        The result: records, summary (all records), per-condition and "all shifted" summaries, provenance.
 
     Raises:
         UnknownEnvError: ``env_id`` is not a registered PickSort id (the message lists them).
@@ -836,37 +1011,63 @@ def evaluate(
         RenderError: ``video`` was asked for but offscreen rendering is not available.
         TypeError: ``policy`` is not a policy or factory, or cannot be pickled for workers.
         ResultSchemaError: the policy's ``metadata`` or ``method`` holds a value the result schema refuses.
-        ValueError: ``episodes`` < 1, ``workers`` < 1, ``batch`` < 1 or larger than ``episodes``, or ``base_seed``
-            < 0.
+        ValueError: an unknown condition or split (the message lists the valid ones), ``episodes`` < 1,
+            ``workers`` < 1, ``batch`` < 1 or larger than the episodes of a condition, ``base_seed`` < 0 or given
+            with ``conditions`` or ``split``, or ``condition`` in ``env_kwargs``.
     """
     from tqdm import tqdm
 
     check_env_id(env_id)
-    checks = [("episodes", episodes, 1), ("workers", workers, 1), ("base_seed", base_seed, 0), ("batch", batch, 1)]
+    split, runs = _plan(episodes, base_seed, conditions, split)
+    checks = [("workers", workers, 1), ("batch", batch, 1)]
     if threads is not None:
         checks.append(("threads", threads, 1))
     for name, value, low in checks:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    episodes, workers, base_seed, batch = int(episodes), int(workers), int(base_seed), int(batch)
-    if batch > episodes:
+    workers, batch = int(workers), int(batch)
+    fewest = min(run.episodes for run in runs)
+    if batch > fewest:
         raise ValueError(
-            f"batch={batch} is larger than the {episodes} episodes asked: batch must be in [1, {episodes}] "
+            f"batch={batch} is larger than the {fewest} episodes asked{' of a condition' if len(runs) > 1 else ''}: "
+            f"batch must be in [1, {fewest}] "
             "(the envs stepped together)"
         )
     kwargs = dict(env_kwargs or {})
-    seeds = evaluation_seeds(episodes, base_seed)
+    if "condition" in kwargs:
+        raise ValueError(
+            f"env_kwargs holds 'condition' ({kwargs['condition']!r}); give conditions= instead (one of "
+            f"{list(CONDITIONS)}, a list of them or {STANDARD!r}): the protocol makes each condition's env and "
+            "records it"
+        )
+    # Every episode: (index over the result, condition, env_seed, policy_seed), conditions in order.
+    todo_all: list[tuple[int, str, int, int]] = []
+    for run in runs:
+        todo_all += [
+            (len(todo_all) + k, run.condition, *s) for k, s in enumerate(evaluation_seeds(run.episodes, run.base_seed))
+        ]
+    total = len(todo_all)
     video = None if video is None else os.fspath(check_output_file(video, option="video", suffix=".mp4"))
     start = time.perf_counter()
-    env = make_env(env_id, {**kwargs, "render_mode": "rgb_array"} if video is not None else kwargs)
+    render = {"render_mode": "rgb_array"} if video is not None else {}
+    env = make_env(env_id, {**kwargs, **render})
+    envs: dict[str, tuple[gym.Env, Policy]] = {}  # the main process's env and policy per condition
     try:
         provenance = _env_provenance(env)
         recorded_kwargs = _recorded_env_kwargs(kwargs, provenance["domain"])
         main_policy = resolve_policy(policy, env)
+        envs["nominal"] = (env, main_policy)
         policy_record = _policy_record(main_policy)
         method_section = method_record(main_policy, method)
+
+        def env_of(condition: str) -> tuple[gym.Env, Policy]:
+            if condition not in envs:
+                made = make_env(env_id, _condition_kwargs({**kwargs, **render}, condition))
+                envs[condition] = (made, resolve_policy(policy, made))
+            return envs[condition]
+
         first = 1 if video is not None else 0
-        rest = range(first, episodes)
+        rest = todo_all[first:]
         parallel = workers > 1 and len(rest) > 1
         batched = batch > 1 and len(rest) > 1
         if batched:
@@ -880,38 +1081,61 @@ def evaluate(
         if parallel:
             _check_picklable(policy, "the policy")
             _check_picklable(kwargs, "env_kwargs")
-        records: list[EpisodeRecord | None] = [None] * episodes
-        with tqdm(total=episodes, desc=env_id, unit="ep", file=sys.stderr, disable=not progress) as bar:
+        records: list[EpisodeRecord | None] = [None] * total
+        # Each condition's episodes of ``rest`` as (index, env_seed, policy_seed), for the batched paths.
+        by_condition: dict[str, list[tuple[int, int, int]]] = {}
+        for i, condition, env_seed, policy_seed in rest:
+            by_condition.setdefault(condition, []).append((i, env_seed, policy_seed))
+
+        def film() -> None:
+            _, condition, env_seed, policy_seed = todo_all[0]
+            filmed_env, filmed_policy = env_of(condition)
+            records[0] = _filmed_episode(filmed_env, filmed_policy, (env_seed, policy_seed), cast(str, video))
+            bar.update()
+
+        with tqdm(total=total, desc=env_id, unit="ep", file=sys.stderr, disable=not progress) as bar:
             if not parallel:
                 if video is not None:
-                    records[0] = _filmed_episode(env, main_policy, seeds[0], video)
-                    bar.update()
+                    film()
                 if batched:
-                    todo = [(i, *seeds[i]) for i in rest]
 
                     def done(record: EpisodeRecord) -> None:
                         records[record.index] = record
                         bar.update()
 
-                    _batched_episodes(env_id, kwargs, policy, todo, min(batch, len(todo)), done, threads=threads)
-                for i in rest if not batched else ():
-                    records[i] = run_episode(env, main_policy, env_seed=seeds[i][0], policy_seed=seeds[i][1], index=i)
+                    for condition, todo in by_condition.items():
+                        _batched_episodes(
+                            env_id, _condition_kwargs(kwargs, condition), policy, todo, min(batch, len(todo)), done,
+                            threads=threads,
+                        )  # fmt: skip
+                for i, condition, env_seed, policy_seed in rest if not batched else ():
+                    run_env, run_policy = env_of(condition)
+                    records[i] = run_episode(run_env, run_policy, env_seed=env_seed, policy_seed=policy_seed, index=i)
                     bar.update()
             elif batched:
-                parts = _split([(i, *seeds[i]) for i in rest], workers)
-                pool = ProcessPoolExecutor(max_workers=len(parts), mp_context=get_context("spawn"))
+                parts = [
+                    (condition, part) for condition, todo in by_condition.items() for part in _split(todo, workers)
+                ]
+                pool = ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=get_context("spawn"))
                 workers_started: list[Any] = []
                 try:
                     # Each worker's physics threads share the cores with the other workers' (no oversubscription).
-                    per_worker = threads or max(1, (os.cpu_count() or 1) // len(parts))
+                    per_worker = threads or max(1, (os.cpu_count() or 1) // min(workers, len(parts)))
                     futures = [
-                        pool.submit(_worker_batch, env_id, kwargs, policy, part, min(batch, len(part)), per_worker)
-                        for part in parts
+                        pool.submit(
+                            _worker_batch,
+                            env_id,
+                            _condition_kwargs(kwargs, condition),
+                            policy,
+                            part,
+                            min(batch, len(part)),
+                            per_worker,
+                        )  # fmt: skip
+                        for condition, part in parts
                     ]
                     workers_started = list(getattr(pool, "_processes", {}).values())
                     if video is not None:
-                        records[0] = _filmed_episode(env, main_policy, seeds[0], video)
-                        bar.update()
+                        film()
                     for future in as_completed(futures):
                         for record in future.result():
                             records[record.index] = record
@@ -932,11 +1156,13 @@ def evaluate(
                     initargs=(env_id, kwargs, policy),
                 )
                 try:
-                    pending = [pool.submit(_worker_episode, i, *seeds[i]) for i in rest]
+                    pending = [
+                        pool.submit(_worker_episode, i, env_seed, policy_seed, condition)
+                        for i, condition, env_seed, policy_seed in rest
+                    ]
                     workers_started = list(getattr(pool, "_processes", {}).values())  # their exit codes, if they die
                     if video is not None:  # filmed here while the workers run the other episodes
-                        records[0] = _filmed_episode(env, main_policy, seeds[0], video)
-                        bar.update()
+                        film()
                     for episode in as_completed(pending):
                         finished = episode.result()
                         records[finished.index] = finished
@@ -949,6 +1175,9 @@ def evaluate(
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)
     finally:
+        for made, _ in envs.values():
+            if made is not env:
+                made.close()
         env.close()
     return EvaluationResult(
         env_id=env_id,
@@ -956,11 +1185,13 @@ def evaluate(
         provenance=provenance,
         policy=policy_record,
         method=method_section,
-        base_seed=base_seed,
+        base_seed=runs[0].base_seed,
         records=tuple(r for r in records if r is not None),  # all filled: every episode ran or raised
         versions=versions("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python"),
         video=video,
         wall_time_s=time.perf_counter() - start,
+        split=split,
+        conditions=runs,
     )
 
 
@@ -977,6 +1208,7 @@ __all__ = [
     "RESULT_SCHEMA_VERSION",
     "SEEDING_CONVENTION",
     "EnvArgumentError",
+    "ConditionRun",
     "EpisodeRecord",
     "EvaluationResult",
     "Policy",

@@ -5,7 +5,9 @@ A result file (docs/protocol.md#results-json, docs/leaderboard.md#schema) is che
 (``result.records[3].env_seed: expected integer, got '7'``) and what the schema accepts there.  Files of schema
 version 1 (written by r2s2r_envs 0.2 before the benchmark fields existed) are checked against their own schema,
 ``result_schema_v1.json``, and upgraded on reading: no policy failures, and a method section built from the
-policy record.  Other versions are refused with a message naming the ones this package reads.
+policy record.  Version 2 files (before the evaluation conditions and seed splits) are checked against
+``result_schema_v2.json`` and read as one nominal condition, split ``legacy`` at base seed 271828 (else
+``custom``).  Other versions are refused with a message naming the ones this package reads.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from jsonschema.exceptions import best_match
 from r2s2r_envs._version import __version__
 
 #: Version of the result file format written by ``EvaluationResult.to_json``.
-RESULT_SCHEMA_VERSION = 2
+RESULT_SCHEMA_VERSION = 3
 #: Versions this package reads (older ones are upgraded on reading).
-READABLE_SCHEMA_VERSIONS = (1, 2)
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)
 #: The ``format`` field of a result file.
 RESULT_FORMAT = "r2s2r_envs.evaluation_result"
-_SCHEMA_FILES = {1: "result_schema_v1.json", 2: "result_schema.json"}
+_SCHEMA_FILES = {1: "result_schema_v1.json", 2: "result_schema_v2.json", 3: "result_schema.json"}
 
 
 class ResultSchemaError(ValueError):

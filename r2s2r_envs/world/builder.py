@@ -21,6 +21,9 @@ import numpy as np
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.params import SENSING_FIELDS, WorldParams
 
+#: Geom size multiplier per object category (order ``constants.CATEGORIES``) and axis.
+ObjectShape = tuple[tuple[float, float, float], ...]
+
 ASSET_PACKAGE = "r2s2r_envs.assets"
 SCENE_FILE = "pick_sort_scene.xml"
 ARM_FILE = "panda_arm.xml"
@@ -56,9 +59,13 @@ def _nominal_object_sizes() -> dict[str, tuple[float, ...]]:
     return {c: tuple(float(v) for v in spec.geom(c).size) for c in C.CATEGORIES}
 
 
-def object_half_sizes(params: WorldParams) -> dict[str, np.ndarray]:
-    """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; sphere: radius)."""
-    return {c: np.array(size) * params.object_size_scale for c, size in _nominal_object_sizes().items()}
+def object_half_sizes(params: WorldParams, shape: ObjectShape | None = None) -> dict[str, np.ndarray]:
+    """Geom ``size`` vector per category after ``object_size_scale`` (box: half-extents; sphere: radius) and, when
+    given, ``shape``: a multiplier per category (order ``CATEGORIES``) and axis (an evaluation condition's)."""
+    sizes = {c: np.array(size) * params.object_size_scale for c, size in _nominal_object_sizes().items()}
+    if shape is not None:
+        sizes = {c: sizes[c] * np.asarray(shape[k]) for k, c in enumerate(C.CATEGORIES)}
+    return sizes
 
 
 def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray:
@@ -69,8 +76,9 @@ def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray
     return mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
 
 
-def build_spec(params: WorldParams, num_objects: int) -> mujoco.MjSpec:
-    """Assemble the PickSort scene for ``params`` as an (uncompiled) ``MjSpec``."""
+def build_spec(params: WorldParams, num_objects: int, object_shape: ObjectShape | None = None) -> mujoco.MjSpec:
+    """Assemble the PickSort scene for ``params`` (objects reshaped by ``object_shape``, see ``object_half_sizes``)
+    as an (uncompiled) ``MjSpec``."""
     if not isinstance(num_objects, int) or num_objects < 1:
         raise ValueError(f"num_objects must be a positive integer, got {num_objects!r}")
     scene = mujoco.MjSpec.from_file(asset_path(SCENE_FILE))
@@ -80,7 +88,7 @@ def build_spec(params: WorldParams, num_objects: int) -> mujoco.MjSpec:
     scene.attach(arm, prefix=C.ARM_PREFIX, frame=scene.frame("robot_mount"))
     scene.attach(hand, prefix=C.HAND_PREFIX, site=scene.site(C.FLANGE_SITE))
 
-    sizes = object_half_sizes(params)
+    sizes = object_half_sizes(params, object_shape)
     for i in range(num_objects):
         obj = mujoco.MjSpec.from_file(asset_path(OBJECT_FILE))
         for c in C.CATEGORIES:
@@ -134,13 +142,16 @@ def model_params(params: WorldParams) -> WorldParams:
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(params: WorldParams, num_objects: int) -> mujoco.MjModel:
-    return build_spec(params, num_objects).compile()
+def _compiled(params: WorldParams, num_objects: int, object_shape: ObjectShape | None = None) -> mujoco.MjModel:
+    return build_spec(params, num_objects, object_shape).compile()
 
 
-def build_model(params: WorldParams, num_objects: int = 3) -> mujoco.MjModel:
-    """Compiled PickSort model for ``params`` with ``num_objects`` object slots (a private copy)."""
-    return copy.copy(_compiled(model_params(params), num_objects))
+def build_model(params: WorldParams, num_objects: int = 3, object_shape: ObjectShape | None = None) -> mujoco.MjModel:
+    """Compiled PickSort model for ``params`` with ``num_objects`` object slots (a private copy); ``object_shape``
+    reshapes the objects (see ``object_half_sizes``)."""
+    if object_shape is None:  # the cache key of every call without a shape, as before
+        return copy.copy(_compiled(model_params(params), num_objects))
+    return copy.copy(_compiled(model_params(params), num_objects, tuple(tuple(a) for a in object_shape)))
 
 
 def delay_samples(model: mujoco.MjModel, latency: float) -> int:
@@ -148,7 +159,9 @@ def delay_samples(model: mujoco.MjModel, latency: float) -> int:
     return int(math.ceil(latency / model.opt.timestep - 1e-9))
 
 
-def update_model(model: mujoco.MjModel, params: WorldParams, num_objects: int) -> bool:
+def update_model(
+    model: mujoco.MjModel, params: WorldParams, num_objects: int, object_shape: ObjectShape | None = None
+) -> bool:
     """Write ``params`` into a compiled PickSort model in place, as ``build_model`` would have compiled them.
 
     Object masses and inertias are per-episode (the env writes them at reset, then calls ``mj_setConst``, which
@@ -161,7 +174,7 @@ def update_model(model: mujoco.MjModel, params: WorldParams, num_objects: int) -
     current = model.actuator_history[acts[0], 0]
     if samples != (current - 1 if current > 0 else 0):
         return False
-    sizes = object_half_sizes(params)
+    sizes = object_half_sizes(params, object_shape)
     geoms = [(model.geom(f"{C.object_prefix(i)}{c}").id, c) for i in range(num_objects) for c in C.CATEGORIES]
     if any(not np.allclose(model.geom_size[g], sizes[c]) for g, c in geoms):
         return False
