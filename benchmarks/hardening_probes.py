@@ -1,4 +1,4 @@
-"""Hardening probes (issue 25): bad input fed to the suite as a hostile or careless user would, one family per kind.
+"""Hardening probes (issues 25, 50): bad input fed to the suite as a hostile or careless user would, by kind.
 
 Each probe prepares a damaged or absurd input in a temporary folder (copies only: the shipped files, the zoo
 checkpoints and the cached datasets are never touched), runs one ``r2s2r`` command (or, for env inputs and the
@@ -19,6 +19,12 @@ Three families are measurements run as probes, each a short program that exits 0
 * ``writers``: a second ``r2s2r generate`` on a file another one is writing (a lock error); ``kill -9`` of a
   generation, and of one of its workers (reported as killed, without the ``__main__`` guard advice), each followed
   by the same command (it resumes; ``datasets verify`` passes; nothing lost).
+
+Five families probe issue 50's findings: ``export`` (an array edited in place, Minari ``--out`` and
+``--dataset-id``), ``results`` (result files with a flipped byte, 400 seeded flips read by the leaderboard's reader,
+markup in every plot of ``index.html``), ``policies`` (``evaluate`` of policies that raise or return complex
+values), ``loaders`` (a one-category behavior model, damaged ablation manifests, an edited lab copy, a hash-free
+checkpoint, impossible or mistyped log values) and ``vector`` (a million envs, non-numeric actions).
 
 The record (``--out``, default benchmarks/results/hardening/probes.json) holds every probe's command, exit code,
 wall time, checks and the tail of its output; benchmarks/results/hardening/README.md reads it.
@@ -1428,6 +1434,434 @@ def writers(tmp: Path) -> list[Probe]:
     ]
 
 
+# ----------------------------------------------------------------------------------------------- issue 50's families
+def _result_file(tmp: Path, out: Path, env_id: str = ENV_ID) -> dict:
+    """A 1-episode result of the zoo's real-only policy in ``env_id``, written to ``out`` (its dict returned)."""
+    subprocess.run(
+        [*R2S2R, "evaluate", "--policy", "zoo:flow-real-only", "--env", env_id, "--episodes", "1"]
+        + ["--episode-steps", "20", "--no-progress", "--out", str(out)],
+        check=True,
+        cwd=tmp,
+        capture_output=True,
+    )
+    return json.loads(out.read_text())
+
+
+def export(tmp: Path) -> list[Probe]:
+    """``r2s2r datasets export`` of a file with an array edited in place (HDF5 checksum rewritten with it), and
+    Minari output paths and ids from the user (item 1 and 4)."""
+    import h5py
+
+    from r2s2r_envs.datasets.toy import write_synthetic_dataset
+
+    write_synthetic_dataset(tmp / "sim.hdf5", [5, 4])
+    shutil.copy(tmp / "sim.hdf5", tmp / "edited.hdf5")
+    with h5py.File(tmp / "edited.hdf5", "r+") as f:
+        actions = f["data"][sorted(f["data"])[0]]["actions"]
+        actions[0, 0] = actions[0, 0] + 0.5
+
+    def run(source: str, fmt: str, out: str, *extra: str) -> list[str]:
+        return [*R2S2R, "datasets", "export", source, "--format", fmt, "--out", out, "--no-progress", *extra]
+
+    probes = [
+        Probe(
+            family="export",
+            name=f"{fmt} export of a file with an action edited in place (checksum rewritten)",
+            command=run("edited.hdf5", fmt, f"edited-{fmt}"),
+            expect="edited.hdf5: the arrays of demo 0 do not match",
+            quick=fmt == "lerobot",
+        )
+        for fmt in ("lerobot", "minari")
+    ]
+    probes.append(
+        Probe(
+            family="export",
+            name="minari export to a relative --out (the form docs/interop.md shows)",
+            command=run("sim.hdf5", "minari", "rel/minari"),
+            expect="wrote",
+            expect_rc="zero",
+            expect_in=(("rel/minari/r2s2r/namespace_metadata.json", ""),),
+            quick=True,
+        )
+    )
+    for name, dataset_id in [("no version", "foo"), ("../ in it", "../../escaped/x-v0"), ("absolute", "/abs/x-v0")]:
+        probes.append(
+            Probe(
+                family="export",
+                name=f"minari --dataset-id {dataset_id!r} ({name}): refused, nothing outside --out",
+                command=run("sim.hdf5", "minari", "out/minari", "--dataset-id", dataset_id),
+                expect=f"--dataset-id {dataset_id!r} is not a Minari dataset id",
+                forbid=("Traceback", "TypeError"),
+            )
+        )
+    return probes
+
+
+_MARKUP = '<a href="https://example.com/x">link</a>'
+#: A tag plotly would draw (``<a>``, ``<b>``, ``<i>``, ``<br>``, ...) as it reaches the page: plotly's JSON writes
+#: ``<`` as ``\u003c``; an escaped text holds ``&lt;`` instead. plotly.js itself holds no such sequence.
+_RAW_CHART_TAG = r"\\u003c/?(?:a|b|i|br|em|s|u|sub|sup|span)\b"
+
+_RESULT_FLIP_PROGRAM = """
+import json, random, shutil, sys
+from pathlib import Path
+from r2s2r_envs.evaluation.leaderboard import LeaderboardError, load_results
+
+source, count, seed = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+data = source.read_bytes()
+rng = random.Random(seed)
+work = Path("result-flip-work")
+tally = {"refused naming the file": 0, "read with equal content": 0, "silently skipped": 0,
+         "silently accepted changed": 0, "refused without naming it": 0, "other error": 0}
+clean = load_results(source.parent)[0][0][1].to_dict()
+for k in range(count):
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    shutil.copy(source.parent / "other.json", work / "other.json")
+    flipped = bytearray(data)
+    flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+    (work / "result.json").write_bytes(bytes(flipped))
+    try:
+        results, skipped = load_results(work)
+    except LeaderboardError as exc:
+        tally["refused naming the file" if "result.json" in str(exc) else "refused without naming it"] += 1
+        continue
+    except Exception as exc:
+        print(f"flip {k}: {type(exc).__name__}: {exc}")
+        tally["other error"] += 1
+        continue
+    mine = [r for p, r in results if p.endswith("result.json")]
+    if not mine:
+        tally["silently skipped"] += 1
+    elif mine[0].to_dict() == clean:
+        tally["read with equal content"] += 1
+    else:
+        tally["silently accepted changed"] += 1
+print(json.dumps(tally))
+bad = count - tally["refused naming the file"] - tally["read with equal content"]
+print(f"{count} flips of a result file: {tally['refused naming the file']} refused naming result.json, "
+      f"{tally['silently skipped']} silently skipped, {tally['silently accepted changed']} silently accepted")
+raise SystemExit(1 if bad else 0)
+"""
+RESULT_FLIPS = 400
+
+
+def results(tmp: Path) -> list[Probe]:
+    """Result files that look damaged (a flipped byte) must stop the leaderboard unless --skip-damaged (item 2);
+    markup in result texts must not reach a chart (item 3)."""
+    inputs = tmp / "inputs"
+    inputs.mkdir()
+    record = _result_file(tmp, inputs / "result.json")
+    other = json.loads(json.dumps(record))
+    other["method"]["training_seed"] = 7
+    _write_json(inputs / "other.json", other)
+    text = (inputs / "result.json").read_text()
+
+    def folder(name: str, edit: Callable[[str], bytes]) -> Path:
+        out = tmp / name
+        out.mkdir()
+        shutil.copy(inputs / "other.json", out / "other.json")
+        (out / "result.json").write_bytes(edit(text))
+        return out
+
+    def flip_at(index: int) -> Callable[[str], bytes]:
+        def edit(t: str) -> bytes:
+            raw = bytearray(t.encode())
+            raw[index] ^= 0x01
+            return bytes(raw)
+
+        return edit
+
+    broken = folder("invalid-json", flip_at(text.index('"records"')))  # '"' -> '#': not JSON
+    format_value = folder("format-value", flip_at(text.index("evaluation_result")))
+    format_key = folder("format-key", flip_at(text.index('"format"') + 2))
+    # Two rows evaluated in sim and in the lab: every plot of the page is drawn (lab plots and the ranking).
+    lab_record = _result_file(tmp, inputs / "lab.json", "PickSort-Real-v0")
+    markup = tmp / "markup"
+    markup.mkdir()
+    for row in range(2):
+        for where, env_result in (("sim", record), ("lab", lab_record)):
+            data = json.loads(json.dumps(env_result))
+            data["method"]["method"] = f"{_MARKUP} {row}"
+            data["method"]["variant"] = "<b>bold</b>"
+            _write_json(markup / f"m{row}-{where}.json", data)
+
+    def board(src: Path, out: str, *extra: str) -> list[str]:
+        return [*R2S2R, "leaderboard", str(src), "--out", str(tmp / out), *extra]
+
+    probes = [
+        Probe(
+            family="results",
+            name=f"a result file with a flipped byte ({what}): the build fails, naming it",
+            command=board(src, f"board-{src.name}"),
+            expect="result.json",
+            forbid=("Traceback",),
+            quick=src is broken,
+        )
+        for what, src in (("invalid JSON", broken), ("format value", format_value), ("format key", format_key))
+    ]
+    probes.append(
+        Probe(
+            family="results",
+            name="the same with --skip-damaged: built, the file listed as skipped",
+            command=board(broken, "board-skip", "--skip-damaged"),
+            expect="skipped",
+            expect_rc="zero",
+            expect_in=(("board-skip/leaderboard.json", "result.json"),),
+        )
+    )
+    probes.append(
+        Probe(
+            family="results",
+            name="method <a href=...> and variant <b>: no tag in any plot of index.html",
+            command=board(markup, "board-markup"),
+            expect="rows",
+            expect_rc="zero",
+            forbid_re=(_RAW_CHART_TAG,),
+            forbid_in=("board-markup/index.html",),
+            expect_in=(
+                ("board-markup/index.html", "&lt;a href="),
+                ("board-markup/index.html", 'Plotly.newPlot(                        "plot-lab-variant-0"'),
+                ("board-markup/index.html", 'Plotly.newPlot(                        "plot-sim-vs-lab"'),
+            ),
+            quick=True,
+        )
+    )
+    probes.append(
+        Probe(
+            family="results",
+            name=f"{RESULT_FLIPS} seeded single-bit flips of a result file: none skipped or accepted silently",
+            command=_python(_RESULT_FLIP_PROGRAM) + [str(inputs / "result.json"), str(RESULT_FLIPS), "50"],
+            expect="silently skipped",
+            expect_rc="zero",
+        )
+    )
+    return probes
+
+
+_POLICIES = """
+\"\"\"Policies for the policy-exception probes.\"\"\"
+import numpy as np
+
+
+class Raising:
+    def reset(self, seed):
+        self.t = 0
+
+    def act(self, obs):
+        self.t += 1
+        if self.t >= 2:
+            raise KeyError("object_pos")
+        return np.zeros(22, dtype=np.float32)
+
+
+class Complex(Raising):
+    def act(self, obs):
+        return np.zeros(22) + 1j
+
+
+class ResetRaising(Raising):
+    def reset(self, seed):
+        raise RuntimeError("CUDA out of memory")
+"""
+
+
+def policies(tmp: Path) -> list[Probe]:
+    """``r2s2r evaluate`` of policies that raise or return complex values (item 12): recorded failures, the run
+    goes on, the result file is written."""
+    (tmp / "probe_policies.py").write_text(_POLICIES)
+    cases = [
+        ("act() raises KeyError from step 1", "Raising", "step 1: the policy raised KeyError: 'object_pos'"),
+        ("act() returns complex numbers", "Complex", "step 0: the action holds complex numbers"),
+        ("reset() raises RuntimeError", "ResetRaising", "reset: the policy raised RuntimeError: CUDA out of memory"),
+    ]
+    return [
+        Probe(
+            family="policies",
+            name=name,
+            command=[*R2S2R, "evaluate", "--policy", f"probe_policies:{cls}", "--env", ENV_ID, "--episodes", "2"]
+            + ["--episode-steps", "20", "--no-progress", "--out", f"{cls}.json"],
+            expect="policy",
+            expect_rc="zero",
+            expect_in=((f"{cls}.json", message),),
+            quick=cls == "Raising",
+        )
+        for name, cls, message in cases
+    ]
+
+
+def loaders(tmp: Path) -> list[Probe]:
+    """Loaders apply the checks of the command that writes their files (items 5-9): a behavior model with one
+    category's sources, an ablation run directory's damaged manifest or edited lab copy, a checkpoint without its
+    hashes, lab logs with physically impossible values or a non-integer attribute."""
+    import h5py
+    import numpy as np
+
+    from r2s2r_envs.ablation.chain import install_lab, resolve_lab
+    from r2s2r_envs.ablation.store import Store
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
+    from r2s2r_envs.grounding import excitation
+    from r2s2r_envs.grounding.logs import MANIFEST, file_sha256
+
+    probes = []
+    # Item 5: a behavior model left with the cube sources only, re-hashed.
+    model = json.loads(SHIPPED_BEHAVIOR.read_text())
+    model["sources"] = [s for s in model["sources"] if s["category"] == "cube"]
+    one = _write_json(tmp / "behavior-cubes-only.json", model)
+    probes.append(
+        Probe(
+            family="loaders",
+            name="behavior model with the sources of one category only (re-hashed)",
+            command=[
+                *R2S2R,
+                "generate",
+                "PickSort-BehaviorGrounded-v0",
+                "--env-kwargs",
+                json.dumps({"behavior": str(one)}),
+            ]
+            + ["--episodes", "1", "--episode-steps", "20", "--out", "cubes.hdf5", "--no-progress"],
+            expect="lacks ['ball', 'bar']",
+            quick=True,
+        )
+    )
+    # Item 6: an ablation run directory whose manifest was damaged.
+    for k, (name, lab) in enumerate([("'lab': 'default'", '"default"'), ("'lab': [1]", "[1]"), ("'lab': NaN", "NaN")]):
+        out = tmp / f"run-manifest-{k}"
+        Store(out).write_manifest({}, "0")
+        text = (out / "ablation.json").read_text()
+        (out / "ablation.json").write_text(text.rstrip().rstrip("}") + f', "lab": {lab}}}')
+        probes.append(
+            Probe(
+                family="loaders",
+                name=f"ablation manifest with {name}",
+                command=[*R2S2R, "ablation", "--smoke", "--out", str(out)],
+                expect="ablation.json",
+                forbid=("AttributeError", "RecursionError"),
+                quick=lab == '"default"',
+            )
+        )
+    deep = tmp / "run-deep"
+    deep.mkdir()
+    _deep_json(deep / "ablation.json")
+    probes.append(
+        Probe(
+            family="loaders",
+            name="ablation manifest 100,000 levels deep",
+            command=[*R2S2R, "ablation", "--smoke", "--out", str(deep)],
+            expect="ablation.json",
+            forbid=("RecursionError",),
+        )
+    )
+    # Item 7: the lab copy inside a run directory was edited.
+    lab_file = tmp / "mylab.json"
+    shutil.copy(SHIPPED_LAB, lab_file)
+    ref = resolve_lab(lab_file)
+    run = tmp / "run-lab-copy"
+    install_lab(ref, run)
+    copy = run / str(ref.file)
+    edited = json.loads(copy.read_text())
+    edited["world"]["belt_speed"] = float(edited["world"].get("belt_speed", 0.1)) * 1.1
+    _write_json(copy, edited)
+    probes.append(
+        Probe(
+            family="loaders",
+            name="the lab copy inside the run directory was edited",
+            command=[*R2S2R, "ablation", "--smoke", "--lab", str(lab_file), "--out", str(run)],
+            expect=f"{copy}, the run directory's copy of lab",
+        )
+    )
+    # Item 8: a checkpoint whose config.json has no hashes (relabelled version 1) and a shifted statistic.
+    ckpt = tmp / "hash-free"
+    shutil.copytree(ZOO / "flow-real-only", ckpt)
+    config = json.loads((ckpt / "config.json").read_text())
+    config.pop("content_sha256")
+    config.pop("weights_sha256")
+    config["checkpoint_version"] = 1
+    config["pipeline"]["stats"]["actions"]["mean"] = [m + 5.0 for m in config["pipeline"]["stats"]["actions"]["mean"]]
+    (ckpt / "config.json").write_text(json.dumps(config, indent=1))
+    probes.append(
+        Probe(
+            family="loaders",
+            name="checkpoint config.json without its hashes (version 1), statistics shifted",
+            command=[*R2S2R, "evaluate", "--policy", str(ckpt), "--env", ENV_ID, "--episodes", "1"]
+            + ["--episode-steps", "20", "--no-progress"],
+            expect="has no content_sha256 or weights_sha256",
+            quick=True,
+        )
+    )
+    # Items 9 and 10: lab logs with a physically impossible value, or a seed attribute that is not an integer.
+    clean = tmp / "logs-clean"
+    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
+    excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), clean, seed=1, plans=plans)
+
+    def logs(name: str, run_name: str, edit: Callable[[h5py.File], None]) -> Path:
+        out = tmp / f"logs-{name}"
+        shutil.copytree(clean, out)
+        with h5py.File(out / f"{run_name}.hdf5", "r+") as f:
+            edit(f)
+        manifest = json.loads((out / MANIFEST).read_text())
+        for entry in manifest["runs"]:
+            entry["sha256"] = file_sha256(out / entry["file"])
+        _write_json(out / MANIFEST, manifest)
+        return out
+
+    def set_value(key: str, value: float) -> Callable[[h5py.File], None]:
+        def edit(f: h5py.File) -> None:
+            data = np.array(f[key])
+            data[5, 0] = value
+            f[key][...] = data
+
+        return edit
+
+    cases = [
+        ("a joint angle of 1e30 rad (re-hashed)", logs("1e30", "latency_0", set_value("obs/arm_qpos", 1e30)), "beyond"),
+        ("a command of -1e30 (re-hashed)", logs("cmd", "latency_0", set_value("actions", -1e30)), "beyond"),
+        (
+            "a run file's seed attribute 'seven' (re-hashed)",
+            logs("seed", "latency_0", lambda f: f.attrs.__setitem__("seed", "seven")),
+            "attribute 'seed' must be an integer",
+        ),
+    ]
+    for name, logdir, expect in cases:
+        probes.append(
+            Probe(
+                family="loaders",
+                name=f"sysid logs with {name}",
+                command=[*R2S2R, "sysid", "--logs", str(logdir), "--out", str(tmp / f"{logdir.name}.json")]
+                + ["--tune-episodes", "0", "--quick", "--quiet"],
+                expect=expect,
+                deadline_s=SYSID_DEADLINE_S,
+                quick=expect == "beyond",
+            )
+        )
+    return probes
+
+
+_VECTOR_PROGRAM = """
+import gymnasium as gym, numpy as np, r2s2r_envs
+try:
+    {call}
+except (TypeError, ValueError) as exc:
+    print(f"refused: {{type(exc).__name__}}: {{exc}}")
+    raise SystemExit(1)
+print("accepted")
+"""
+
+
+def vector(tmp: Path) -> list[Probe]:
+    """The vector env's arguments (items 10 and 11): a million envs, a string as the actions."""
+    make = f"gym.make_vec({ENV_ID!r}, num_envs=2)"
+    cases = [
+        ("gym.make_vec(num_envs=10**6)", f"gym.make_vec({ENV_ID!r}, num_envs=10**6)", "num_envs=1000000 needs"),
+        ("make_vec(...).step('x')", f"v = {make}; v.reset(seed=0); v.step('x')", "got str"),
+        ("make_vec(...).step({'a': 1})", f"v = {make}; v.reset(seed=0); v.step({{'a': 1}})", "got dict"),
+    ]
+    return [
+        Probe(family="vector", name=name, command=_python(_VECTOR_PROGRAM.format(call=call)), expect=expect, quick=True)
+        for name, call, expect in cases
+    ]
+
+
 FAMILIES: dict[str, Callable[[Path], list[Probe]]] = {
     "checkpoints": checkpoints,
     "sysid": sysid,
@@ -1441,6 +1875,11 @@ FAMILIES: dict[str, Callable[[Path], list[Probe]]] = {
     "flips": flips,
     "fuzz": fuzz,
     "writers": writers,
+    "export": export,
+    "results": results,
+    "policies": policies,
+    "loaders": loaders,
+    "vector": vector,
 }
 
 
@@ -1451,6 +1890,7 @@ def _shown(arg: str) -> str:
         _FLIP_PROGRAM: "<_FLIP_PROGRAM>",
         _FUZZ_PROGRAM: "<_FUZZ_PROGRAM>",
         _WRITERS_PROGRAM: "<_WRITERS_PROGRAM>",
+        _RESULT_FLIP_PROGRAM: "<_RESULT_FLIP_PROGRAM>",
     }
     return Path(arg).name if arg == sys.executable else programs.get(arg, arg)
 
