@@ -761,7 +761,9 @@ def test_spec_command_must_match_fields(tmp_path: Path) -> None:
         load_spec(path)
 
 
-def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_datasets_make_builds_verifies_and_skips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = {
         "spec_version": 1,
         "datasets": [
@@ -789,10 +791,18 @@ def test_datasets_make_builds_verifies_and_skips(tmp_path: Path, monkeypatch: py
     del raw["datasets"][0]["other_builds"]
     path.write_text(json.dumps(raw))
     third = make_datasets(path, names=["toy"], cache_dir=cache, progress=False)
-    assert third[0].status == "hash-mismatch" and not third[0].ok
     # The file follows the recipe (made by this version with the spec's settings): what a build on another kind of
-    # machine gives. Training uses it with a warning and records its own hash.
+    # machine gives. Training uses it with a warning and records its own hash; so `datasets make` reports it and
+    # exits 0, not 1, which would stop a `set -e` script over a usable file (issue 50).
+    assert third[0].status == "unknown-build" and third[0].ok
     assert "follows the recipe" in third[0].message
+    from r2s2r_envs.cli import main
+
+    argv = ["--spec", str(path), "--cache-dir", str(cache)]
+    assert main(["datasets", "make", "toy", *argv, "--no-progress"]) == 0
+    assert main(["datasets", "list", *argv]) == 0
+    listing = capsys.readouterr().out
+    assert "toy" in listing and "pinned 000000000000" in listing and "cached file: an unknown build" in listing
     import r2s2r_envs.policies.data as selection
 
     monkeypatch.setattr(selection, "load_spec", lambda: load_spec(path))

@@ -33,7 +33,7 @@ SPEC_RESOURCE = "canonical.json"
 # What a registered demonstrator name looks like: no ':' or '/', so nothing in a spec reads as an importable path.
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
-Status = Literal["built", "present", "skipped", "hash-mismatch", "failed"]
+Status = Literal["built", "present", "unknown-build", "skipped", "hash-mismatch", "failed"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -104,7 +104,9 @@ class MakeReport:
     Attributes:
         name: the dataset.
         path: its file in the cache.
-        status: ``built``, ``present``, ``skipped`` (env not registered), ``hash-mismatch`` or ``failed``.
+        status: ``built``, ``present``, ``unknown-build`` (a hash the spec does not know, in a file that follows the
+            recipe: usable, with a warning where it is used), ``skipped`` (env not registered), ``hash-mismatch``
+            (stale or foreign: not usable) or ``failed``.
         sha256: the file's content hash, if it exists.
         message: details for the user.
     """
@@ -117,8 +119,9 @@ class MakeReport:
 
     @property
     def ok(self) -> bool:
-        """Whether this dataset is in order (built or present with the expected hash, or skipped)."""
-        return self.status in ("built", "present", "skipped")
+        """Whether this dataset is usable (built or present with a known hash or following the recipe, or skipped):
+        ``r2s2r datasets make`` exits 0 when every report is."""
+        return self.status in ("built", "present", "unknown-build", "skipped")
 
 
 def default_spec_path() -> Path:
@@ -277,7 +280,7 @@ def make_datasets(
             update_spec=update_spec,
             rebuild_stale=rebuild_stale,
         )
-        if entry.sha256 is None and report.ok and report.sha256 is not None:
+        if entry.sha256 is None and report.status in ("built", "present") and report.sha256 is not None:
             pinned[entry.name] = report.sha256
         reports.append(report)
     if update_spec and pinned:
@@ -345,7 +348,10 @@ def _make_one(
             )
         note = "hash written to the spec" if update_spec else "no expected hash in the spec (use --update-spec)"
         return report(status, digest, note)
-    return report("hash-mismatch", digest, mismatch_message(entry, path, digest))
+    differences = recipe_differences(entry, path)
+    if not differences:  # what a build on another kind of CPU gives: usable, said, not a failure
+        return report("unknown-build", digest, mismatch_message(entry, path, digest, differences=differences))
+    return report("hash-mismatch", digest, mismatch_message(entry, path, digest, differences=differences))
 
 
 def _schema_version(path: Path) -> int | None:
@@ -489,11 +495,14 @@ def _env_differences(entry: CanonicalDataset, provenance: Mapping[str, Any]) -> 
     return out
 
 
-def mismatch_message(entry: CanonicalDataset, path: str | os.PathLike[str], digest: str) -> str:
-    """What a cached file whose content hash is not the pinned one is, and what to do about it."""
+def mismatch_message(
+    entry: CanonicalDataset, path: str | os.PathLike[str], digest: str, *, differences: list[str] | None = None
+) -> str:
+    """What a cached file whose content hash is not the pinned one is, and what to do about it (``differences``:
+    :func:`recipe_differences`, computed here when not given)."""
     known = [h[:16] + "..." for h in (entry.sha256, *entry.other_builds) if h]
     head = f"content hash {digest[:16]}... is not a build the spec knows ({', '.join(known) or 'none pinned yet'})"
-    differences = recipe_differences(entry, path)
+    differences = recipe_differences(entry, path) if differences is None else differences
     if differences:
         return f"{head}: stale or foreign ({'; '.join(differences)}); delete the file to rebuild"
     return (
@@ -504,10 +513,14 @@ def mismatch_message(entry: CanonicalDataset, path: str | os.PathLike[str], dige
 
 
 def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Path) -> list[dict[str, Any]]:
-    """Rows for ``r2s2r datasets list``: name, env, demos, whether cached (and complete), expected hash."""
+    """Rows for ``r2s2r datasets list``: name, env, demos, whether cached (and complete), expected hash, the builds
+    the spec knows (``known_builds``: the pinned hash and ``other_builds``) and, for a cached file, whether the hash
+    it records is one of them (``cached_build``: ``"known"``, ``"unknown"`` or None; the recorded hash, not one
+    recomputed: ``r2s2r datasets verify NAME`` recomputes it)."""
     rows = []
     for e in entries:
         path = cache_dir / e.file
+        recorded = _recorded_hash(path) if path.exists() else None
         rows.append(
             {
                 "name": e.name,
@@ -517,10 +530,21 @@ def spec_entries_for_display(entries: Iterable[CanonicalDataset], cache_dir: Pat
                 # An interrupted build leaves a resumable file: cached, not complete (``datasets make`` resumes it).
                 "complete": path.exists() and _complete(path),
                 "sha256": e.sha256,
+                "known_builds": len([h for h in (e.sha256, *e.other_builds) if h]),
+                "cached_build": None if recorded is None else "known" if e.known_build(recorded) else "unknown",
                 "path": str(path),
             }
         )
     return rows
+
+
+def _recorded_hash(path: Path) -> str | None:
+    """The content hash a dataset file records (not recomputed), or None if it cannot be read as a dataset."""
+    try:
+        with open_dataset(path, verify="none", allow_empty=True) as f:
+            return f.content_hash
+    except DatasetError:
+        return None
 
 
 def _complete(path: Path) -> bool:

@@ -283,7 +283,19 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
         return _fail(exc)
     for row in spec_entries_for_display(entries, args.cache_dir or default_cache_dir()):
         cached = ("cached" if row["complete"] else "partial") if row["cached"] else "missing"
-        print(f"{row['name']:24s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {row['sha256'] or '(no hash)'}")
+        builds = row["known_builds"]
+        if row["sha256"]:
+            known = f"pinned {row['sha256'][:16]}... (+{builds - 1} other builds)"
+        else:
+            known = f"{builds} known build(s), none pinned" if builds else "no known build: the recipe is the check"
+        file = {"known": "; cached file: a known build", "unknown": "; cached file: an unknown build"}.get(
+            row["cached_build"] or "", ""
+        )
+        print(f"{row['name']:24s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {known}{file}")
+    print(
+        "A known build verifies by its hash (r2s2r datasets verify NAME recomputes it); another build of the same "
+        "recipe (another kind of CPU) is usable with a warning and its hash recorded (docs/datasets.md)"
+    )
     return EXIT_OK
 
 
