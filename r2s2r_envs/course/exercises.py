@@ -18,7 +18,7 @@ from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED
 LESSONS: tuple[int, ...] = tuple(range(9))
 
 #: Base seed of the checker's planner episodes (lessons 5 and 8): episode i uses ``episode_seeds(SEED, i)``, the
-#: evaluation protocol's seeds (docs/protocol.md#seeds).
+#: legacy evaluation seeds (docs/protocol.md#dev-and-test-splits).
 CHECK_BASE_SEED = EVALUATION_BASE_SEED
 
 #: Lesson 5: planner episodes the checker runs in the student's world and in the lab (same seeds in both).
