@@ -215,6 +215,20 @@ def test_cli_writes_markdown_html_and_json(results_dir, tmp_path, capsys):
     assert main(["leaderboard", str(tmp_path / "missing"), "--out", str(out)]) == 1
 
 
+def test_markdown_gives_each_column_its_minimum_detectable_difference(results_dir, tmp_path):
+    from scipy import stats
+
+    out = tmp_path / "board"
+    assert main(["leaderboard", str(results_dir), "--out", str(out)]) == 0
+    md = (out / "leaderboard.md").read_text()
+    # Lab column: bc seeds 0.6/0.7/0.8 and flow 0.3/0.5 pool a seed variance of (0.01 * 2 + 0.02) / 3 on 3 degrees
+    # of freedom; the real-only row has one seed. Two rows of the median 2 seeds differ detectably from:
+    se = (2 * (0.01 * 2 + 0.02) / 3 / 2) ** 0.5
+    lab = (stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)) * se
+    assert f"PickSort-Real-v0 (lab default, 1 object) {100 * lab:.1f}" in md
+    assert md.index("Minimum detectable difference between two rows") < md.index("| simulated env |")
+
+
 EVIL = [
     "</script><script>alert(1)</script>",
     "<img src=x onerror=alert(1)>",

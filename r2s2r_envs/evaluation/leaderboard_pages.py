@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any, cast
 
+from r2s2r_envs.evaluation.intervals import column_mdd
 from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard, split_mark
 
 
@@ -89,15 +90,37 @@ def _md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", html.escape(_CONTROL.sub(" ", str(text)), quote=False))
 
 
+def mdd_note(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> str:
+    """Each column's minimum detectable difference between two rows (``intervals.column_mdd``: from the spread of
+    the rows' per-seed success rates, at their typical seed count; from episode noise alone when no row has two
+    seeds), as a line under the rows table; rows closer than it are not told apart."""
+    parts = []
+    for env in board.envs:
+        cells = [r.cells[env.label] for r in board.rows if env.label in r.cells]
+        if not cells:
+            continue
+        episodes = max(1, round(sum(c.episodes / len(c.seeds) for c in cells) / len(cells)))
+        mdd = column_mdd([c.success_rates for c in cells], episodes=episodes)
+        if mdd is not None:
+            parts.append(f"{untrusted(env.label)} {_pct(mdd)}")
+    if not parts:
+        return ""
+    return "Minimum detectable difference between two rows, points (80% power, two-sided 5%): " + "; ".join(parts)
+
+
 def to_markdown(board: Leaderboard, title: str) -> str:
-    """The leaderboard as Markdown: the rows table, the ranking table, notes and skipped files."""
+    """The leaderboard as Markdown: the rows table with each column's minimum detectable difference, the ranking
+    table, notes and skipped files."""
     lines = [f"# {_md_escape(title)}", "", NOTES, ""]
-    for header, body in (_table(board, _md_escape), _ranking_table(board, _md_escape)):
+    for i, (header, body) in enumerate((_table(board, _md_escape), _ranking_table(board, _md_escape))):
         if body:
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
             lines += ["| " + " | ".join(row) + " |" for row in body]
             lines.append("")
+            note = mdd_note(board, _md_escape) if i == 0 else ""
+            if note:
+                lines += [note, ""]
     if not board.ranking:
         lines += [NO_RANKING, ""]
     lines.append(f"{len(board.results)} result files.")
