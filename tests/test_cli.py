@@ -105,6 +105,37 @@ def test_demo_bad_env_argument_is_a_clear_error(capsys):
     assert "num_objects" in capsys.readouterr().err
 
 
+def _subcommands() -> dict:
+    sub = next(a for a in cli.build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    return dict(sub.choices)
+
+
+def test_an_env_id_option_reads_the_same_in_every_command():
+    """``--env ID`` wherever a command takes an env id (issue 50: ``dagger`` showed ``ENV``, ``tune-planner`` none)."""
+    metavars = {
+        name: action.metavar
+        for name, parser in _subcommands().items()
+        for action in parser._actions
+        if "--env" in action.option_strings
+    }
+    assert {"demo", "evaluate", "dagger", "tune-planner"} <= set(metavars)
+    assert set(metavars.values()) == {"ID"}, metavars
+
+
+def test_the_guide_names_the_commands_that_take_lab_and_grounding():
+    """docs/guide.md lists the commands taking both --lab and --grounding; each of them does, no other does."""
+    both = sorted(
+        name
+        for name, parser in _subcommands().items()
+        if {"--lab", "--grounding"} <= {o for a in parser._actions for o in a.option_strings}
+    )
+    make = _subcommands()["datasets"]._actions[-1].choices["make"]  # datasets make: a sub-subcommand
+    assert {"--lab", "--grounding"} <= {o for a in make._actions for o in a.option_strings}
+    guide = (REPO_ROOT / "docs" / "guide.md").read_text()
+    assert "`demo`, `generate`, `evaluate`, `datasets make` take `--lab`,\n`--grounding`" in guide
+    assert both == ["demo", "evaluate", "generate"]
+
+
 def test_bad_arguments_exit_2(capsys):
     for bad in (["--episodes", "0"], ["--episode-steps", "0"], ["--seed", "-1"], ["--workers", "0"]):
         with pytest.raises(SystemExit) as err:

@@ -698,7 +698,7 @@ def test_cli_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.Cap
     code = _cli(["generate", "NoSuchEnv-v0", "--episodes", "1", "--out", str(tmp_path / "x.hdf5"), "--no-progress"])
     assert code == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: cannot make env 'NoSuchEnv-v0'")
+    assert err.startswith("r2s2r generate: error: cannot make env 'NoSuchEnv-v0'")  # as every command says it
     code = _cli(
         [
             "generate",
@@ -716,6 +716,19 @@ def test_cli_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.Cap
     assert "'module:function' is not accepted" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         _cli(["generate", "X-v0", "--episodes", "1", "--out", "x.hdf5", "--env-kwargs", "[1]"])
+
+
+def test_datasets_commands_report_as_every_command_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``r2s2r datasets SUB: error: ...``, and exit 2 for bad input found before any work, as ``evaluate`` does."""
+    assert _cli(["datasets", "make", "--cache-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("r2s2r datasets make: error: name datasets to make or pass --all")
+    assert _cli(["datasets", "make", "no-such-set", "--cache-dir", str(tmp_path), "--no-progress"]) == 2
+    assert capsys.readouterr().err.startswith("r2s2r datasets make: error: ")
+    args = ["datasets", "export", str(tmp_path / "x.hdf5"), "--format", "minari", "--out", str(tmp_path / "o")]
+    assert _cli([*args, "--fps", "10"]) == 2
+    assert capsys.readouterr().err.startswith("r2s2r datasets export: error: --fps applies to --format lerobot")
+    assert _cli(["datasets", "info", str(tmp_path / "missing.hdf5")]) == 1
+    assert capsys.readouterr().err.startswith("r2s2r datasets info: error: ")
 
 
 # -- canonical datasets ------------------------------------------------------------------------------

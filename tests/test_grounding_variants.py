@@ -390,7 +390,8 @@ def test_datasets_make_with_another_lab(capsys, tmp_path):
     assert cli.main([*argv, "--lab", str(lab)]) == 0
     assert (tmp_path / "tiny-lab+other.hdf5").exists()  # its own file, not the canonical one's
     assert "tiny-lab" in capsys.readouterr().out
-    assert cli.main([*argv[:2], "tiny-sim", *argv[3:], "--lab", str(lab)]) == 1
+    # Bad input found before any build: exit 2, as every command reports it (issue 50).
+    assert cli.main([*argv[:2], "tiny-sim", *argv[3:], "--lab", str(lab)]) == 2
     assert "none of the selected does" in capsys.readouterr().err
-    assert cli.main([*argv, "--lab", str(lab), "--update-spec"]) == 1
+    assert cli.main([*argv, "--lab", str(lab), "--update-spec"]) == 2
     assert "do not combine" in capsys.readouterr().err

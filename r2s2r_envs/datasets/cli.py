@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, json_object
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, json_object
 from r2s2r_envs.datasets.schema import DatasetError
 
 
@@ -197,7 +197,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         )
     except (DatasetError, GenerationError, ValueError, FileExistsError, FileNotFoundError) as exc:
-        return _fail(exc)
+        return _fail(exc, args)
     if result.interrupted:
         print(
             f"interrupted: {result.path} holds {result.num_demos} complete demos; run the same command again to resume",
@@ -217,13 +217,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from r2s2r_envs.datasets.replay import replay_demo
 
     if args.video is None and not args.check:
-        return _fail(ValueError("nothing to do: pass --video PATH and/or --check"))
+        return _fail(ValueError("nothing to do: pass --video PATH and/or --check"), args, EXIT_USAGE)
     try:
         result = replay_demo(
             args.file, args.demo, video=args.video, fps=args.fps, check=args.check, trust_paths=args.trust_paths
         )
     except (DatasetError, KeyError, FileNotFoundError) as exc:
-        return _fail(exc)
+        return _fail(exc, args)
     if result.video is not None:
         print(f"wrote {result.video} ({result.num_steps} frames)")
     if args.check:
@@ -246,7 +246,7 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
     from r2s2r_envs.datasets.canonical import make_datasets
 
     if not args.all and not args.names:
-        return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"))
+        return _fail(ValueError("name datasets to make or pass --all (see `r2s2r datasets list`)"), args, EXIT_USAGE)
     spec = args.spec
     try:
         if args.lab is not None or args.grounding is not None:
@@ -265,8 +265,8 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
             rebuild_stale=args.rebuild_stale,
             progress=not args.no_progress,
         )
-    except (OSError, KeyError, ValueError) as exc:
-        return _fail(exc)
+    except (OSError, KeyError, ValueError) as exc:  # the spec, the names, --lab or --grounding: before any build
+        return _fail(exc, args, EXIT_USAGE)
     for r in reports:
         digest = r.sha256[:16] if r.sha256 else "-"
         print(f"{r.name:24s} {r.status:14s} {digest:16s} {r.message}")
@@ -280,7 +280,7 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
     try:
         entries = load_spec(args.spec)
     except (FileNotFoundError, ValueError) as exc:
-        return _fail(exc)
+        return _fail(exc, args)
     for row in spec_entries_for_display(entries, args.cache_dir or default_cache_dir()):
         cached = ("cached" if row["complete"] else "partial") if row["cached"] else "missing"
         builds = row["known_builds"]
@@ -321,7 +321,7 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
                 "provenance": f.provenance,
             }
     except (DatasetError, FileNotFoundError) as exc:
-        return _fail(exc)
+        return _fail(exc, args)
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:
@@ -383,18 +383,18 @@ def cmd_datasets_export(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.fps is not None:
         if args.format != "lerobot":
-            return _fail(ValueError("--fps applies to --format lerobot"))
+            return _fail(ValueError("--fps applies to --format lerobot"), args, EXIT_USAGE)
         options["fps"] = args.fps
     if args.dataset_id is not None:
         if args.format != "minari":
-            return _fail(ValueError("--dataset-id applies to --format minari"))
+            return _fail(ValueError("--dataset-id applies to --format minari"), args, EXIT_USAGE)
         options["dataset_id"] = args.dataset_id
     try:
         result = export_dataset(
             args.file, args.out, format=args.format, progress=not args.no_progress, verify=args.verify, **options
         )
     except (DatasetError, ValueError, FileNotFoundError, OSError) as exc:
-        return _fail(exc)
+        return _fail(exc, args)
     except KeyboardInterrupt:
         print(f"interrupted: nothing was written to {args.out}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -508,10 +508,13 @@ def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def _fail(exc: BaseException) -> int:
+def _fail(exc: BaseException, args: argparse.Namespace, code: int = EXIT_ERROR) -> int:
+    """Reports ``exc`` as every ``r2s2r`` command does, ``r2s2r COMMAND: error: ...``; returns ``code``
+    (:data:`EXIT_USAGE` for bad input found before any work, :data:`EXIT_ERROR` for an error of the run)."""
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_ERROR
+    command = " ".join(c for c in (getattr(args, "command", None), getattr(args, "datasets_command", None)) if c)
+    print(f"r2s2r {command or 'datasets'}: error: {message}", file=sys.stderr)
+    return code
 
 
 def _comma_list(text: str) -> list[str]:

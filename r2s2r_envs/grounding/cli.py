@@ -49,7 +49,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "simulated env and choose by episode success, then sort accuracy, then the settings nearest the defaults. "
         "Never the lab, never the evaluation protocol's seeds.",
     )
-    tune.add_argument("--env", default="PickSort-WorldGrounded-v0", help="simulated env id (default: %(default)s)")
+    tune.add_argument(
+        "--env", default="PickSort-WorldGrounded-v0", metavar="ID", help="simulated env id (default: %(default)s)"
+    )
     tune.add_argument(
         "--grounding", default=None, metavar="FILE", help="grounding file for a grounded env (default: the shipped)"
     )

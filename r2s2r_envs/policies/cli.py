@@ -132,7 +132,7 @@ def _add_dagger(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "eval.json} and OUT/dagger_log.json; an interrupted run resumes. Needs the torch extra.",
     )
     parser.add_argument("--policy", required=True, metavar="DIR", help="round-0 checkpoint (DIR or zoo:NAME)")
-    parser.add_argument("--env", required=True, dest="env_id", metavar="ENV", help="simulated env id to roll out in")
+    parser.add_argument("--env", required=True, dest="env_id", metavar="ID", help="simulated env id to roll out in")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (resumed if it exists)")
     parser.add_argument(
         "--env-kwargs",
