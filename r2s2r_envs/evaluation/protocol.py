@@ -739,7 +739,7 @@ def run_episode(
         if limit is not None and steps >= limit:
             raise RuntimeError(f"the env did not end episode {index} within its episode_steps={limit} steps")
         try:
-            action = policy.act(obs)
+            action: Any = policy.act(obs)
         except Exception as e:  # noqa: BLE001 - the policy is the user's code: its error is its failure, recorded
             action = e
         problem = action_problem(action, shape)
