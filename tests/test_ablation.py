@@ -922,3 +922,18 @@ def test_seeds_for_answers_from_the_report(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli_main(["ablation", "--out", str(tmp_path), "--seeds-for", "many"])
     assert "expected percentage points between 0 and 100" in capsys.readouterr().err
+
+
+def test_one_seed_per_cell_gives_episode_intervals_and_no_detectable_difference():
+    rng = np.random.default_rng(0)
+    cells = {m: {v: (rng.random((1, 12)) < 0.7).astype(float) for v in VARIANTS} for m in ("flow", "flow-cfg-adda")}
+    found = analysis.effects(cells)
+    world = found["world"]["flow"]
+    assert world["seed_noise"] is False and world["n_seeds"] == 1 and world["ci95"][0] < world["ci95"][1]
+    assert "heterogeneity" in found["world"]["all methods"]
+    detect = analysis.detectable({(m, v): x for m, c in cells.items() for v, x in c.items()})
+    assert detect["mdd"] is None and detect["components"] is None
+    report = {"intervals": analysis.INTERVALS, "detectable": {"success": detect, "sort_accuracy": detect}}
+    assert "unknown with 1 seed per cell" in analysis.detectable_markdown(report)
+    with pytest.raises(ValueError, match="1 seed each: their seed variance is unknown"):
+        analysis.seeds_to_detect(report, 0.05)

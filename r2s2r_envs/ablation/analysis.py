@@ -654,11 +654,13 @@ def detectable(cells: Mapping[Any, np.ndarray]) -> dict[str, Any] | None:
         return None
     shapes = [x.shape for x in cells.values()]
     seeds, episodes = max(set(shapes), key=shapes.count)
+    if seeds < 2:  # one seed: the seed variance is unknown, so nothing can be said of other seed counts
+        return {"components": None, "seeds": int(seeds), "episodes": int(episodes), "mdd": None, "mdd_by_seeds": {}}
     return {
         "components": comps.to_dict(),
         "seeds": int(seeds),
         "episodes": int(episodes),
-        "mdd": intervals.design_mdd(comps, int(seeds), int(episodes)) if seeds > 1 else None,
+        "mdd": intervals.design_mdd(comps, int(seeds), int(episodes)),
         "mdd_by_seeds": {str(n): intervals.design_mdd(comps, n, int(episodes)) for n in (3, 5, 10, 20)},
     }
 
@@ -707,6 +709,8 @@ def seeds_to_detect(
     if data["detectable"].get(key) is None:
         raise ValueError(f"the report has no comparable cells for {key!r}; it has them for {valid}")
     found = data["detectable"][key]
+    if found["components"] is None:
+        raise ValueError(f"the report's {key!r} cells have {found['seeds']} seed each: their seed variance is unknown")
     comps = intervals.Components(**found["components"])
     return intervals.seeds_needed(
         difference, comps, found["episodes"] if episodes is None else episodes, alpha=alpha, power=power
@@ -957,7 +961,10 @@ def detectable_markdown(report: Mapping[str, Any], table: str | None = None) -> 
         if not found:
             lines.append(f"Minimum detectable difference between two cells ({name}): n/a (fewer than two cells).")
             continue
-        here = "n/a (one seed)" if found["mdd"] is None else f"{100 * found['mdd']:.1f} points"
+        if found["mdd"] is None:
+            lines.append(f"Minimum detectable difference ({name}): unknown with {found['seeds']} seed per cell.")
+            continue
+        here = f"{100 * found['mdd']:.1f} points"
         others = ", ".join(f"{100 * v:.1f} at {n}" for n, v in found["mdd_by_seeds"].items())
         lines.append(
             f"Minimum detectable difference between two {'sweep points' if table else 'co-trained cells'} ({name}; "
