@@ -269,3 +269,22 @@ def test_dev_rows_are_marked_and_carry_condition_figures(tmp_path: Path):
     assert cell.conditions["fast-belt"]["episodes"] == 2 and len(cell.conditions["all shifted"]["ci95"]) == 2
     legacy = group_results([("a.json", _run(None)), ("b.json", _run(None, training_seed=1))])
     assert not legacy.rows[0].label.endswith("]")
+
+
+# ---------------------------------------------------------------------- the command
+def test_cli_takes_conditions_and_splits(tmp_path: Path, capsys):
+    from r2s2r_envs.cli import main
+
+    out = tmp_path / "mix.json"
+    argv = ["evaluate", "--policy", "test_conditions:Still", "--env", LAB, "--num-objects", "1"]
+    argv += ["--episode-steps", "20", "--no-progress"]
+    assert main([*argv, "--conditions", "nominal=2,novel-objects=1", "--split", "dev", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "split dev" in text and "novel-objects:" in text and "all shifted:" in text
+    result = EvaluationResult.from_json(out.read_text())
+    assert [(c.condition, c.episodes) for c in result.conditions] == [("nominal", 2), ("novel-objects", 1)]
+    assert result.split == "dev" and result.provenance["lab"]["name"] == "default"
+    assert main([*argv, "--split", "validation"]) == 2
+    assert "unknown split 'validation'; valid: ['dev', 'test', 'legacy']" in capsys.readouterr().err
+    assert main([*argv, "--conditions", "nominal,windy"]) == 2
+    assert "unknown condition 'windy'; valid" in capsys.readouterr().err
