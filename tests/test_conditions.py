@@ -288,3 +288,24 @@ def test_cli_takes_conditions_and_splits(tmp_path: Path, capsys):
     assert "unknown split 'validation'; valid: ['dev', 'test', 'legacy']" in capsys.readouterr().err
     assert main([*argv, "--conditions", "nominal,windy"]) == 2
     assert "unknown condition 'windy'; valid" in capsys.readouterr().err
+
+
+def test_sim_vs_lab_ranking_per_condition():
+    def run(env_id: str, method: str) -> EvaluationResult:
+        result = evaluate(
+            env_id, Still(), conditions=["nominal", "fast-belt"], split="dev", episodes=1, env_kwargs=FAST,
+            progress=False,
+        )  # fmt: skip
+        return dataclasses.replace(result, method={**result.method, "method": method, "training_seed": 0})
+
+    results = [(f"{m}_{e}.json", run(e, m)) for m in ("a", "b") for e in (SIM, LAB)]
+    board = group_results(results)
+    pairs = {(a.sim_env.rpartition(" [")[2], len(a.rows)) for a in board.ranking}
+    assert pairs == {(f"{SIM} (1 object, 20 steps)", 2), ("nominal]", 2), ("fast-belt]", 2), ("all shifted]", 2)}
+    (fast,) = [a for a in board.ranking if a.sim_env.endswith("[fast-belt]")]
+    assert fast.lab_env.endswith("[fast-belt]")
+    assert fast.sim == tuple(
+        r.cells[f"{SIM} (1 object, 20 steps)"].conditions["fast-belt"]["mean"]
+        for r in board.rows
+        if r.label in fast.rows
+    )

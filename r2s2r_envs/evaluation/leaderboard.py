@@ -455,6 +455,23 @@ def _ranking(envs: Sequence[EnvColumn], rows: Sequence[Row]) -> list[RankAgreeme
                     mmrv=mmrv(s, real),
                 )
             )
+            # Per condition too ("all shifted" included) when the results hold several: does the simulator rank the
+            # rows as the lab does under each shift?  One board holds one mix, so every cell has the same conditions.
+            names = list(both[0].cells[lab.label].conditions)
+            for name in names if len(names) > 1 else ():
+                s_c = tuple(r.cells[sim.label].conditions[name]["mean"] for r in both)
+                real_c = tuple(r.cells[lab.label].conditions[name]["mean"] for r in both)
+                out.append(
+                    RankAgreement(
+                        sim_env=f"{sim.label} [{name}]",
+                        lab_env=f"{lab.label} [{name}]",
+                        rows=tuple(r.label for r in both),
+                        sim=s_c,
+                        lab=real_c,
+                        pearson=pearson(s_c, real_c),
+                        mmrv=mmrv(s_c, real_c),
+                    )
+                )
     return out
 
 
