@@ -309,3 +309,12 @@ def test_sim_vs_lab_ranking_per_condition():
         for r in board.rows
         if r.label in fast.rows
     )
+
+
+@pytest.mark.parametrize("condition", ["fast-belt", "novel-objects"])
+def test_every_id_takes_every_condition(env_id, condition):
+    env = gym.make(env_id, condition=condition, **FAST)
+    env.reset(seed=0)
+    env.step(np.zeros(env.action_space.shape))
+    assert env.unwrapped.provenance()["condition"] == condition
+    assert env.unwrapped.condition is get_condition(condition)
