@@ -177,7 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         hits: dict[str, dict[str, dict[str, list[float]]]] = {
             m: {kind: {n: [] for n in named} for kind, named in kinds.items()} for m in ("t2", "seed_t", "bootstrap")
         }
-        widths: dict[str, list[float]] = {m: [] for m in hits}
+        # Widths are compared on the simulations every method saw (the old method's first ones).
+        widths: dict[str, dict[str, list[float]]] = {m: {kind: [] for kind in kinds} for m in hits}
         for rep in range(args.replicates):
             data = model.draw(rng, seeds, args.episodes)
             old = rep < args.bootstrap_replicates
@@ -198,7 +199,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         found["bootstrap"] = tuple(b["ci95"])
                     for method, (low, high) in found.items():
                         hits[method][kind][name].append(float(low <= t <= high))
-                        widths[method].append(high - low)
+                        if old:
+                            widths[method][kind].append(high - low)
         out[str(seeds)] = {
             method: {
                 kind: {
@@ -207,10 +209,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "max": max(float(np.mean(v)) for v in by_name.values()),
                     "per_contrast": {n: float(np.mean(v)) for n, v in by_name.items()},
                     "simulations": len(next(iter(by_name.values()))),
+                    "mean_width_points": 100 * float(np.mean(widths[method][kind])),
+                    "width_simulations": len(widths[method][kind]) // len(by_name),
                 }
                 for kind, by_name in per_kind.items()
             }
-            | {"mean_width_points": 100 * float(np.mean(widths[method]))}
             for method, per_kind in hits.items()
         }
     return {
@@ -247,11 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     for seeds, by_method in record["coverage"].items():
         for method, by_kind in by_method.items():
             cov = ", ".join(
-                f"{kind} {100 * v['coverage']:.1f}% ({100 * v['min']:.0f}-{100 * v['max']:.0f})"
+                f"{kind} {100 * v['coverage']:.1f}% ({100 * v['min']:.0f}-{100 * v['max']:.0f}; width "
+                f"{v['mean_width_points']:.1f})"
                 for kind, v in by_kind.items()
-                if isinstance(v, dict)
             )
-            print(f"{seeds} seeds, {method}: {cov}; mean width {by_kind['mean_width_points']:.1f} points")
+            print(f"{seeds} seeds, {method}: {cov}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2) + "\n")
