@@ -16,7 +16,7 @@ interaction) at 3 and at 5 seeds: the share of 95% intervals that hold the truth
   shared episode resample (fewer replicates: it is slow),
 - ``seed_t``: a plain t-interval over per-seed means (episodes treated as fixed).
 
-Example (about 3 minutes on one core)::
+Example (about 5 CPU-minutes)::
 
     python experiments/interval_coverage.py --json experiments/interval-coverage/coverage.json
 """
