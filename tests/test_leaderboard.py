@@ -227,6 +227,9 @@ def test_markdown_gives_each_column_its_minimum_detectable_difference(results_di
     lab = (stats.t.ppf(0.975, 3) + stats.t.ppf(0.8, 3)) * se
     assert f"PickSort-Real-v0 (lab default, 1 object) {100 * lab:.1f}" in md
     assert md.index("Minimum detectable difference between two rows") < md.index("| simulated env |")
+    page = (out / "index.html").read_text()
+    assert '<p id="mdd-note">Minimum detectable difference between two rows' in page
+    assert f"PickSort-Real-v0 (lab default, 1 object) {100 * lab:.1f}" in page
 
 
 EVIL = [

@@ -240,6 +240,9 @@ def to_html(board: Leaderboard, title: str) -> str:
     header, body = _table(board)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(NOTES)}</p>"]
     parts.append(_html_table("leaderboard-table", header, body))
+    note = mdd_note(board)
+    if note:
+        parts.append(f'<p id="mdd-note">{html.escape(note)}</p>')
     if board.ranking:
         parts.append("<h2>Does the simulator rank policies as the lab does?</h2>")
         parts.append(_html_table("ranking-table", *_ranking_table(board)))
