@@ -8,8 +8,8 @@ intervals (docs/ablation.md).
   the behavior fit), the lab known only by its name and config hash (:class:`LabRef`, :func:`resolve_lab`).
 * :mod:`~r2s2r_envs.ablation.tasks`: the units of work (data, training, evaluation, mixture attribution).
 * :mod:`~r2s2r_envs.ablation.runner`: :func:`run_ablation`, the checks before any work and the sweep on Ray.
-* :mod:`~r2s2r_envs.ablation.analysis`: the four-variant table, effects with bootstrap intervals, interaction,
-  sweep and mixture curves, written as Markdown, JSON and PNG.
+* :mod:`~r2s2r_envs.ablation.analysis`: the four-variant table, effects with paired seed-level t-intervals,
+  interaction, sweep and mixture curves, written as Markdown, JSON and PNG.
 * :mod:`~r2s2r_envs.ablation.mixture`: nearest-neighbour attribution of a policy's lab actions to real or sim demos.
 
 Importing this package imports neither ray nor torch; running an ablation needs the ``ray`` and ``torch`` extras.
