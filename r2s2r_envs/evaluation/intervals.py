@@ -9,11 +9,11 @@ the Hoeffding decomposition of any exchangeable array, so it holds for 0/1 succe
     Var(mean) = var_seed / S + var_episode / E + var_residual / (S * E)
 
 Each part is estimated from the ANOVA mean squares of the ``(S, E)`` matrix (unbiased, whatever the data's
-distribution), the interval is a t-interval with Satterthwaite's degrees of freedom (close to ``S - 1`` when seeds
-dominate: the small-sample correction), and a contrast of cells (a difference, an effect, an interaction) is
-analysed as one matrix, the weighted sum of its cells, so the episodes' shared difficulty cancels exactly as it
-does in the data. The coverage of these intervals was measured by simulation
-(experiments/interval-coverage/README.md).
+distribution; an estimate below the residual part alone is raised to it), the interval is a t-interval with
+Satterthwaite's degrees of freedom (close to ``S - 1`` when seeds dominate: the small-sample correction), and a
+contrast of cells (a difference, an effect, an interaction) is analysed as one matrix, the weighted sum of its
+cells, so the episodes' shared difficulty cancels exactly as it does in the data. The coverage of these intervals
+was measured by simulation (experiments/interval-coverage/README.md).
 
 :func:`mean_interval` makes one cell's interval on the logit scale (it stays in [0, 1]). Also here:
 :func:`minimum_detectable_difference`, :func:`seeds_needed` ("how many seeds to detect d points"),
