@@ -22,6 +22,7 @@ from r2s2r_envs.grounding.result import (
 )
 from r2s2r_envs.safe_json import content_sha256
 from r2s2r_envs.world import WorldParams, nominal
+from r2s2r_envs.world.params import PERCEPTION_FIELDS
 
 
 def example_grounding(**changes) -> Grounding:
@@ -94,7 +95,13 @@ def test_round_trip_is_exact_and_records_the_file_hash(tmp_path):
 
 def test_file_lists_every_world_field_and_the_schema_keys():
     data = example_grounding().to_dict()
-    assert set(data["world"]) == set(WorldParams.field_names())
+    # The estimator's fields appear only where not nominal (files from before they existed keep their hash).
+    assert set(data["world"]) == set(WorldParams.field_names()) - set(PERCEPTION_FIELDS)
+    seeing = dataclasses.replace(example_grounding(), world=WorldParams(perception_delay=0.08))
+    assert set(seeing.to_dict()["world"]) == set(WorldParams.field_names()) - set(PERCEPTION_FIELDS) | {
+        "perception_delay"
+    }
+    assert Grounding.from_dict(seeing.to_dict()).world.perception_delay == 0.08
     schema = grounding_schema()
     assert set(data) == set(schema["properties"]) == set(schema["required"])
     assert data["schema_version"] == GROUNDING_SCHEMA_VERSION == 2

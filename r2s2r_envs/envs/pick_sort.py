@@ -33,6 +33,7 @@ from r2s2r_envs.envs.config import (
 from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, finger_targets, make_controller
 from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
+from r2s2r_envs.envs.perception import ObjectEstimator, PerceptionCamera
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes, update_model
@@ -62,7 +63,10 @@ ENV_ARGUMENTS = (
 )
 RESET_OPTIONS = ("world", "setup")
 #: Opt-in extra sensors (``sensors=``): what a real cell's drivers report beyond joint encoders.
-SENSORS = ("arm_torque", "finger_current")
+SENSORS = ("arm_torque", "finger_current", "object_visible")
+# Child of an episode's root seed sequence that seeds the object estimator (children 0-3: layout, physics,
+# sensors, extra sensors), so the estimator's draws never shift another stream.
+_PERCEPTION_STREAM = 4
 SETUP_KEYS = ("objects", "belt", "arm_qpos")
 SETUP_OBJECT_KEYS = ("category", "position", "yaw")
 # Where parked object slots rest (world frame, m): on the floor behind the robot, out of its reach.
@@ -242,6 +246,11 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         if isinstance(sensors, str) or not all(isinstance(k, str) and k in SENSORS for k in sensors):
             raise ValueError(f"sensors must be a sequence of sensor names from {list(SENSORS)}, got {sensors!r}")
         self.sensors: tuple[str, ...] = tuple(k for k in SENSORS if k in sensors)
+        if "object_visible" in self.sensors and obs_mode == "rgb":
+            raise ValueError(
+                "sensor 'object_visible' reports the object estimator's visibility, which obs_mode='rgb' does not "
+                "use: choose obs_mode 'state' or 'state+rgb', or drop the sensor"
+            )
         if not isinstance(demonstrator, str):
             raise TypeError(f"demonstrator must be the name of a registered demonstrator, got {demonstrator!r}")
         self.episode_steps = int(episode_steps)
@@ -323,6 +332,13 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._extra_noise = {"arm_torque": w.arm_torque_noise, "finger_current": w.finger_current_noise}
         self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
         self._offset = bool(np.any(self._pos_offset != 0))
+        self._perception = self._make_perception()
+        if self._perception is not None:
+            # The estimator perceives the objects (its noise, offset and delay): the sensor stream still draws
+            # the same amount, with zero scale on the objects.
+            self._noise_scale[-6 * n :] = 0.0
+            self._noisy = bool(np.any(self._noise_scale > 0))
+            self._offset = False
         self._finger_scale = finger_scale(self.scene)
         # Observation reads: the joint and object keys from qpos in one fancy-indexing read, those from qvel in
         # another (``_get_obs`` hands out slices of the two).
@@ -447,6 +463,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             keys["arm_torque"] = box(7)
         if "finger_current" in self.sensors:
             keys["finger_current"] = box(len(C.HAND_JOINTS))
+        if "object_visible" in self.sensors:
+            keys["object_visible"] = box(n, 0.0, 1.0)
         if self.obs_mode in ("rgb", "state+rgb"):
             s = self.image_size
             for k in IMAGE_KEYS:
@@ -467,6 +485,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self.set_world(options["world"])
         # One draw from np_random seeds the episode's three streams (see "Starting State").
         entropy = int(self.np_random.integers(0, 2**63))
+        self._episode_entropy = entropy  # subclasses seed streams of their own from it (the lab's effects)
         root = np.random.SeedSequence(entropy)
         layout_seq, physics_seq, sensor_seq = root.spawn(3)
         self._layout_rng = np.random.default_rng(layout_seq)
@@ -474,6 +493,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._sensor_rng = np.random.default_rng(sensor_seq)
         if self.sensors:  # a fourth stream, so the extra sensors never shift the other three
             self._extra_sensor_rng = np.random.default_rng(root.spawn(1)[0])
+        if self._perception is not None:
+            self._perception_rng = np.random.default_rng(
+                np.random.SeedSequence(entropy, spawn_key=(_PERCEPTION_STREAM,))
+            )
 
         m, d, s = self._model, self._data, self.scene
         mujoco.mj_resetData(m, d)
@@ -520,6 +543,10 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             values = np.full((int(m.actuator_history[act, 0]), 1), d.ctrl[act])
             mujoco.mj_initCtrlHistory(m, d, int(act), None, values)
         mujoco.mj_forward(m, d)
+        if self._perception is not None:
+            self._perception.reset(
+                d.qpos[s.object_pos_idx], d.qpos[s.object_quat_idx], d.qvel[s.object_vel_idx], d.site_xpos[s.tcp_site]
+            )
 
         self._geom = self._geometry()
         self._judge = rules_mod.Judge(self._geom, self.rules)
@@ -672,6 +699,24 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         """(mass scale, friction scale) of object ``i`` this episode: 1 in a simulator, which has one value per
         category (the lab varies objects around it, from the physics stream)."""
         return 1.0, 1.0
+
+    def _perception_cameras(self) -> tuple[PerceptionCamera, ...] | None:
+        """The cameras the object estimator sees through, or None: in a simulator, the scene camera, and only
+        when the world has a non-nominal estimator (``WorldParams.perceives``).  A lab may have its own."""
+        return None
+
+    def _perception_jitter(self) -> float:
+        """Standard deviation of the estimator's per-frame delay variation, s (0 in a simulator)."""
+        return 0.0
+
+    def _make_perception(self) -> ObjectEstimator | None:
+        cameras = self._perception_cameras()
+        if cameras is None:
+            if not self._world.perceives:
+                return None
+            position = self._model.camera(C.SCENE_CAMERA).pos
+            cameras = (PerceptionCamera(position=(float(position[0]), float(position[1]), float(position[2]))),)
+        return ObjectEstimator(self._world, cameras, self.dt, self.num_objects, self._perception_jitter())
 
     def _command_gain(self) -> np.ndarray | float:
         """Scale of the executed arm joint displacement relative to the one commanded (1 in the sim)."""
@@ -836,6 +881,21 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._add_sensor_noise(obs, state)
         if self._offset and state:
             obs["object_pos"] += self._pos_offset
+        if self._perception is not None and state:
+            seen = self._perception.observe(
+                obs["object_pos"],
+                obs["object_quat"],
+                obs["object_vel"],
+                self._tcp_xpos,
+                self._one_hot,
+                self._perception_rng,
+            )
+            visible = seen.pop("object_visible")
+            obs.update(seen)
+            if "object_visible" in self.sensors:
+                obs["object_visible"] = visible
+        elif "object_visible" in self.sensors and state:
+            obs["object_visible"] = np.ones(self.num_objects, dtype=np.float32)  # exact perception sees everything
         if self.sensors:
             self._add_extra_sensors(obs)
         if self.obs_mode != "state":

@@ -50,7 +50,7 @@ from r2s2r_envs.safe_json import (
     plain_json,
     with_content_hash,
 )
-from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams
+from r2s2r_envs.world.params import FIELD_BOUNDS, PERCEPTION_FIELDS, WorldParams
 
 #: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
 GROUNDING_SCHEMA_VERSION = 2
@@ -376,14 +376,16 @@ def validate_grounding(data: Any, *, where: str = "grounding") -> None:
 def _check_semantics(data: Mapping[str, Any], where: str) -> None:
     fields = WorldParams.field_names()
     world = data["world"]
-    missing = [f for f in fields if f not in world]
+    # The estimator's fields (added in 0.3) appear only where not nominal: a file without them grounds a world that
+    # perceives exactly (docs/grounding.md#the-grounding-file).
+    missing = [f for f in fields if f not in world and f not in PERCEPTION_FIELDS]
     unknown = sorted(set(world) - set(fields))
     if unknown:
         raise GroundingFileError(f"{where}: world has unknown field(s) {unknown}; WorldParams fields: {list(fields)}")
     if missing:
         raise GroundingFileError(
             f"{where}: world lacks field(s) {missing}; a grounding file lists every WorldParams field (fields not "
-            "identified at their nominal value)"
+            "identified at their nominal value; the estimator's fields only where not nominal)"
         )
     try:
         params = WorldParams.from_dict(world)

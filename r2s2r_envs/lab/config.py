@@ -55,11 +55,20 @@ class UnmodeledEffects:
             (0.1 = 10 %); drawn per object and episode (real parts differ from piece to piece; a simulator has
             one mass per category).
         object_friction_variation: Same for each object's friction coefficient, relative.
+        late_command_probability: Chance that a command reaches the robot one control period late, per control
+            step (0-0.5): the robot holds its last command for that period and executes the late one with the
+            next (a task-space step is not lost, it comes late).  Ref: a 20 Hz command stream over a
+            non-real-time network misses its slot a few percent of the time.
+        finger_backlash: Dead band of each finger joint's position command, rad (0-0.1): a target moves only
+            once the command leaves the band, so a reversal waits and a grip squeezes that much less.  Ref: the
+            gear backlash and tendon slack of a low-cost dexterous hand, a few hundredths of a radian.
     """
 
     arm_command_gain: tuple[float, ...] = (1.0,) * N_ARM_JOINTS
     object_mass_variation: float = 0.0
     object_friction_variation: float = 0.0
+    late_command_probability: float = 0.0
+    finger_backlash: float = 0.0
 
     def __post_init__(self) -> None:
         for name, bound in _EFFECT_BOUNDS.items():
@@ -129,7 +138,123 @@ _EFFECT_BOUNDS: dict[str, Bound] = {
     "arm_command_gain": Bound(length=N_ARM_JOINTS, strict=True, maximum=2.0),
     "object_mass_variation": Bound(maximum=0.3),
     "object_friction_variation": Bound(maximum=0.3),
+    "late_command_probability": Bound(maximum=0.5),
+    "finger_backlash": Bound(maximum=0.1),
 }
+# Effects added in 0.3: written only when on, so a lab without them keeps its dict and hash.
+_NEW_EFFECTS = {"late_command_probability": 0.0, "finger_backlash": 0.0}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LabCamera:
+    """One camera of the lab's object estimator (docs/lab.md#perception).
+
+    Attributes:
+        name: The camera's name (for messages and docs).
+        position: Where it is, m (world frame).
+        rotation_error: Its extrinsic calibration error, a rotation about its centre as a rotation vector,
+            rad (each within +-0.05).  Ref: hand-eye calibration is good to about half a degree (0.009 rad).
+        translation_error: Its extrinsic calibration error, a translation, m (each within +-0.05).
+    """
+
+    name: str
+    position: tuple[float, float, float]
+    rotation_error: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    translation_error: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"lab perception camera name must be a non-empty string, got {self.name!r}")
+        where = f"lab perception camera {self.name!r}"
+        for field, bound in _CAMERA_BOUNDS.items():
+            object.__setattr__(self, field, check_number(where, field, getattr(self, field), bound))
+
+
+_CAMERA_BOUNDS: dict[str, Bound] = {
+    "position": Bound(length=3, minimum=-3.0, maximum=3.0),  # m: within the room
+    "rotation_error": Bound(length=3, minimum=-0.05, maximum=0.05),  # rad
+    "translation_error": Bound(length=3, minimum=-0.05, maximum=0.05),  # m
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LabPerception:
+    """How the lab's cameras see its objects, beyond what a simulator's one-camera estimator models
+    (``envs.perception``; the delay, noise, dropout and occlusion radius are world fields).
+
+    Attributes:
+        cameras: The cameras the lab's estimator fuses, each with its own calibration error (empty: the scene
+            camera alone, as in a simulator).  An object is the mean of the cameras that see it, so its error
+            changes where the hand hides it from one camera.  At most 4.
+        delay_jitter: Standard deviation of the estimate's per-frame delay variation, s (0-0.05).  Ref: pose
+            estimators on a shared GPU vary by a frame or so.
+    """
+
+    cameras: tuple[LabCamera, ...] = ()
+    delay_jitter: float = 0.0
+
+    def __post_init__(self) -> None:
+        cameras = self.cameras
+        if isinstance(cameras, (str, bytes, Mapping)) or not isinstance(cameras, (list, tuple)) or len(cameras) > 4:
+            raise TypeError(
+                f"lab perception.cameras must be a list of at most 4 cameras ({{'name', 'position', "
+                f"'rotation_error', 'translation_error'}}), got {cameras!r}"
+            )
+        parsed = tuple(c if isinstance(c, LabCamera) else replace_checked_camera(c) for c in cameras)
+        object.__setattr__(self, "cameras", parsed)
+        jitter = check_number("lab perception", "delay_jitter", self.delay_jitter, Bound(maximum=0.05))
+        object.__setattr__(self, "delay_jitter", jitter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cameras": [
+                {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(c).items()}
+                for c in self.cameras
+            ],
+            "delay_jitter": self.delay_jitter,
+        }
+
+
+def replace_checked_camera(raw: Any) -> LabCamera:
+    """A ``LabCamera`` from a mapping, naming the valid keys when one is unknown or missing."""
+    valid = [f.name for f in dataclasses.fields(LabCamera)]
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"lab perception camera must be a mapping with keys {valid}, got {raw!r}")
+    unknown = sorted(set(raw) - set(valid))
+    missing = [k for k in ("name", "position") if k not in raw]
+    if unknown or missing:
+        raise KeyError(f"lab perception camera: unknown key(s) {unknown}, missing key(s) {missing}; keys: {valid}")
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    return LabCamera(**values)
+
+
+_TIMECONST = Bound(maximum=0.1)  # s
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LabContact:
+    """Contact physics of the lab's objects that no simulator parameter expresses (docs/lab.md#contact).
+
+    Attributes:
+        object_timeconst: Time constant of the objects' contacts, s (0: the simulator's, MuJoCo's 0.02 s;
+            else 0.004-0.1).  Larger is softer: real parts and rubber pads give more than rigid bodies.
+        rolling_friction: Rolling friction of the objects, m (0: none, as the simulator; else up to 0.01):
+            real parts do not roll freely on a belt or in a hand.
+    """
+
+    object_timeconst: float = 0.0
+    rolling_friction: float = 0.0
+
+    def __post_init__(self) -> None:
+        timeconst = float(check_number("lab contact", "object_timeconst", self.object_timeconst, _TIMECONST))  # type: ignore[arg-type]
+        if 0.0 < timeconst < 0.004:
+            raise ValueError(
+                f"lab contact.object_timeconst must be 0 (the simulator's) or within [0.004, 0.1] s (at least twice "
+                f"the physics step), got {timeconst!r}"
+            )
+        object.__setattr__(self, "object_timeconst", timeconst)
+        rolling = check_number("lab contact", "rolling_friction", self.rolling_friction, Bound(maximum=0.01))
+        object.__setattr__(self, "rolling_friction", rolling)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -195,6 +320,8 @@ class LabConfig:
         effects: What no simulator parameter expresses.
         operator: The style of the person who makes the lab's demonstrations.
         interface: Faults of the robot interface (none by default).
+        perception: The lab's cameras and delay jitter (default: the scene camera alone, no jitter).
+        contact: Contact physics of the lab's objects (default: the simulator's).
     """
 
     name: str
@@ -202,13 +329,23 @@ class LabConfig:
     effects: UnmodeledEffects
     operator: OperatorStyle = OperatorStyle()
     interface: InterfaceFaults = InterfaceFaults()
+    perception: LabPerception = LabPerception()
+    contact: LabContact = LabContact()
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form.  ``interface`` appears only when a fault is on, so a lab without interface
         faults has the dict (and the hash) it had before interface faults existed."""
         effects = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.effects).items()}
+        for key, off in _NEW_EFFECTS.items():
+            if effects[key] == off:
+                del effects[key]
         operator = dataclasses.asdict(self.operator)
         out = {"name": self.name, "world": self.world.to_dict(), "effects": effects, "operator": operator}
+        # Sections added in 0.3 appear only when they differ from the default, like ``interface``.
+        if self.perception != LabPerception():
+            out["perception"] = self.perception.to_dict()
+        if self.contact != LabContact():
+            out["contact"] = dataclasses.asdict(self.contact)
         if self.interface.faulty:
             out["interface"] = {
                 k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.interface).items()
@@ -225,7 +362,7 @@ class LabConfig:
         return {"name": self.name, "config_sha256": self.sha256()}
 
 
-_TOP_KEYS = ("name", "world", "effects", "operator", "interface")
+_TOP_KEYS = ("name", "world", "effects", "operator", "interface", "perception", "contact")
 # A lab file must have these; a file without "operator" (written before the operator existed) gets the default one,
 # one without "interface" a fault-free interface.
 _REQUIRED_KEYS = ("name", "world", "effects")
@@ -320,6 +457,8 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
             effects=_effects(raw["effects"], UnmodeledEffects()),
             operator=replace_checked(OperatorStyle(), raw.get("operator", {}), "lab operator"),
             interface=replace_checked(InterfaceFaults(), raw.get("interface", {}), "lab interface"),
+            perception=_perception(raw.get("perception", {}), LabPerception()),
+            contact=replace_checked(LabContact(), raw.get("contact", {}), "lab contact"),
         )
     return LabConfig(
         name=raw.get("name", f"{base.name}+overrides"),
@@ -327,7 +466,15 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
         effects=_effects(raw.get("effects", {}), base.effects),
         operator=replace_checked(base.operator, raw.get("operator", {}), "lab operator"),
         interface=replace_checked(base.interface, raw.get("interface", {}), "lab interface"),
+        perception=_perception(raw.get("perception", {}), base.perception),
+        contact=replace_checked(base.contact, raw.get("contact", {}), "lab contact"),
     )
+
+
+def _perception(raw: Any, base: LabPerception) -> LabPerception:
+    if isinstance(raw, Mapping) and "cameras" in raw and isinstance(raw["cameras"], list):
+        raw = {**raw, "cameras": tuple(raw["cameras"])}
+    return replace_checked(base, raw, "lab perception")
 
 
 #: ``"draw:SEED"`` names the lab ``r2s2r_envs.lab.draw.draw_lab(SEED)`` wherever a lab is accepted.

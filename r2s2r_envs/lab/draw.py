@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.world.params import WorldParams, nominal
+from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
 
 #: World fields: ``("uniform", low, high)`` draws the value; ``("scale", low, high)`` multiplies each nominal value
-#: by its own uniform draw; ``("offset", high)`` draws each axis in ``[-high, high]``.  Every ``WorldParams`` field
+#: by its own uniform draw; ``("offset", high)`` draws each axis in ``[-high, high]``; ``("nominal",)`` keeps the
+#: nominal value and draws nothing.  Every ``WorldParams`` field
 #: appears, in the order the values are drawn.
 WORLD_DRAW: dict[str, tuple[Any, ...]] = {
     "belt_speed": ("uniform", 0.06, 0.12),  # m/s
@@ -53,6 +54,8 @@ WORLD_DRAW: dict[str, tuple[Any, ...]] = {
     "object_pos_offset": ("offset", (0.01, 0.01, 0.005)),  # m, per axis
     "arm_torque_noise": ("uniform", 0.01, 0.1),
     "finger_current_noise": ("uniform", 0.002, 0.01),
+    # The object estimator (docs/lab.md#perception): drawn labs perceive exactly until the drawn ranges of lab v3.
+    **{field: ("nominal",) for field in PERCEPTION_FIELDS},
 }
 #: Unmodeled effects: ``arm_command_gain`` per arm joint, the variations one value each.
 EFFECT_DRAW: dict[str, tuple[float, float]] = {
@@ -97,8 +100,9 @@ def draw_lab(seed: int, *, name: str | None = None, operator: bool = True) -> di
             world[field] = float(u(*args))
         elif kind == "scale":
             world[field] = [float(v * u(*args)) for v in getattr(base, field)]
-        else:  # offset
+        elif kind == "offset":
             world[field] = [float(u(-h, h)) for h in args[0]]
+        # "nominal": not written (the world's nominal value)
     low, high = EFFECT_DRAW["arm_command_gain"]
     effects: dict[str, Any] = {"arm_command_gain": [float(u(low, high)) for _ in range(_ARM_JOINTS)]}
     effects.update({k: float(u(*r)) for k, r in EFFECT_DRAW.items() if k != "arm_command_gain"})

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 
 from r2s2r_envs.envs.file_arguments import FileArgument
+from r2s2r_envs.envs.perception import PerceptionCamera
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import InterfaceFaults, LabConfig, available_labs, load_lab
 from r2s2r_envs.world.params import Bound, check_number
@@ -32,6 +33,8 @@ from r2s2r_envs.world.params import Bound, check_number
 #: parameters (a dataset names the lab by name and config hash; an inline lab is withheld from every file).
 LAB_FILE = FileArgument(kind="lab config", shipped=available_labs, check=None, inline="a dict of lab config fields")
 
+# Child of an episode's root seed sequence that seeds the lab's own effects (late commands); 0-4 are the env's.
+_EFFECTS_STREAM = 5
 # Readings indexed by arm joint, which the interface's joint order applies to.
 _ARM_JOINT_KEYS = ("arm_qpos", "arm_qvel", "arm_torque")
 _IMAGE_KEYS = ("scene_image", "wrist_image")
@@ -61,6 +64,12 @@ class LabEnv(PickSortEnv):
             )
         self._lab = load_lab(lab)
         self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
+        self._late_probability = self._lab.effects.late_command_probability
+        self._backlash = self._lab.effects.finger_backlash
+        self._late: np.ndarray | None = None  # a command that came late, executed with the next one
+        self._held: np.ndarray | None = None  # the last command the robot executed
+        self._finger_executed: np.ndarray | None = None  # finger targets after the backlash
+        self._effects_rng = np.random.default_rng(0)
         self._interface: InterfaceFaults | None = self._lab.interface if self._lab.interface.faulty else None
         if self._interface is not None:
             self._joint_order = np.asarray(self._interface.arm_joint_order)
@@ -107,8 +116,73 @@ class LabEnv(PickSortEnv):
         raise LabBoundaryError("the lab's world is fixed by its config: make PickSort-Real-v0 with another 'lab'")
 
     # ------------------------------------------------------------------ unmodeled effects
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        out = super().reset(seed=seed, options=options)
+        seq = np.random.SeedSequence(self._episode_entropy, spawn_key=(_EFFECTS_STREAM,))
+        self._effects_rng = np.random.default_rng(seq)
+        self._late = self._held = None
+        s = self.scene
+        self._finger_executed = self._ctrl[s.hand_u].copy() if self._backlash > 0.0 else None
+        return out
+
+    def _resolve(self) -> None:
+        super()._resolve()
+        contact = self._lab.contact
+        geoms = self.scene.object_geoms.reshape(-1)
+        if contact.object_timeconst > 0.0:
+            self._model.geom_solref[geoms, 0] = contact.object_timeconst
+        if contact.rolling_friction > 0.0:
+            self._model.geom_condim[geoms] = 6
+            self._model.geom_friction[geoms, 2] = contact.rolling_friction
+
+    def _perception_cameras(self) -> tuple[PerceptionCamera, ...] | None:
+        cameras = self._lab.perception.cameras
+        if not cameras:
+            return None
+        return tuple(
+            PerceptionCamera(
+                position=c.position, rotation_error=c.rotation_error, translation_error=c.translation_error
+            )
+            for c in cameras
+        )
+
+    def _perception_jitter(self) -> float:
+        return self._lab.perception.delay_jitter
+
     def _command_gain(self) -> np.ndarray:
         return self._arm_command_gain
+
+    def _late_command(self, a: np.ndarray) -> np.ndarray:
+        """The command the robot executes this period, when commands can come late (``late_command_probability``):
+        a late one leaves the last command in force (no new task-space step) and joins the next."""
+        if self._late is not None:
+            if self.control_mode == "task":
+                a = a.copy()
+                a[:6] += self._late[:6]  # the late step, and this one
+            self._late = None
+        if self._effects_rng.random() < self._late_probability:
+            self._late = a
+            held = self._held if self._held is not None else a
+            hold = held.copy()
+            if self.control_mode == "task":
+                hold[:6] = 0.0  # no new step: the controller keeps its target
+            return hold
+        self._held = a
+        return a
+
+    def _apply_backlash(self) -> None:
+        """Finger targets through a dead band of ``finger_backlash`` rad: each moves only once the command leaves
+        the band around it."""
+        s, b = self.scene, self._backlash
+        executed = self._finger_executed
+        command = self._ctrl[s.hand_u]
+        if executed is None:
+            executed = command.copy()
+        executed = np.clip(executed, command - b, command + b)
+        self._finger_executed = executed
+        self._ctrl[s.hand_u] = executed
 
     def _object_physics(self, i: int, category: int) -> tuple[float, float]:
         fx = self._lab.effects
@@ -128,7 +202,11 @@ class LabEnv(PickSortEnv):
                 a[:6] *= fault.task_action_scale  # the controller takes steps beyond +-1 as they come
             elif self._permuted:
                 a[self._joint_order] = a[: len(self._joint_order)].copy()  # command i drives joint order[i]
+        if self._late_probability > 0.0:
+            a = self._late_command(a)
         super()._apply_action(a)
+        if self._backlash > 0.0:
+            self._apply_backlash()
 
     def _get_obs(self) -> dict[str, np.ndarray]:
         obs = super()._get_obs()

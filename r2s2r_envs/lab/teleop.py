@@ -233,6 +233,11 @@ class Teleoperator:
         self._a = np.zeros(3)
         self._history: list[np.ndarray] = []  # intended positions of the last steps (for the lag compensation)
         self._est: np.ndarray | None = None  # object position and velocity estimates
+        self._last_meas: np.ndarray | None = None  # the last perceived positions (to tell a held estimate)
+        self._category_votes: np.ndarray | None = None  # per object, how often each category was seen
+        self._belt_pace: float | None = None  # the belt's velocity along y as seen on the objects, m/s
+        self._carried_unseen = False  # whether the hand hid the object it carries when the carry began
+        self._seen = np.ones(0, dtype=bool)  # which objects the estimator sees this step
         self._vel: np.ndarray | None = None
         self._yaw: float | None = None
         self._fingers = self._open.copy()
@@ -245,11 +250,12 @@ class Teleoperator:
         h, cal = self.habits, self.calibration
         tcp = obs["eef_pos"].astype(float)
         meas = obs["object_pos"].reshape(-1, 3).astype(float)
-        self._watch(meas)
+        self._seen = self._visibility(obs, meas)
+        self._watch(meas, tcp)
         if self._x is None:
             self._x = tcp.copy()
             self._tcp_prev = tcp
-        cats = obs["object_category"].reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
+        cats = self._categories(obs)
         lead = cal.lag_steps * self.dt
         self._timer += self.dt
         self._t += 1
@@ -297,19 +303,24 @@ class Teleoperator:
             elif phase == "lift":
                 goal = np.array([self._x[0], self._x[1], h.lift_height])
                 tau = max(self._duration - self._timer, 0.0)
-                if self._timer > 0.3 and not self._holding(tcp, meas[i]):
+                if self._timer > 0.3 and not self._holding(tcp, meas, i):
                     self._fail_grasp(i)
                 elif tau <= 0.0 or self._timer > 0.3 and tcp[2] > self._grasp_z + h.clear_height:
                     self._begin_carry(cat)  # clear of the belt: blend into the carry
             elif phase == "carry":
                 goal = self._release_point(cat)
                 tau = max(self._duration - self._timer, 0.0)
-                if not self._holding(tcp, meas[i]):
-                    self._done.add(i)
-                    self._target = None
-                    self._begin("idle")
+                if not self._holding(tcp, meas, i):
+                    if self._carried_unseen and self._attemptable(i):
+                        # The hand hid the object as it lifted; now it is seen back on the belt: it never came up.
+                        self._fail_grasp(i)
+                    else:
+                        self._done.add(i)
+                        self._target = None
+                        self._begin("idle")
                 else:
-                    self._log.append((self._grasps, int(cats[i]), tcp.copy(), meas[i].copy(), self._yaw))
+                    if self._seen[i]:  # a hand that hides what it holds teaches nothing about the camera
+                        self._log.append((self._grasps, int(cats[i]), tcp.copy(), meas[i].copy(), self._yaw))
                     # "place" brings the object down into the bin and opens once the hand is there and slow.
                     near = 0.03 if self.style.release == "drop" else 0.015
                     arrived = tau <= 0.0 and np.linalg.norm(goal - tcp) < near or self._timer > self._duration + 1.0
@@ -347,8 +358,33 @@ class Teleoperator:
         return self._est, self._vel
 
     # ------------------------------------------------------------------ watching the objects
-    def _watch(self, meas: np.ndarray) -> None:
-        """Alpha-beta filter on the perceived positions (corrected by the learned camera offset)."""
+    def _visibility(self, obs: dict[str, np.ndarray], meas: np.ndarray) -> np.ndarray:
+        """Which objects the cell's estimator sees this step: its ``object_visible`` key where the env reports it;
+        else an estimate that repeats the last one exactly is one the estimator holds (a seen object's noisy
+        estimate never repeats)."""
+        if "object_visible" in obs:
+            seen = np.asarray(obs["object_visible"]) > 0.5
+        elif self._last_meas is None:
+            seen = np.ones(len(meas), dtype=bool)
+        else:
+            seen = np.any(meas != self._last_meas, axis=1)
+        self._last_meas = meas.copy()
+        return seen
+
+    def _categories(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """Each object's category: the colour most often seen on it so far this episode (an estimator that
+        confuses a colour now and then does not fool a person watching the object)."""
+        seen = obs["object_category"].reshape(-1, len(C.CATEGORIES)) * self._seen[:, None]
+        self._category_votes = seen if self._category_votes is None else self._category_votes + seen
+        return self._category_votes.argmax(axis=1)
+
+    def _in_hand(self, i: int) -> bool:
+        """Whether object ``i`` is the one the hand closes on or carries."""
+        return i == self._target and self._phase in ("close", "adjust", "lift", "carry", "release")
+
+    def _watch(self, meas: np.ndarray, tcp: np.ndarray) -> None:
+        """Alpha-beta filter on the perceived positions (corrected by the learned camera offset).  An object the
+        estimator does not see coasts on its track, or, once the hand closes on it, goes where the hand goes."""
         h = self.habits
         meas = meas.copy()
         meas[:, :2] -= self.calibration.perception_offset
@@ -358,11 +394,26 @@ class Teleoperator:
         pred = self._est + self._vel * self.dt
         r = meas - pred
         jumped = np.abs(r).max(axis=1) > 0.05  # picked up or knocked: start that object's track again
-        self._est = pred + h.filter_alpha * r
-        self._vel = self._vel + (h.filter_beta / self.dt) * r
-        if jumped.any():
-            self._est[jumped] = meas[jumped]
-            self._vel[jumped] = 0.0
+        est = pred + h.filter_alpha * r
+        vel = self._vel + (h.filter_beta / self.dt) * r
+        est[jumped], vel[jumped] = meas[jumped], 0.0
+        # A person expects a hidden object to ride on with the belt, at the pace seen on the objects it carries.
+        riding = [k for k in range(len(est)) if self._seen[k] and self._on_belt(est[k]) and not self._in_hand(k)]
+        if riding:
+            pace = float(np.mean(vel[riding, 1]))
+            self._belt_pace = pace if self._belt_pace is None else self._belt_pace + 0.05 * (pace - self._belt_pace)
+        hidden = ~self._seen
+        if hidden.any():
+            previous, previous_vel = self._tracks
+            for k in np.flatnonzero(hidden):
+                if self._in_hand(int(k)):
+                    est[k], vel[k] = tcp - (0.0, 0.0, self.habits.grasp_offset), 0.0
+                else:
+                    belt = (
+                        np.array([0.0, self._belt_pace or 0.0, 0.0]) if self._on_belt(previous[k]) else previous_vel[k]
+                    )
+                    est[k], vel[k] = previous[k] + belt * self.dt, belt
+        self._est, self._vel = est, vel
 
     def _on_belt(self, p: np.ndarray) -> bool:
         lay = self.layout
@@ -541,8 +592,9 @@ class Teleoperator:
                     q[_CURL_JOINTS[digit]] += _CURL[digit] * squeeze
         return self._finger_command(q)
 
-    def _holding(self, tcp: np.ndarray, p: np.ndarray) -> bool:
-        return float(np.linalg.norm(p - tcp)) < self.habits.lost_distance
+    def _holding(self, tcp: np.ndarray, meas: np.ndarray, i: int) -> bool:
+        """Whether the hand still has object ``i``: the object is seen near it, or the hand hides it."""
+        return not self._seen[i] or float(np.linalg.norm(meas[i] - tcp)) < self.habits.lost_distance
 
     def _fail_grasp(self, i: int) -> None:
         """The object did not come up with the hand: open, and try again while it is within reach."""
@@ -559,6 +611,7 @@ class Teleoperator:
     def _begin_carry(self, cat: str) -> None:
         goal = self._release_point(cat)
         self._grasps += 1
+        self._carried_unseen = not self._seen[self._target] if self._target is not None else False
         self._begin("carry")
         self._duration = self._movement_time(float(np.linalg.norm(goal - self._x)), self.habits.carry_peak_speed)
 
@@ -636,20 +689,20 @@ def practise(env: gym.Env, style: OperatorStyle, episodes: int, reference: gym.E
     reference_lag = habit
     if reference is not None:
         runs = [_rehearse(reference, style, Calibration(), seed) for seed in seeds]
-        samples = [x for _, run in runs for x in run]
+        samples = [x for run in runs for x in run.carried]
         for cat in {c for c, _, _ in samples}:
             in_hand[cat] = float(np.mean([d for c, _, d in samples if c == cat]))
-        seen = [lag for lag, _ in runs if lag is not None]
+        seen = [run.lag for run in runs if run.lag is not None]
         reference_lag = int(round(float(np.median(seen)))) if seen else habit
     calibration = Calibration()
     lags: list[int] = []
     axes: list[np.ndarray] = []
     offsets: list[float] = []
     for k, seed in enumerate(seeds):
-        lag, samples = _rehearse(env, style, calibration, seed)
-        if lag is not None:
-            lags.append(lag)
-        for cat, axis, along in samples:
+        run = _rehearse(env, style, calibration, seed)
+        if run.lag is not None:
+            lags.append(run.lag)
+        for cat, axis, along in run.carried:
             if cat in in_hand:
                 axes.append(axis)
                 offsets.append(along - in_hand[cat])
@@ -662,11 +715,22 @@ def practise(env: gym.Env, style: OperatorStyle, episodes: int, reference: gym.E
     return calibration
 
 
-def _rehearse(
-    env: gym.Env, style: OperatorStyle, calibration: Calibration, seed: tuple[int, int]
-) -> tuple[int | None, list[tuple[int, np.ndarray, float]]]:
-    """One practice episode: the lag it showed (None if too short to tell), and (category, pinch axis, perceived
-    offset along it) of every object it carried."""
+@dataclasses.dataclass(frozen=True)
+class _Rehearsal:
+    """What one practice episode showed.
+
+    Attributes:
+        lag: Steps by which the measured hand trailed the intended path (None: too short to tell).
+        carried: (category, pinch axis, perceived offset along it, m) of every object carried in sight (a hand
+            that hides what it holds gives none: the operator then keeps its simulator habit, no offset).
+    """
+
+    lag: int | None
+    carried: list[tuple[int, np.ndarray, float]]
+
+
+def _rehearse(env: gym.Env, style: OperatorStyle, calibration: Calibration, seed: tuple[int, int]) -> _Rehearsal:
+    """One practice episode (see ``_Rehearsal``)."""
     settings = {} if isinstance(env.unwrapped, LabEnv) else dataclasses.asdict(style)  # the lab knows its operator
     operator = Teleoperator(env, calibration=calibration, **settings)
     obs, _ = env.reset(seed=seed[0])
@@ -686,7 +750,7 @@ def _rehearse(
         axis = np.array([math.cos(yaw), math.sin(yaw)])
         along = np.median([float(axis @ (seen[:2] - tcp[:2])) for _, _, tcp, seen, _ in steps])
         samples.append((cat, axis, float(along)))
-    return _best_lag(np.array(intended), np.array(measured)), samples
+    return _Rehearsal(_best_lag(np.array(intended), np.array(measured)), samples)
 
 
 def _offset_estimate(axes: np.ndarray, along: np.ndarray, prior: float = 1.0) -> tuple[float, float]:

@@ -132,6 +132,27 @@ class WorldParams:
             ``arm_torque`` sensor), N*m.  Ref: spec sheet assumes perfect torque sensors.
         finger_current_noise: Standard deviation of white noise on the finger servos' measured effort (the
             opt-in ``finger_current`` sensor, expressed as joint torque), N*m.  Ref: spec sheet assumes none.
+
+    The camera-based object estimator (``envs.perception``; docs/task.md#perception).  All zero in the nominal
+    world (perception is exact there); a world with any of them non-zero runs the estimator, which then also
+    applies ``object_pos_noise``, ``object_vel_noise`` and ``object_pos_offset``:
+
+        perception_delay: Age of the object estimates, s (the image's exposure to the pose reaching the robot).
+            Ref: camera-based pose tracking in a real cell reports 60-100 ms.
+        object_pos_noise_speed: Extra standard deviation of the perceived position per unit object speed, s
+            (m per m/s: motion blur and rolling shutter).
+        object_pos_noise_occlusion: Extra standard deviation of the perceived position when the hand is about to
+            cover the object (full at ``hand_occlusion_radius``, none beyond twice it), m.
+        object_pos_rotation: Extrinsic rotation error of the perception camera about its own centre, as a rotation
+            vector (x, y, z), rad: with ``object_pos_offset`` it makes the calibration error depend on where the
+            object is.  Ref: a hand-eye calibration is good to about half a degree.
+        object_quat_noise: Standard deviation of the perceived orientation's error about each axis, rad.
+        object_dropout: Chance per object and control step that the estimator misses a visible object
+            (probability).
+        category_confusion: Chance per object and control step that the estimator reports another category
+            (probability).
+        hand_occlusion_radius: Radius around the TCP within which the hand hides an object from the camera, m
+            (0: the hand hides nothing).  A hidden object keeps its last estimate and reads as not visible.
     """
 
     belt_speed: float = 0.08
@@ -158,6 +179,14 @@ class WorldParams:
     object_pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
     arm_torque_noise: float = 0.0
     finger_current_noise: float = 0.0
+    perception_delay: float = 0.0
+    object_pos_noise_speed: float = 0.0
+    object_pos_noise_occlusion: float = 0.0
+    object_pos_rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    object_quat_noise: float = 0.0
+    object_dropout: float = 0.0
+    category_confusion: float = 0.0
+    hand_occlusion_radius: float = 0.0
 
     def __post_init__(self) -> None:
         for name, bound in FIELD_BOUNDS.items():
@@ -169,8 +198,19 @@ class WorldParams:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serializable dict of all parameters (tuples become lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        """JSON-serializable dict of the parameters (tuples become lists).  The estimator's fields
+        (``PERCEPTION_FIELDS``, added in 0.3) appear only where they differ from nominal, so a world without them
+        has the dict, and the hash, it had before they existed."""
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        for name in PERCEPTION_FIELDS:
+            if getattr(self, name) == _NOMINAL_PERCEPTION[name]:
+                del out[name]
+        return out
+
+    @property
+    def perceives(self) -> bool:
+        """Whether objects are seen through the camera-based estimator (any ``PERCEPTION_FIELDS`` non-nominal)."""
+        return any(getattr(self, name) != _NOMINAL_PERCEPTION[name] for name in PERCEPTION_FIELDS)
 
     def sha256(self) -> str:
         """SHA-256 of the canonical JSON of all parameters: equal worlds, equal hashes."""
@@ -234,6 +274,16 @@ FIELD_BOUNDS: dict[str, Bound] = {
     "object_pos_offset": Bound(length=3, minimum=-0.1, maximum=0.1),  # m
     "arm_torque_noise": Bound(maximum=10.0),  # N*m
     "finger_current_noise": Bound(maximum=1.0),  # N*m
+    # Ref: a pose estimate older than half a second is useless on a moving belt.
+    "perception_delay": Bound(maximum=0.5),  # s
+    "object_pos_noise_speed": Bound(maximum=0.5),  # s (m per m/s)
+    "object_pos_noise_occlusion": Bound(maximum=0.05),  # m
+    # Ref: 0.1 rad (5.7 degrees) of extrinsic rotation moves the belt by 10 cm as the camera sees it.
+    "object_pos_rotation": Bound(length=3, minimum=-0.1, maximum=0.1),  # rad
+    "object_quat_noise": Bound(maximum=0.5),  # rad
+    "object_dropout": Bound(maximum=0.5),  # probability
+    "category_confusion": Bound(maximum=0.5),  # probability
+    "hand_occlusion_radius": Bound(maximum=0.2),  # m
 }
 
 #: The unit of every field, as its docstring states it (tests/test_world.py checks both agree); a new field needs
@@ -263,6 +313,14 @@ FIELD_UNITS = {
     "object_pos_offset": "m",
     "arm_torque_noise": "N*m",
     "finger_current_noise": "N*m",
+    "perception_delay": "s",
+    "object_pos_noise_speed": "s",
+    "object_pos_noise_occlusion": "m",
+    "object_pos_rotation": "rad",
+    "object_quat_noise": "rad",
+    "object_dropout": "probability",
+    "category_confusion": "probability",
+    "hand_occlusion_radius": "m",
 }
 
 #: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
@@ -275,7 +333,30 @@ SENSING_FIELDS: tuple[str, ...] = (
     "object_pos_offset",
     "arm_torque_noise",
     "finger_current_noise",
+    "perception_delay",
+    "object_pos_noise_speed",
+    "object_pos_noise_occlusion",
+    "object_pos_rotation",
+    "object_quat_noise",
+    "object_dropout",
+    "category_confusion",
+    "hand_occlusion_radius",
 )
+
+#: The camera-based estimator's fields (``envs.perception``): nominal (zero) in a world that perceives exactly.
+PERCEPTION_FIELDS: tuple[str, ...] = (
+    "perception_delay",
+    "object_pos_noise_speed",
+    "object_pos_noise_occlusion",
+    "object_pos_rotation",
+    "object_quat_noise",
+    "object_dropout",
+    "category_confusion",
+    "hand_occlusion_radius",
+)
+_NOMINAL_PERCEPTION: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(WorldParams) if f.name in PERCEPTION_FIELDS
+}
 
 
 def nominal() -> WorldParams:
