@@ -185,10 +185,12 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     steps, default 500), ``control_mode`` (``"task"`` or ``"joint"``), ``sensors`` (opt-in extra observation
     keys: ``"arm_torque"``, (7,) measured arm joint torques, N*m, as a Panda reports them; ``"finger_current"``,
     (16,) finger servo effort as joint torque, N*m; each with white noise ``WorldParams.arm_torque_noise`` /
-    ``finger_current_noise`` drawn from a fourth stream, so enabling them never changes the other observations),
-    ``condition`` (an evaluation condition of ``envs.conditions.CONDITIONS``, default ``"nominal"``: the world as
-    given; ``"fast-belt"``, ``"novel-objects"``: a documented shift applied to the world, the lab's included,
-    docs/protocol.md#conditions; a shifted env's ``provenance()`` names it).
+    ``finger_current_noise`` drawn from a fourth stream, so enabling them never changes the other observations;
+    ``"object_visible"``, (N,), 1 where the object estimator sees the object this step, 0 where it holds its last
+    estimate, all 1 without an estimator; state modes only), ``condition`` (an evaluation condition of
+    ``envs.conditions.CONDITIONS``, default ``"nominal"``: the world as given; ``"fast-belt"``,
+    ``"novel-objects"``: a documented shift applied to the world, the lab's included, docs/protocol.md#conditions;
+    a shifted env's ``provenance()`` names it).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
     ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain

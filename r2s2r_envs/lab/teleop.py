@@ -107,6 +107,8 @@ class Habits:
         max_corrections: Corrective sub-movements per reach before the operator commits anyway.
         squeeze: Thumb flexion commanded beyond touching the object, rad (the grip force).
         clear_height: Lift above the grasp height after which the carry starts (the movements blend).
+        glimpses: Last sightings of an object (control steps) from which the operator judges where it rides on
+            once the hand hides it.
     """
 
     fitts_a: float = 0.2
@@ -142,6 +144,7 @@ class Habits:
     squeeze: float = 0.2
     clear_height: float = 0.05
     max_regrasps: int = 2
+    glimpses: int = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +240,7 @@ class Teleoperator:
         self._category_votes: np.ndarray | None = None  # per object, how often each category was seen
         self._belt_pace: float | None = None  # the belt's velocity along y as seen on the objects, m/s
         self._carried_unseen = False  # whether the hand hid the object it carries when the carry began
+        self._glimpses: dict[int, list[tuple[int, np.ndarray]]] = {}  # per object, its last seen (step, position)
         self._seen = np.ones(0, dtype=bool)  # which objects the estimator sees this step
         self._vel: np.ndarray | None = None
         self._yaw: float | None = None
@@ -408,11 +412,19 @@ class Teleoperator:
             for k in np.flatnonzero(hidden):
                 if self._in_hand(int(k)):
                     est[k], vel[k] = tcp - (0.0, 0.0, self.habits.grasp_offset), 0.0
-                else:
-                    belt = (
-                        np.array([0.0, self._belt_pace or 0.0, 0.0]) if self._on_belt(previous[k]) else previous_vel[k]
-                    )
-                    est[k], vel[k] = previous[k] + belt * self.dt, belt
+                    continue
+                on_belt = self._on_belt(previous[k])
+                belt = np.array([0.0, self._belt_pace or 0.0, 0.0]) if on_belt else previous_vel[k]
+                start = previous[k]
+                if on_belt and self._glimpses.get(int(k)):
+                    # Just lost from sight: where it rides now, from the last glimpses carried on with the belt.
+                    start = np.mean([p + belt * (self._t - 1 - t) * self.dt for t, p in self._glimpses[int(k)]], axis=0)
+                    self._glimpses[int(k)] = []
+                est[k], vel[k] = start + belt * self.dt, belt
+        for k in np.flatnonzero(self._seen):
+            glimpses = self._glimpses.setdefault(int(k), [])
+            glimpses.append((self._t, meas[k].copy()))
+            del glimpses[: -self.habits.glimpses]
         self._est, self._vel = est, vel
 
     def _on_belt(self, p: np.ndarray) -> bool:
