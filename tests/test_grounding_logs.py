@@ -224,7 +224,7 @@ def test_sensor_noise_level():
 
 
 def test_bad_sensors_are_refused():
-    with pytest.raises(ValueError, match="sensor names from \\['arm_torque', 'finger_current'\\]"):
+    with pytest.raises(ValueError, match="sensor names from \\['arm_torque', 'finger_current', 'object_visible'\\]"):
         _env(sensors=("gyro",))
     with pytest.raises(ValueError, match="sensor names"):
         _env(sensors="arm_torque")

@@ -20,6 +20,14 @@ posture).  Each protocol names the ``WorldParams`` fields it exposes:
 * ``push``: the hand pushes a cube that rests on a bar along the bar; ``push_empty`` replays the same commands
   with the bar alone.  Together they expose ``object_friction`` (object against object is the only contact
   where the objects' own friction decides).
+* ``perception_static``: objects placed at spots spread over the stopped belt, robot at home.  Exposes the
+  camera's calibration (``object_pos_offset``, ``object_pos_rotation``), ``object_quat_noise``,
+  ``object_dropout`` and ``category_confusion``.
+* ``perception_moving``: objects placed at measured spots on the running belt as the log starts.  Exposes
+  ``perception_delay`` (the perceived track trails the true one by the belt speed times the delay) and
+  ``object_pos_noise_speed``.
+* ``perception_occlusion``: the open hand sweeps across the scene camera's line of sight to a placed object at
+  several distances and offsets.  Exposes ``hand_occlusion_radius`` and ``object_pos_noise_occlusion``.
 
 ``log_lab`` runs every protocol on ``gym.make("PickSort-Real-v0", lab=LAB, ...)`` and writes the logs
 (``grounding.logs``); the split into fitting and held-out runs is fixed by ``split_of``.
@@ -50,7 +58,7 @@ if TYPE_CHECKING:
     from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 LAB_ID = "PickSort-Real-v0"
-SENSORS = ("arm_torque", "finger_current")
+SENSORS = ("arm_torque", "finger_current", "object_visible")
 NUM_OBJECTS = 3
 HOME = tuple(ControlConfig().home_arm_qpos)
 
@@ -522,6 +530,132 @@ def _plans_push(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
     return plans
 
 
+# ----------------------------------------------------------------------------------------------- perception
+# Static spots: three lanes across the belt (x, m) and a spread along it (y, m); category and lane rotate
+# independently over runs (multiples of three), so the calibration's tilt (z error against x) and the object size
+# (z error against the object's height) separate.
+_LANES = (0.48, 0.55, 0.62)
+PERCEPTION_REST_START = 5  # control steps after reset before placed objects count as at rest (a 1 mm drop)
+# Where the hand crosses the scene camera's line of sight to the object: distance along the line from the
+# object (m) and offset across it (m), one per sweep: the fingertips stay well above the object.
+_SWEEPS = ((0.17, 0.0), (0.23, 0.025), (0.29, -0.04))
+_SWEEP_HALF = 0.12  # half length of a sweep, m
+_SWEEP_STEPS = 40  # control steps per sweep (0.12 m/s: the image-time hand is then within a few mm of the logged one)
+_SWEEP_GAP = 15  # control steps to move between sweeps
+
+
+def _plans_perception_static(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    count, steps = (9, 30) if quick else (12, 50)
+    plans = []
+    for k in range(count):
+        objects = []
+        for i in range(3):
+            category = C.CATEGORIES[(i + k) % 3]
+            x = _LANES[(i + 2 * k) % 3]
+            y = -0.45 + 0.38 * i + 0.11 * (k % 3) + 0.02 * (k // 3)
+            yaw = math.pi / 2 if category == "bar" else 0.0  # a bar lies along the belt: it fits every lane
+            objects.append({"category": category, "position": [x, round(y, 3)], "yaw": yaw})
+        arm, hand = cmd.hold(steps)
+        plans.append(
+            RunPlan(
+                name=f"perception_static_{k}",
+                protocol="perception_static",
+                settings={
+                    "spots_m": [o["position"] for o in objects],
+                    "rest_steps": [PERCEPTION_REST_START, steps + 1],
+                },
+                control_mode="joint",
+                setup={"belt": False, "objects": objects, "arm_qpos": list(HOME)},
+                steps=steps,
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+def _plans_perception_moving(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    count, steps = (9, 40) if quick else (12, 60)
+    plans = []
+    for k in range(count):
+        # Cubes and a bar (a ball rolls), ahead of the robot so they pass under the hand at home unhidden.
+        objects: list[dict[str, Any]] = [
+            {"category": c, "position": [_LANES[(i + k) % 3], round(0.25 + 0.2 * i + 0.03 * k, 3)], "yaw": 0.0}
+            for i, c in enumerate(("cube", "bar", "cube"))
+        ]
+        arm, hand = cmd.hold(steps)
+        plans.append(
+            RunPlan(
+                name=f"perception_moving_{k}",
+                protocol="perception_moving",
+                settings={"spots_m": [o["position"] for o in objects], "intercept_steps": [0, min(30, steps + 1)]},
+                control_mode="joint",
+                setup={"belt": True, "objects": objects, "arm_qpos": list(HOME)},
+                steps=steps,
+                actions=cmd.joint_actions(arm, hand),
+            )
+        )
+    return plans
+
+
+def sweep_path(obj: Sequence[float], camera: Sequence[float]) -> np.ndarray:
+    """TCP positions (one per control step, m) of an occlusion run: sweeps across the line of sight from
+    ``camera`` to an object centred at ``obj``, horizontally and perpendicular to it, at each of ``_SWEEPS``."""
+    p, c = np.asarray(obj, dtype=float), np.asarray(camera, dtype=float)
+    u = (c - p) / np.linalg.norm(c - p)
+    across = np.cross(u, (0.0, 0.0, 1.0))
+    across /= np.linalg.norm(across)
+    normal = np.cross(across, u)  # perpendicular to the line of sight and to the sweep
+    points: list[tuple[int, np.ndarray]] = []
+    t = 25  # the first leg comes from wherever the TCP is (``_waypoint_policy``)
+    for j, (along, offset) in enumerate(_SWEEPS):
+        centre = p + along * u + offset * normal
+        sign = 1.0 if j % 2 == 0 else -1.0
+        points.append((t, centre - sign * _SWEEP_HALF * across))
+        t += _SWEEP_STEPS
+        points.append((t, centre + sign * _SWEEP_HALF * across))
+        t += _SWEEP_GAP
+    path = np.empty((t + 1, 3))
+    path[: points[0][0] + 1] = points[0][1]
+    for (t0, p0), (t1, p1) in zip(points[:-1], points[1:]):
+        for step in range(t0, t1 + 1):
+            path[step] = p0 + (step - t0) / (t1 - t0) * (p1 - p0)
+    path[points[-1][0] :] = points[-1][1]
+    return path
+
+
+def _plans_perception_occlusion(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
+    from r2s2r_envs.grounding.perception_fit import scene_camera_position
+
+    count = 3
+    hand = finger_command(cmd.scene, cmd.hand_open[None])[0]
+    camera = scene_camera_position()
+    plans = []
+    for k in range(count):
+        spot = (_LANES[k % 3], round(-0.1 + 0.15 * k, 3))
+        centre = (*spot, nominal_layout_height("cube"))
+        path = sweep_path(centre, camera)
+        plans.append(
+            RunPlan(
+                name=f"perception_occlusion_{k}",
+                protocol="perception_occlusion",
+                settings={
+                    "spot_m": list(spot),
+                    "camera_m": [float(v) for v in camera],
+                    "sweeps_m": [list(s) for s in _SWEEPS],
+                },
+                control_mode="task",
+                setup={
+                    "belt": False,
+                    "objects": [{"category": "cube", "position": list(spot)}],
+                    "arm_qpos": list(HOME),
+                },
+                steps=len(path) - 1,
+                policy=_waypoint_policy(path, hand),
+            )
+        )
+    return plans
+
+
 PROTOCOLS: dict[str, tuple[str, ...]] = {
     "sensing_rest": (
         "joint_pos_noise",
@@ -543,9 +677,31 @@ PROTOCOLS: dict[str, tuple[str, ...]] = {
     "lift_empty": ("object_mass",),
     "push": ("object_friction",),
     "push_empty": ("object_friction",),
+    "perception_static": (
+        "object_pos_offset",
+        "object_pos_rotation",
+        "object_size_scale",
+        "object_quat_noise",
+        "object_dropout",
+        "category_confusion",
+    ),
+    "perception_moving": ("perception_delay", "object_pos_noise_speed"),
+    "perception_occlusion": ("hand_occlusion_radius", "object_pos_noise_occlusion"),
 }
 
-_PLANNERS = (_plans_rest, _plans_belt, _plans_fingers, _plans_latency, _plans_arm, _plans_lift, _plans_push)
+# Perception runs come last: the runs before keep their index, so their reset seeds (``run_seed``) are unchanged.
+_PLANNERS = (
+    _plans_rest,
+    _plans_belt,
+    _plans_fingers,
+    _plans_latency,
+    _plans_arm,
+    _plans_lift,
+    _plans_push,
+    _plans_perception_static,
+    _plans_perception_moving,
+    _plans_perception_occlusion,
+)
 
 
 def plan_runs(*, quick: bool = False, dt: float = 0.05) -> list[RunPlan]:
@@ -567,6 +723,9 @@ SMOKE_RUNS: tuple[str, ...] = (
     "lift_cube_0_empty",
     "push_0",
     "push_0_empty",
+    "perception_static_0",
+    "perception_moving_0",
+    "perception_occlusion_0",
 )
 
 

@@ -23,6 +23,11 @@ the stages before it):
    by the simulated difference (linear in the mass), per category.
 7. **Object friction** (``push`` minus ``push_empty``): the same for the force of pushing a bar along a bar
    stacked on it.
+8. **Object estimator** (``perception_static``, ``perception_moving``, ``perception_occlusion``): the camera's
+   calibration (refitting stage 2's offset and size with a rotation), delay, noise growth, dropout, confusion and
+   occlusion radius, in closed form or by least squares (``grounding.perception_fit``).  Last, so that every stage
+   before predicts with exact perception.  Where ``object_visible`` is logged, the sensing, belt and mass stages
+   read an object only when the estimator saw it (a missed object's estimate is an old one, held).
 
 Parameters the logs do not constrain are kept at nominal and listed in ``not_identifiable`` with the reason.
 The lab's unmodeled effects (docs/lab.md#effects) bias some of these fits; docs/lab_logs.md says how much.
@@ -40,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.grounding import perception_fit
 from r2s2r_envs.grounding.log_checks import check_logs
 from r2s2r_envs.grounding.logs import LogError, LogRun, LogSet
 from r2s2r_envs.grounding.replay import JointRollout, make_sim_env, simulate_run
@@ -168,43 +174,40 @@ def _fit_sensing(runs: list[LogRun], fit: _Fit) -> None:
                 x = _settled(run, key)
                 if key == "object_vel":
                     x = x.reshape(len(x), -1, 6)[:, :, :3].reshape(len(x), -1)
-                # Remove each channel's mean and linear drift (a slowly settling posture is not noise).
-                t = np.arange(len(x), dtype=float)
-                design = np.stack([np.ones_like(t), t - t.mean()], axis=1)
-                coef, *_ = np.linalg.lstsq(design, x, rcond=None)
-                resid = x - design @ coef
-                ss += float(np.sum(resid**2))
-                dof += resid.size - 2 * x.shape[1]
+                for rows, block in _visible_blocks(run, key, x):
+                    # Remove each channel's mean and linear drift (a slowly settling posture is not noise).
+                    t = np.flatnonzero(rows).astype(float)
+                    design = np.stack([np.ones_like(t), t - t.mean()], axis=1)
+                    coef, *_ = np.linalg.lstsq(design, block, rcond=None)
+                    resid = block - design @ coef
+                    ss += float(np.sum(resid**2))
+                    dof += resid.size - 2 * block.shape[1]
         sigma = math.sqrt(ss / dof)
         fit.set(field, sigma, _chi2_interval(ss, dof))
         detail[field] = {"estimate": sigma, "dof": dof, "signals": present}
     fit.details["sensing"] = {"method": "pooled standard deviation at rest, chi-square interval", **detail}
 
 
+def _visible_blocks(run: LogRun, key: str, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows, x[rows]) blocks of a settled signal that hold fresh measurements: the whole signal, or for object
+    keys in logs where the estimator missed an object, each object's seen rows (a held estimate repeats)."""
+    every = np.ones(len(x), dtype=bool)
+    if not key.startswith("object_") or "object_visible" not in run.obs:
+        return [(every, x)]
+    seen = np.asarray(run.obs["object_visible"][SETTLE_STEPS:]) > 0.5
+    if seen.all():
+        return [(every, x)]
+    per = x.shape[1] // seen.shape[1]
+    return [(seen[:, i], x[seen[:, i], i * per : (i + 1) * per]) for i in range(seen.shape[1]) if seen[:, i].sum() > 2]
+
+
 # ----------------------------------------------------------------------------- 2. offset and object size
-def _rest_window(run: LogRun) -> tuple[int, int]:
-    """Control steps during which a run's placed objects rest untouched."""
-    t0, t1 = run.settings.get("rest_steps", [SETTLE_STEPS, run.steps + 1])
-    return int(t0), int(t1)
-
-
 def _rest_differences(runs: list[LogRun], world: WorldParams) -> tuple[np.ndarray, np.ndarray]:
     """Perceived minus predicted (offset-free, unit size) mean resting position per placed object, and each
     object's predicted centre height above the belt (a stacked object stands higher: a longer lever on the
     size scale)."""
-    base = dataclasses.replace(world, object_pos_offset=(0.0, 0.0, 0.0), object_size_scale=1.0)
-    top = scene_layout().belt_top
-    diffs, heights = [], []
-    for run in runs:
-        run.require(["object_pos"], "the perception offset")
-        t0, t1 = _rest_window(run)
-        pred = simulate_run(run, base)
-        measured = np.asarray(run.obs["object_pos"][t0:t1], dtype=float).mean(axis=0).reshape(-1, 3)
-        predicted = np.asarray(pred["object_pos"][t0:t1], dtype=float).mean(axis=0).reshape(-1, 3)
-        for i in range(len(run.setup.get("objects", []))):
-            diffs.append(measured[i] - predicted[i])
-            heights.append(predicted[i, 2] - top)
-    return np.asarray(diffs), np.asarray(heights)
+    rest = perception_fit.rest_positions(runs, world, SETTLE_STEPS)
+    return rest.measured - rest.predicted, rest.heights
 
 
 def _fit_offset_and_size(runs: list[LogRun], fit: _Fit) -> None:
@@ -258,7 +261,14 @@ def _belt_speed_series(runs: list[LogRun]) -> list[np.ndarray]:
         pos = np.asarray(run.obs["object_pos"], dtype=float).reshape(run.steps + 1, -1, 3)[:, riding]
         on_belt = np.all(pos[:, :, 2] > scene_layout().belt_top - 0.02, axis=1)
         # From the reset on (the belt starts at its nominal speed there); objects riding together share the belt.
-        speed = -vel[on_belt].mean(axis=1)
+        if "object_visible" in run.obs and not np.all(np.asarray(run.obs["object_visible"])[:, riding] > 0.5):
+            # A missed object's estimate is held (repeats): average the seen ones; none seen is a gap (NaN).
+            seen = (np.asarray(run.obs["object_visible"])[:, riding] > 0.5)[on_belt]
+            v = np.where(seen, vel[on_belt], 0.0)
+            count = seen.sum(axis=1)
+            speed = np.where(count > 0, -v.sum(axis=1) / np.maximum(count, 1), np.nan)
+        else:
+            speed = -vel[on_belt].mean(axis=1)
         series.append(speed)
     return series
 
@@ -276,6 +286,9 @@ def _ou_nll(theta: np.ndarray, series: list[np.ndarray], dt: float) -> float:
     for y in series:
         x, p = 0.0, p0
         for value in (y - v0).tolist():
+            if value != value:  # a gap (no object seen): predict only
+                x, p = a * x, a * a * p + q
+                continue
             s = p + r
             innovation = value - x
             nll += 0.5 * (math.log(2.0 * math.pi * s) + innovation * innovation / s)
@@ -307,6 +320,7 @@ def _fit_belt(runs: list[LogRun], fit: _Fit, quick: bool) -> None:
     dt = runs[0].control_dt
     series = _belt_speed_series(runs)
     allv = np.concatenate(series)
+    allv = allv[np.isfinite(allv)]
     v0 = float(allv.mean())
     sd = float(allv.std()) + 1e-9
     # Coordinates of order one: relative speed offset, log relative fluctuation, log time, log noise.
@@ -570,7 +584,10 @@ def _pair_difference(
     pred = simulate_run(run, world)
     pred_ref = simulate_run(ref, world)
     simulated = np.asarray(pred["arm_torque"], float) - np.asarray(pred_ref["arm_torque"], float)
-    held = _held_mask(run.obs["object_pos"][:, :3], held_above) & _held_mask(pred["object_pos"][:, :3], held_above)
+    logged_held = _held_mask(run.obs["object_pos"][:, :3], held_above)
+    if "object_visible" in run.obs:  # a hidden object keeps its last estimate (on the belt): trust the prediction
+        logged_held |= np.asarray(run.obs["object_visible"])[:, 0] <= 0.5
+    held = logged_held & _held_mask(pred["object_pos"][:, :3], held_above)
     # Only while the arm moves: at rest, joint friction holds an undetermined share of the load.
     t0, t1 = run.settings.get("mass_steps", [0, run.steps + 1])
     window = np.zeros(len(held), dtype=bool)
@@ -726,6 +743,25 @@ def _fit_friction(logs: LogSet, fit: _Fit, quick: bool) -> None:
     }
 
 
+# --------------------------------------------------------------------------------------- 8. perception
+def _fit_perception(logs: LogSet, fit: _Fit) -> None:
+    static, moving, occlusion = (logs.by_protocol(p) for p in perception_fit.PERCEPTION_PROTOCOLS)
+    if not (static or moving or occlusion):
+        for fields in perception_fit.FIELDS_OF.values():
+            for field in fields:
+                fit.flag(
+                    field, "no perception runs (perception_static, perception_moving, perception_occlusion) in the logs"
+                )
+        return
+    rest = logs.by_protocol("sensing_rest") + logs.by_protocol("push")
+    found = perception_fit.fit_perception(static, moving, occlusion, rest, fit.world(), SETTLE_STEPS)
+    for field, (value, interval) in found.values.items():
+        fit.set(field, value, interval)
+    for field, reason in found.reasons.items():
+        fit.flag(field, reason)
+    fit.details["perception"] = found.details
+
+
 # --------------------------------------------------------------------------------------------- identify
 def identify(logs: LogSet, *, quick: bool = False, workers: int = 1) -> Identification:
     """Fit a ``WorldParams`` to the fitting runs of ``logs`` (the held-out runs are left for validation).
@@ -769,6 +805,8 @@ def identify(logs: LogSet, *, quick: bool = False, workers: int = 1) -> Identifi
     stage("arm", lambda: _fit_arm(arm, fit, quick, workers))
     stage("mass", lambda: _fit_mass(logs, fit, quick))
     stage("friction", lambda: _fit_friction(logs, fit, quick))
+    # Last: every stage before predicts with exact perception (an object the hand holds stays where it is).
+    stage("perception", lambda: _fit_perception(logs, fit))
 
     for field, reason in KEPT_NOMINAL.items():
         fit.flag(field, reason)

@@ -68,9 +68,18 @@ _STAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str | None]] = {
     "mass reference": (("lift_empty",), ("arm_torque",), None),
     "friction": (("push",), ("arm_torque",), None),
     "friction reference": (("push_empty",), ("arm_torque",), None),
+    "perception calibration": (("perception_static",), ("object_pos", "object_quat", "object_category"), None),
+    "perception delay": (("perception_moving",), ("object_pos",), None),
+    "perception occlusion": (("perception_occlusion",), ("object_pos", "eef_pos", "object_visible"), None),
 }
 # Stage -> settings entries it reads that are a step window [t0, t1] within the run's T+1 observations.
-_WINDOWS = {"offset_and_size": ("rest_steps",), "friction": ("push_steps",), "mass": ("mass_steps",)}
+_WINDOWS = {
+    "offset_and_size": ("rest_steps",),
+    "friction": ("push_steps",),
+    "mass": ("mass_steps",),
+    "perception calibration": ("rest_steps",),
+    "perception delay": ("intercept_steps",),
+}
 
 
 def _stages_of(run: LogRun) -> list[str]:
@@ -197,7 +206,9 @@ def _check_stage(run: LogRun, stage: str, logs: LogSet, problems: list[str]) -> 
     objects = _objects(run)
     if stage == "belt" and not any(isinstance(o, Mapping) and o.get("category") in ("cube", "bar") for o in objects):
         problems.append(f"{where}: needs a cube or a bar riding the belt in its set-up 'objects'")
-    if stage == "offset_and_size" and run.protocol == "sensing_rest" and not objects:
+    if stage in ("offset_and_size", "perception calibration", "perception delay", "perception occlusion") and (
+        run.protocol != "push" and not objects
+    ):
         problems.append(f"{where}: needs objects placed at measured spots in its set-up 'objects'")
     if stage == "arm":
         joint = run.settings.get("joint")

@@ -1,8 +1,9 @@
 """Replay logged commands in the simulator: what a candidate world predicts a run's sensors would have measured.
 
-``simulate_run`` makes a simulated ``PickSortEnv`` with the candidate world (noise-free: no sensor noise, a steady
-belt; the perception offset is deterministic and kept), resets it with the run's seed and operator set-up, and
-sends the logged commands open loop.  The prediction has the same keys and shapes as ``run.obs``.
+``simulate_run`` makes a simulated ``PickSortEnv`` with the candidate world (noise-free: no sensor or estimator
+noise, a steady belt; the perception offset, rotation, delay and occlusion are deterministic and kept), resets it
+with the run's seed and operator set-up, and sends the logged commands open loop.  The prediction has the same
+keys and shapes as ``run.obs``.
 
 ``JointRollout`` does the same for many candidate worlds at once when the run is in joint mode: there the
 servo targets are the commands themselves, so the whole run is a fixed control sequence and every candidate is
@@ -40,12 +41,22 @@ NOISE_FIELDS = (
     "belt_speed_fluctuation",
 )
 
+#: The object estimator's random fields (``envs.perception``): a prediction keeps its delay, calibration and
+#: occlusion, which are deterministic.
+PERCEPTION_NOISE_FIELDS = (
+    "object_pos_noise_speed",
+    "object_pos_noise_occlusion",
+    "object_quat_noise",
+    "object_dropout",
+    "category_confusion",
+)
+
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 
 def prediction_world(world: WorldParams) -> WorldParams:
-    """``world`` without its random processes (noise-free sensors, a steady belt)."""
-    quiet: dict[str, Any] = dict.fromkeys(NOISE_FIELDS, 0.0)
+    """``world`` without its random processes (noise-free sensors and estimator, a steady belt)."""
+    quiet: dict[str, Any] = dict.fromkeys(NOISE_FIELDS + PERCEPTION_NOISE_FIELDS, 0.0)
     return dataclasses.replace(world, **quiet)
 
 

@@ -116,7 +116,8 @@ class Validation:
 
 # ---------------------------------------------------------------------- signal groups
 def group_masks(obs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per group, a boolean mask over the group key's samples, classified from the *logged* observations.
+    """Per group, a boolean mask over the group key's samples, classified from the *logged* observations (objects
+    only where the estimator saw them, when ``object_visible`` is logged).
 
     Returns:
         Group -> mask: (T+1,) for the joint groups; (T+1, N) over objects for the object groups.  Groups whose key
@@ -147,6 +148,10 @@ def group_masks(obs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     if "eef_pos" in obs:
         eef = np.asarray(obs["eef_pos"], dtype=float)[:, None, :]
         lifted &= np.linalg.norm(pos - eef, axis=-1) <= HELD_RADIUS
+    if "object_visible" in obs:  # a missed object's estimate is a held old one: no measurement of it
+        seen = np.asarray(obs["object_visible"]) > 0.5
+        on_belt &= seen
+        lifted &= seen
     masks["objects on the belt"] = on_belt
     masks["held objects"] = lifted
     return masks
