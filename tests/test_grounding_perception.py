@@ -44,15 +44,16 @@ FIELD_TOLERANCE = 0.0015  # calibration error field over the belt, m (largest of
 PROTOCOLS = ("sensing_rest", *perception_fit.PERCEPTION_PROTOCOLS)
 
 
-def _log(world: WorldParams, out, seed: int) -> LogSet:
-    plans = [p for p in excitation.plan_runs(quick=True) if p.protocol in PROTOCOLS]
+def _log(world: WorldParams, out, seed: int, grasp: bool = False) -> LogSet:
+    lift = ("lift_cube_0", "lift_cube_0_empty") if grasp else ()
+    plans = [p for p in excitation.plan_runs(quick=True) if p.protocol in PROTOCOLS or p.name in lift]
     env = lambda kw: PickSortEnv(world=world, **{**kw, "sensors": tuple(kw["sensors"])})  # noqa: E731
     return excitation.log_env(env, out, seed=seed, plans=plans)
 
 
 @pytest.fixture(scope="module")
 def known(tmp_path_factory):
-    logs = _log(KNOWN, tmp_path_factory.mktemp("known"), seed=3)
+    logs = _log(KNOWN, tmp_path_factory.mktemp("known"), seed=3, grasp=True)  # a grasp: the hand at the object
     return logs, identify(logs, quick=True)
 
 
@@ -73,14 +74,14 @@ def test_recovers_a_known_estimator(known):
     found = perception_fit.calibration_error(grid, w.object_pos_rotation, w.object_pos_offset)
     assert np.abs(found - truth).max() <= FIELD_TOLERANCE
     assert abs(w.object_pos_rotation[2] - KNOWN.object_pos_rotation[2]) <= 0.002  # about the vertical: well seen
-    # The intervals hold the estimates, and (at this budget) the truth of the scalar fields.
+    # The intervals hold the estimates.
     for field in TOLERANCE:
         low, high = result.intervals[field]
         assert low <= getattr(w, field) <= high, field
-    assert (
-        result.details["perception"]["occlusion"]["misclassified_frames"]
-        <= 0.1 * (result.details["perception"]["occlusion"]["frames"])
-    )
+    occlusion = result.details["perception"]["occlusion"]
+    assert "lift_cube_0" in occlusion["runs"]
+    # One camera, as modelled: only the estimator's dropouts are misclassified.
+    assert occlusion["misclassified_frames"] <= 2 * KNOWN.object_dropout * occlusion["frames"]
 
 
 def test_a_world_that_perceives_exactly_is_found_so(tmp_path):

@@ -754,12 +754,22 @@ def _fit_perception(logs: LogSet, fit: _Fit) -> None:
                 )
         return
     rest = logs.by_protocol("sensing_rest") + logs.by_protocol("push")
-    found = perception_fit.fit_perception(static, moving, occlusion, rest, fit.world(), SETTLE_STEPS)
+    lifts: dict[str, LogRun] = {}
+    for run in logs.by_protocol("lift"):  # one grasp per category: the hand at the object
+        lifts.setdefault(str(run.settings.get("category")), run)
+    found = perception_fit.fit_perception(
+        static, moving, occlusion, rest, fit.world(), SETTLE_STEPS, lifts=list(lifts.values()) if occlusion else []
+    )
     for field, (value, interval) in found.values.items():
         fit.set(field, value, interval)
     for field, reason in found.reasons.items():
         fit.flag(field, reason)
-    fit.details["perception"] = found.details
+    fit.details["perception"] = {
+        "method": "object estimator: calibration field and size by least squares, delay from perceived tracks' "
+        "intercepts on the running belt, noise growth, dropout and confusion rates, occlusion radius by "
+        "classifying hidden frames (grounding.perception_fit)",
+        **found.details,
+    }
 
 
 # --------------------------------------------------------------------------------------------- identify

@@ -17,10 +17,12 @@ throughout, in this order (each step uses the ones before):
    estimate trails the object, so the delay is intercept / speed (the run's own slope), with a t interval over runs.
    The scatter about a quadratic per object and axis, less the static scatter, per unit speed gives
    ``object_pos_noise_speed``.
-4. **Occlusion** (``perception_occlusion``): the miss distance of the logged hand (at the image's time, the delay
-   identified) from the scene camera's line of sight to the object; ``hand_occlusion_radius`` is the radius that
-   best separates hidden from visible frames (dropouts aside), ``object_pos_noise_occlusion`` the maximum-likelihood
-   growth of the scatter with closeness (profile-likelihood interval).
+4. **Occlusion** (``perception_occlusion``, and a grasp per category from ``lift``): the miss distance of the
+   logged hand (at the image's time, the delay identified) from the scene camera's line of sight to the object
+   (placed, or where the simulation puts it in a lift); ``hand_occlusion_radius`` is the radius that best
+   separates hidden from visible frames (dropouts aside), ``object_pos_noise_occlusion`` the maximum-likelihood
+   growth of the scatter with closeness in the sweeps (profile-likelihood interval).  A cell whose cameras see
+   round the hand (several views) loses an object only in the hand; the radius found then says so.
 
 An estimate whose 95% interval holds the nominal value (0) is reported at nominal, interval kept: a world then
 perceives exactly unless the logs show otherwise.  A lab seen through several cameras (docs/lab.md#perception)
@@ -404,9 +406,17 @@ def _delayed(signal: np.ndarray, dt: float, delay: float) -> np.ndarray:
 
 
 def fit_occlusion(
-    runs: Sequence[LogRun], delay: float, size_scale: float, static_sigma: float, camera: Sequence[float]
+    runs: Sequence[LogRun],
+    delay: float,
+    size_scale: float,
+    static_sigma: float,
+    camera: Sequence[float],
+    lifts: Sequence[tuple[LogRun, np.ndarray]] = (),
 ) -> dict[str, Any]:
-    """Occlusion radius (best separation of hidden and visible frames) and the noise growth with closeness."""
+    """Occlusion radius (best separation of hidden and visible frames) and the noise growth with closeness.
+
+    ``lifts``: lift runs with their object's simulated (exact-perception) positions (T+1, 3): the hand at and
+    around a grasped object, where a cell's cameras lose it, classified too."""
     from scipy.optimize import minimize_scalar
 
     misses, hidden, errors = [], [], []
@@ -427,6 +437,11 @@ def fit_occlusion(
         misses.append(m)
         hidden.append(~seen)
         errors.append((pos, seen))
+    for run, track in lifts:
+        hand = _delayed(np.asarray(run.obs["eef_pos"], dtype=float), run.control_dt, delay)
+        obj_at = _delayed(np.asarray(track, dtype=float), run.control_dt, delay)
+        misses.append(np.array([miss_distance(hand[k : k + 1], obj_at[k], camera)[0] for k in range(len(hand))]))
+        hidden.append(~visible(run)[:, 0])
     m, h = np.concatenate(misses), np.concatenate(hidden)
     order = np.argsort(m)
     m_sorted, h_sorted = m[order], h[order]
@@ -449,7 +464,7 @@ def fit_occlusion(
         return out
     # Scatter about the object's mean where the hand is far (closeness 0), against closeness.
     resid, close = [], []
-    for (pos, seen), miss in zip(errors, misses):
+    for (pos, seen), miss in zip(errors, misses[: len(errors)]):
         closeness = np.clip(2.0 - miss / radius, 0.0, 1.0)
         far = seen & (closeness == 0.0)
         if far.sum() < 2:
@@ -488,10 +503,11 @@ def fit_perception(
     rest: Sequence[LogRun],
     world: WorldParams,
     settle: int,
+    lifts: Sequence[LogRun] = (),
 ) -> PerceptionFit:
     """Fit the estimator's fields from the perception runs (fitting split) and ``world`` (every other stage's
     result); ``rest``: further runs with objects resting at measured spots (``sensing_rest``, push), pooled into
-    the calibration."""
+    the calibration; ``lifts``: lift runs (with ``object_visible``) whose grasps the occlusion fit classifies too."""
     result = PerceptionFit()
     camera = scene_camera_position()
     for protocol, runs in zip(PERCEPTION_PROTOCOLS, (static, moving, occlusion)):
@@ -555,7 +571,13 @@ def fit_perception(
                 "runs": [r.name for r in moving],
             }
     if occlusion:
-        oc = fit_occlusion(occlusion, delay, size_scale, static_sigma[0], camera)
+        exact = exact_perception(world)
+        tracks = [
+            (run, np.asarray(simulate_run(run, exact)["object_pos"], dtype=float)[:, :3])
+            for run in lifts
+            if "object_visible" in run.obs and "eef_pos" in run.obs
+        ]
+        oc = fit_occlusion(occlusion, delay, size_scale, static_sigma[0], camera, tracks)
         result.set("hand_occlusion_radius", *oc["radius"])
         if "noise_occlusion" in oc:
             result.set("object_pos_noise_occlusion", *oc["noise_occlusion"])
@@ -567,7 +589,7 @@ def fit_perception(
             "method": "radius separating hidden from visible frames by the hand's miss distance from the scene "
             "camera's line of sight (at the image time); noise growth with closeness by maximum likelihood",
             **{k: v for k, v in oc.items() if k not in ("radius", "noise_occlusion")},
-            "runs": [r.name for r in occlusion],
+            "runs": [r.name for r in occlusion] + [r.name for r, _ in tracks],
         }
     for field in result.values:
         result.reasons.pop(field, None)
