@@ -7,10 +7,13 @@ needed to reproduce and compare it (env id and arguments, the env's own ``proven
 settings, the base seed, the seeding convention, package versions).  ``r2s2r demo``, the benchmarks and the
 baselines all score through it; docs/protocol.md explains the choices.
 
-Seeding: episode ``i`` of base seed ``S`` resets the env with ``env_seed`` and the policy with ``policy_seed``,
-``(env_seed, policy_seed) = episode_seeds(S, i)`` (:mod:`r2s2r_envs.envs.seeding`, the suite's one convention).
-The fixed protocol uses ``S = EVALUATION_BASE_SEED``: :func:`evaluation_seeds` lists its episodes.  An episode is
-determined by ``(S, i)``, so a result does not depend on the number of worker processes.
+Conditions and seeds: by default a policy is evaluated under the standard mix of conditions (``nominal`` and the
+shifts of :mod:`r2s2r_envs.envs.conditions`), each condition at its own base seed ``S`` of the ``test`` split
+(:mod:`r2s2r_envs.evaluation.splits`: ``dev`` for development choices, ``legacy`` = ``EVALUATION_BASE_SEED``, the
+seeds of every result before the splits).  Episode ``i`` of a condition resets the env with ``env_seed`` and the
+policy with ``policy_seed``, ``(env_seed, policy_seed) = episode_seeds(S, i)`` (:mod:`r2s2r_envs.envs.seeding`, the
+suite's one convention; :func:`evaluation_seeds` lists them).  An episode is determined by its condition and
+``(S, i)``, so a result does not depend on the number of worker processes.
 
 Episodes end when the env ends them: every object has an outcome (terminated), or the env's own time limit
 ``episode_steps`` ran out or the simulation diverged (truncated), or the policy emitted an action the env cannot
