@@ -81,7 +81,9 @@ def test_wrong_length_names_the_field(field, length):
         WorldParams(**{field: (1.0,) * (length + 1)})
 
 
-@pytest.mark.parametrize("field", [f for f in WorldParams.field_names() if f not in ("object_pos_offset", "object_pos_rotation")])
+@pytest.mark.parametrize(
+    "field", [f for f in WorldParams.field_names() if f not in ("object_pos_offset", "object_pos_rotation")]
+)
 def test_negative_values_rejected(field):
     default = getattr(WorldParams(), field)
     bad = tuple(-abs(v) - 1.0 for v in default) if isinstance(default, tuple) else -1.0
