@@ -377,7 +377,7 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
     fields = WorldParams.field_names()
     world = data["world"]
     # The estimator's fields (added in 0.3) appear only where not nominal: a file without them grounds a world that
-    # perceives exactly (docs/grounding.md#the-grounding-file).
+    # perceives exactly (docs/grounding.md#file-format).
     missing = [f for f in fields if f not in world and f not in PERCEPTION_FIELDS]
     unknown = sorted(set(world) - set(fields))
     if unknown:
