@@ -536,6 +536,9 @@ def _plans_push(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
 # (z error against the object's height) separate.
 _LANES = (0.48, 0.55, 0.62)
 PERCEPTION_REST_START = 5  # control steps after reset before placed objects count as at rest (a 1 mm drop)
+# Frames of a moving run whose perceived track is fitted as a line: from when the estimator's history holds only
+# frames taken since reset (delays up to 0.2 s), while the belt's fluctuation, which starts at zero, is still small.
+INTERCEPT_STEPS = (5, 45)
 # Where the hand crosses the scene camera's line of sight to the object: distance along the line from the
 # object (m) and offset across it (m), one per sweep: the fingertips stay well above the object.
 _SWEEPS = ((0.17, 0.0), (0.23, 0.025), (0.29, -0.04))
@@ -574,12 +577,12 @@ def _plans_perception_static(cmd: _Commands, dt: float, quick: bool) -> list[Run
 
 
 def _plans_perception_moving(cmd: _Commands, dt: float, quick: bool) -> list[RunPlan]:
-    count, steps = (9, 40) if quick else (12, 60)
+    count, steps = (12, 50) if quick else (18, 60)
     plans = []
     for k in range(count):
         # Cubes and a bar (a ball rolls), ahead of the robot so they pass under the hand at home unhidden.
         objects: list[dict[str, Any]] = [
-            {"category": c, "position": [_LANES[(i + k) % 3], round(0.25 + 0.2 * i + 0.03 * k, 3)], "yaw": 0.0}
+            {"category": c, "position": [_LANES[(i + k) % 3], round(0.25 + 0.2 * i + 0.02 * k, 3)], "yaw": 0.0}
             for i, c in enumerate(("cube", "bar", "cube"))
         ]
         arm, hand = cmd.hold(steps)
@@ -587,7 +590,7 @@ def _plans_perception_moving(cmd: _Commands, dt: float, quick: bool) -> list[Run
             RunPlan(
                 name=f"perception_moving_{k}",
                 protocol="perception_moving",
-                settings={"spots_m": [o["position"] for o in objects], "intercept_steps": [0, min(30, steps + 1)]},
+                settings={"spots_m": [o["position"] for o in objects], "intercept_steps": list(INTERCEPT_STEPS)},
                 control_mode="joint",
                 setup={"belt": True, "objects": objects, "arm_qpos": list(HOME)},
                 steps=steps,

@@ -52,7 +52,6 @@ FIELDS_OF = {
     "perception_moving": ("perception_delay", "object_pos_noise_speed"),
     "perception_occlusion": ("hand_occlusion_radius", "object_pos_noise_occlusion"),
 }
-INTERCEPT_STEPS = 30  # frames of a moving run whose track is a line (the belt's fluctuation starts at zero)
 RADIUS_MARGIN = 0.003  # widening of the occlusion radius's interval for the hand's measured position, m
 NOISE_OCCLUSION_MAX = 0.1  # largest occlusion noise growth considered, m
 #: Estimates below these are reported at 0: float32 logs resolve no finer (a noise-free world's scatter).
@@ -331,7 +330,7 @@ def fit_moving(
             ]
         )
         bias = calibration_error(placed, rotation, offset)
-        t0, t1 = run.settings.get("intercept_steps", [0, INTERCEPT_STEPS])
+        t0, t1 = run.settings.get("intercept_steps", [5, 45])  # as excitation.INTERCEPT_STEPS
         ys, ts = [], []
         for i in range(len(objects)):
             rows = np.flatnonzero(seen[t0:t1, i]) + t0
