@@ -40,7 +40,7 @@ TOLERANCE = {
     "category_confusion": 0.015,
     "hand_occlusion_radius": 0.006,  # m
 }
-FIELD_TOLERANCE = 0.0015  # calibration error field over the belt, m (largest of any axis)
+FIELD_TOLERANCE = 0.002  # calibration error field over the belt, m (largest of any axis)
 PROTOCOLS = ("sensing_rest", *perception_fit.PERCEPTION_PROTOCOLS)
 
 
