@@ -318,3 +318,18 @@ def test_every_id_takes_every_condition(env_id, condition):
     env.step(np.zeros(env.action_space.shape))
     assert env.unwrapped.provenance()["condition"] == condition
     assert env.unwrapped.condition is get_condition(condition)
+
+
+def test_pages_show_each_condition_and_all_shifted(tmp_path: Path):
+    from r2s2r_envs.evaluation.leaderboard_pages import to_html, to_markdown
+
+    board = group_results([("a.json", _run("dev", ["nominal", "novel-objects"]))])
+    text = to_markdown(board, "t")
+    header = next(line for line in text.splitlines() if "novel-objects %" in line)
+    assert f"{SIM} (1 object, 20 steps) all shifted %" in header and "nominal %" in header
+    (cell,) = board.rows[0].cells.values()
+    low, high = cell.conditions["novel-objects"]["ci95"]
+    assert f"[{100 * low:.1f}, {100 * high:.1f}]" in text and "still [dev]" in text
+    assert 'id="condition-table"' in to_html(board, "t")
+    legacy = group_results([("a.json", _run(None))])
+    assert "nominal %" not in to_markdown(legacy, "t")  # one condition: the rows table says it all

@@ -53,6 +53,26 @@ def _table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple
     return header, body
 
 
+def _condition_table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple[list[str], list[list[str]]]:
+    """Per condition and "all shifted", when the results hold several conditions (docs/protocol.md#conditions): each
+    row's mean success over its seeds with the Wilson 95% interval of its pooled episodes, per env; else empty."""
+    first = next(iter(board.rows[0].cells.values()), None) if board.rows else None
+    names = list(first.conditions) if first is not None else []
+    if len(names) < 2:
+        return [], []
+    header = ["#", "method", "variant"] + [f"{untrusted(c.label)} {untrusted(n)} %" for c in board.envs for n in names]
+    body = []
+    for i, r in enumerate(board.rows, 1):
+        line = [str(i), untrusted(str(r.method)) + split_mark(r.split), untrusted(str(r.variant or NO_VARIANT))]
+        for c in board.envs:
+            cell = r.cells.get(c.label)
+            for name in names:
+                f = cell.conditions.get(name) if cell is not None else None
+                line.append("-" if f is None else f"{_pct(f['mean'])} [{_pct(f['ci95'][0])}, {_pct(f['ci95'][1])}]")
+        body.append(line)
+    return header, body
+
+
 def _ranking_table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple[list[str], list[list[str]]]:
     header = ["simulated env", "lab", "rows", "Pearson", "MMRV"]
     body = [
@@ -112,7 +132,8 @@ def to_markdown(board: Leaderboard, title: str) -> str:
     """The leaderboard as Markdown: the rows table with each column's minimum detectable difference, the ranking
     table, notes and skipped files."""
     lines = [f"# {_md_escape(title)}", "", NOTES, ""]
-    for i, (header, body) in enumerate((_table(board, _md_escape), _ranking_table(board, _md_escape))):
+    tables = (_table(board, _md_escape), _condition_table(board, _md_escape), _ranking_table(board, _md_escape))
+    for i, (header, body) in enumerate(tables):
         if body:
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
@@ -243,6 +264,10 @@ def to_html(board: Leaderboard, title: str) -> str:
     note = mdd_note(board)
     if note:
         parts.append(f'<p id="mdd-note">{html.escape(note)}</p>')
+    header, body = _condition_table(board)
+    if body:
+        parts.append("<h2>Per condition</h2>")
+        parts.append(_html_table("condition-table", header, body))
     if board.ranking:
         parts.append("<h2>Does the simulator rank policies as the lab does?</h2>")
         parts.append(_html_table("ranking-table", *_ranking_table(board)))
