@@ -21,6 +21,7 @@ from r2s2r_envs.envs.conditions import (
     STANDARD_MIX,
     FastBelt,
     NovelObjects,
+    apply_condition,
     condition_record,
     get_condition,
 )
@@ -67,6 +68,9 @@ def test_conditions_change_any_world_by_the_same_rule():
     novel = get_condition("novel-objects").apply_world(world)
     assert novel.object_mass == pytest.approx(tuple(m * NovelObjects().object_mass_factor for m in (0.2, 0.3, 0.4)))
     assert get_condition("nominal").apply_world(world) is world
+    assert apply_condition("fast-belt", world) == fast and apply_condition(NovelObjects(), world) == novel
+    with pytest.raises(ValueError, match="unknown condition 'slow-belt'; valid"):
+        apply_condition("slow-belt", world)
 
 
 def test_a_nominal_env_is_the_env_without_the_argument():

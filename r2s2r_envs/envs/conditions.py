@@ -145,6 +145,16 @@ def get_condition(name: object) -> Condition:
     return CONDITIONS[name]
 
 
+def apply_condition(condition: str | Condition, world: WorldParams) -> WorldParams:
+    """``world`` under ``condition`` (a name or a ``Condition``): what ``PickSortEnv(condition=...)`` simulates.  The
+    objects' proportions (``object_shape``) are the builder's part, not the world's.
+
+    Raises:
+        ValueError: an unknown condition name (the message lists the valid ones).
+    """
+    return (condition if isinstance(condition, Condition) else get_condition(condition)).apply_world(world)
+
+
 def condition_record(name: str) -> dict[str, object]:
     """What a file says about a condition: its name, version, whether it is shifted, and its definition."""
     condition = get_condition(name)
@@ -167,7 +177,7 @@ __all__ = [
     "FastBelt",
     "Nominal",
     "NovelObjects",
-    "ObjectShape",
+    "apply_condition",
     "condition_record",
     "get_condition",
 ]
