@@ -111,3 +111,34 @@ def test_missing_perception_runs_are_named(known):
         assert "no perception_occlusion runs" in result.not_identifiable[field]
         assert getattr(result.world, field) == 0.0
     assert "perception_delay" in result.identified
+
+
+def _corrupt_hidden(run, key: str, width: int):
+    """The run with every value the estimator did not measure (a held estimate) replaced by nonsense."""
+    seen = perception_fit.visible(run)
+    values = np.array(run.obs[key], dtype=np.float32).reshape(len(seen), seen.shape[1], width)
+    values[~seen] = 7.0
+    return dataclasses.replace(run, obs={**run.obs, key: values.reshape(len(seen), -1)})
+
+
+def test_the_belt_and_sensing_fits_skip_what_the_estimator_missed(known):
+    from r2s2r_envs.grounding import identify as ident
+
+    logs, _ = known
+    moving = logs.by_protocol("perception_moving")
+    assert any(not perception_fit.visible(r).all() for r in moving)  # dropouts: held estimates to skip
+    # The belt speed reads the riding objects' velocities: a held (repeated) one is not averaged in.
+    original = ident._belt_speed_series(moving)
+    corrupted = ident._belt_speed_series([_corrupt_hidden(r, "object_vel", 6) for r in moving])
+    for a, b in zip(original, corrupted):
+        np.testing.assert_array_equal(a, b)
+    # The sensing noise levels pool the objects' seen rows only.
+    rest = logs.by_protocol("sensing_rest")
+    assert any(not perception_fit.visible(r)[ident.SETTLE_STEPS :].all() for r in rest)
+    fits = []
+    for runs in (rest, [_corrupt_hidden(r, "object_pos", 3) for r in rest]):
+        fit = ident._Fit()
+        ident._fit_sensing(runs, fit)
+        fits.append(fit.values["object_pos_noise"])
+    assert fits[0] == pytest.approx(fits[1], rel=1e-9)
+    assert fits[0] == pytest.approx(KNOWN.object_pos_noise, rel=0.1)
