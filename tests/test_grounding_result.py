@@ -97,7 +97,8 @@ def test_file_lists_every_world_field_and_the_schema_keys():
     data = example_grounding().to_dict()
     # The estimator's fields appear only where not nominal (files from before they existed keep their hash).
     assert set(data["world"]) == set(WorldParams.field_names()) - set(PERCEPTION_FIELDS)
-    seeing = dataclasses.replace(example_grounding(), world=WorldParams(perception_delay=0.08))
+    example = example_grounding()
+    seeing = dataclasses.replace(example, world=dataclasses.replace(example.world, perception_delay=0.08))
     assert set(seeing.to_dict()["world"]) == set(WorldParams.field_names()) - set(PERCEPTION_FIELDS) | {
         "perception_delay"
     }

@@ -156,3 +156,16 @@ def test_object_visible_needs_object_observations():
 def test_out_of_range_estimator_fields_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         WorldParams(**{field: value})
+
+
+def test_the_first_frames_are_as_delayed_as_the_rest():
+    # An object riding at constant speed: from the reset frame on, the estimate trails it by the delay.
+    track = np.array([[[0.5, 0.3 - 0.01 * t, 0.1], [0.5, 0.6, 0.1]] for t in range(6)])
+    est = _estimator(perception_delay=0.05)  # one control step
+    rng = np.random.default_rng(0)
+    quat, vel = np.tile([1.0, 0.0, 0.0, 0.0], 2), np.zeros(12)
+    vel[1] = -0.01 / DT
+    est.reset(track[0].reshape(-1), quat, vel, np.array([0.0, 0.0, 2.0]))
+    for t, p in enumerate(track):
+        frame = est.observe(p.reshape(-1), quat, vel, np.array([0.0, 0.0, 2.0]), ONE_HOT, rng)
+        assert frame["object_pos"][1] == pytest.approx(0.3 - 0.01 * (t - 1), abs=1e-6)

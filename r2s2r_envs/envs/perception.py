@@ -116,10 +116,11 @@ class ObjectEstimator:
         return len(self._centres)
 
     def reset(self, pos: np.ndarray, quat: np.ndarray, vel: np.ndarray, tcp: np.ndarray) -> None:
-        """Start an episode: the frames before it show the objects moving as they move now (no sudden start)."""
+        """Start an episode: the frames before it show the objects moving as they move now (no sudden start).  The
+        reset's own frame is the first ``observe``: the history ends one control period before it."""
         pos, quat, vel = (np.asarray(x, dtype=float).reshape(self.n, -1) for x in (pos, quat, vel))
         for k in range(self._length):
-            age = (self._length - 1 - k) * self.dt
+            age = (self._length - k) * self.dt
             self._pos[k] = pos - vel[:, :3] * age
             self._quat[k] = quat
             self._vel[k] = vel
