@@ -212,7 +212,7 @@ def test_cli_writes_markdown_html_and_json(results_dir, tmp_path, capsys):
     from plotly.offline import get_plotlyjs
 
     assert "<script src=" not in page and get_plotlyjs()[:2000] in page  # plotly.js inline: works offline
-    assert main(["leaderboard", str(tmp_path / "missing"), "--out", str(out)]) == 1
+    assert main(["leaderboard", str(tmp_path / "missing"), "--out", str(out)]) == 2  # bad input, before any work
 
 
 def test_markdown_gives_each_column_its_minimum_detectable_difference(results_dir, tmp_path):

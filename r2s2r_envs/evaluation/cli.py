@@ -288,6 +288,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard
 
+    if not Path(args.results_dir).is_dir():  # bad input, found before any work
+        print(
+            f"r2s2r leaderboard: error: results folder {args.results_dir} does not exist (expected a folder of "
+            "result JSON files)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         board = build_leaderboard(args.results_dir, args.out, title=args.title, skip_damaged=args.skip_damaged)
     except LeaderboardError as e:
