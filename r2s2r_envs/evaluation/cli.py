@@ -9,6 +9,7 @@ Examples:
     r2s2r evaluate --policy runs/bc_seed0 --env PickSort-Real-v0 --episodes 100 --workers 2 --out results/bc0_lab.json
     r2s2r evaluate --policy my_pkg.policies:make_policy --env PickSort-Ungrounded-v0 --episodes 20 --json
     r2s2r evaluate --policy zoo:flow-real-only --env PickSort-Real-v0 --episodes 100 --batch 16 --out lab.json
+    r2s2r evaluate --policy zoo:flow-real-only --env PickSort-Real-v0 --panel --batch 16 --out results/panel/
     r2s2r leaderboard results/ --out leaderboard/
 """
 
@@ -23,6 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.evaluation.panels import (
+    DEFAULT_PANEL,
+    LAB_ENV_ID,
+    PANELS,
+    PanelError,
+    check_panel_call,
+    evaluate_panel,
+    get_panel,
+)
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
@@ -38,9 +48,6 @@ from r2s2r_envs.evaluation.protocol import (
 from r2s2r_envs.evaluation.splits import SPLITS, STANDARD
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.workers import WorkerDiedError
-
-#: The env whose physics come from a lab (``--lab``).
-LAB_ENV_ID = "PickSort-Real-v0"
 
 
 class PolicySpecError(PolicyError, ValueError):
@@ -232,11 +239,92 @@ def _parse_conditions(text: str | None) -> str | list[str] | dict[str, int] | No
     return counts
 
 
+def panel_outputs(panel: str, out: Path | None) -> dict[str, Path]:
+    """The result file of each lab of ``panel`` in the ``--out`` folder: ``<panel>-<lab>.json`` (``:`` as ``-``).
+
+    Raises:
+        ValueError: ``--out`` is a file, or one of the files exists (a panel never overwrites a result).
+    """
+    if out is None:
+        return {}
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; with --panel, --out is a folder that takes one result per lab")
+    files = {lab: out / f"{panel}-{lab.replace(':', '-')}.json" for lab in get_panel(panel).labs}
+    for path in files.values():
+        check_output_file(path, option="--out", suffix=".json")
+        if path.exists():
+            raise ValueError(f"--out {out}: {path.name} exists; a panel run never overwrites a result (another folder)")
+    return files
+
+
+def _write_result(result: EvaluationResult, out: Path) -> str:
+    text = result.to_json(indent=2)
+    EvaluationResult.from_json(text)  # a result this package cannot read back is a bug: fail before writing it
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
+    return text
+
+
+def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
+    """``--panel``: every lab of the panel, one result file per lab in the ``--out`` folder."""
+    try:
+        if args.lab is not None:
+            raise PanelError(f"--panel names its own labs; --lab {args.lab} was given too: give one of them")
+        get_panel(args.panel)
+        check_env_id(args.env)
+        check_panel_call(args.env, env_kwargs, args.video)
+        files = panel_outputs(args.panel, args.out)
+        settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
+        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
+
+        def done(lab: str, result: EvaluationResult) -> None:
+            if lab in files:
+                _write_result(result, files[lab])
+            print(f"lab {lab}:", file=sys.stderr)
+            print(
+                _format_summary(result) + (f"\nresult:           {files[lab]}" if lab in files else ""), file=sys.stderr
+            )
+
+        results = evaluate_panel(
+            policy,
+            args.panel,
+            env_id=args.env,
+            env_kwargs=env_kwargs,
+            on_result=done,
+            episodes=args.episodes,
+            base_seed=args.seed,
+            conditions=_parse_conditions(args.conditions),
+            split=args.split,
+            progress=not args.no_progress,
+            video=args.video,
+            workers=args.workers,
+            method={"method": args.method} if args.method else None,
+            batch=args.batch,
+        )
+    except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
+        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except WorkerDiedError as e:
+        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:  # checked before the run; the disk may still fill up
+        print(f"r2s2r evaluate: error: cannot write into --out {args.out}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print("[" + ",\n".join(r.to_json(indent=2) for r in results.values()) + "]")
+    else:
+        rates = ", ".join(f"{lab} {r.summary['success_rate']:.3f}" for lab, r in results.items())
+        print(f"panel {args.panel} ({len(results)} labs): success rate {rates}")
+    return EXIT_OK
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     env_kwargs: dict[str, Any] = {}
     for key in ("num_objects", "episode_steps", "grounding"):
         if getattr(args, key) is not None:
             env_kwargs[key] = getattr(args, key)
+    if args.panel is not None:
+        return _cmd_evaluate_panel(args, env_kwargs)
     try:
         # Outputs first: a run of minutes must not end in a file that cannot be written.
         if args.out is not None:
@@ -328,6 +416,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     ev.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {picksort_env_ids()}")
     ev.add_argument("--lab", default=None, metavar="LAB", help=f"the lab of {LAB_ENV_ID}: a shipped name or a file")
+    ev.add_argument(
+        "--panel",
+        nargs="?",
+        const=DEFAULT_PANEL,
+        default=None,
+        metavar="NAME",
+        help=f"run on every lab of a lab panel (default {DEFAULT_PANEL}; one of {sorted(PANELS)}), {LAB_ENV_ID} only; "
+        "--out is then a folder taking one result per lab; costs one evaluation per lab (docs/protocol.md#lab-panel)",
+    )
     ev.add_argument(
         "--grounding",
         default=None,

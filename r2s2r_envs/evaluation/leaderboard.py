@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import json
 import math
 import os
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.evaluation.panels import lab_agreement, panel_mean
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
 from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
@@ -123,6 +125,35 @@ class RankAgreement:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class PanelFigures:
+    """A lab panel's figures (docs/leaderboard.md#lab-panel), for the lab results of one set of task settings.
+
+    Attributes:
+        label: Column title, e.g. ``panel standard v1 (5 labs)``.
+        name, version: The panel's, as its results record them.
+        labs: The panel's labs (their ``lab=`` names), in its order.
+        settings: Task settings of the lab columns it reads.
+        means: Per row of the board (same order): mean success over the panel's labs, None when the row does not
+            cover every lab.
+        ci95: Per row: t-interval over the labs (``panels.panel_mean``), None with ``means``.
+        missing: Per row: the labs it lacks (empty when it covers the panel).
+        tau: Kendall tau of every pair of labs over the rows covering the panel: ``(lab, lab, tau or None)``.
+        mean_tau: Mean of the defined taus (None when none is).
+    """
+
+    label: str
+    name: str
+    version: int
+    labs: tuple[str, ...]
+    settings: tuple[tuple[str, Any], ...]
+    means: tuple[float | None, ...]
+    ci95: tuple[tuple[float, float] | None, ...]
+    missing: tuple[tuple[str, ...], ...]
+    tau: tuple[tuple[str, str, float | None], ...]
+    mean_tau: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Leaderboard:
     """Everything the pages show; :meth:`to_dict` is ``leaderboard.json``."""
 
@@ -131,6 +162,7 @@ class Leaderboard:
     rows: tuple[Row, ...]
     ranking: tuple[RankAgreement, ...]
     skipped: tuple[tuple[str, str], ...]
+    panels: tuple[PanelFigures, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +175,7 @@ class Leaderboard:
                 for r in self.rows
             ],
             "ranking": [dataclasses.asdict(a) for a in self.ranking],
+            "panels": [dataclasses.asdict(p) | {"settings": dict(p.settings)} for p in self.panels],
             "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
         }
 
@@ -273,11 +306,14 @@ def env_column(result: EvaluationResult) -> EnvColumn:
     if isinstance(grounding, str):
         parts.append(f"grounding {Path(grounding).name}")
     settings = tuple((k, prov.get(k, result.env_kwargs.get(k, defaults[k]))) for k in defaults)
-    for key, value in settings:
-        if value != defaults[key]:
-            parts.append(f"{value} object{'s' if value != 1 else ''}" if key == "num_objects" else f"{value} steps")
+    parts += [_setting_text(key, value) for key, value in settings if value != defaults[key]]
     label = result.env_id + (f" ({', '.join(parts)})" if parts else "")
     return EnvColumn(label=label, env_id=result.env_id, is_lab=is_lab, settings=settings)
+
+
+def _setting_text(key: str, value: Any) -> str:
+    """A task setting as a column label shows it: ``1 object``, ``300 steps``."""
+    return f"{value} object{'s' if value != 1 else ''}" if key == "num_objects" else f"{value} steps"
 
 
 def _row_key(result: EvaluationResult) -> tuple:
@@ -359,6 +395,7 @@ def check_one_protocol(results: Sequence[tuple[str, EvaluationResult]]) -> None:
         LeaderboardError: names both files and both splits, mixes or versions.
     """
     first_path, first = results[0]
+    check_one_panel(results)
     for path, result in results[1:]:
         if result.conditions_version != first.conditions_version:
             raise LeaderboardError(
@@ -378,6 +415,42 @@ def check_one_protocol(results: Sequence[tuple[str, EvaluationResult]]) -> None:
                 f"{_describe_mix(condition_mix(first))}: one ranking holds one mix of conditions; rank each mix's "
                 "results apart"
             )
+
+
+def _panel_key(result: EvaluationResult) -> tuple[str, int, tuple[tuple[str, str, str], ...]] | None:
+    if result.panel is None:
+        return None
+    labs = tuple((e["lab"], e["name"], e["config_sha256"]) for e in result.panel["labs"])
+    return result.panel["name"], result.panel["version"], labs
+
+
+def check_one_panel(results: Sequence[tuple[str, EvaluationResult]]) -> None:
+    """Refuse results of two lab panels, two versions of one, or one version whose labs differ (a lab changed
+    without a version bump) in one ranking.
+
+    Raises:
+        LeaderboardError: names both files and both panels (name, version and the lab that differs).
+    """
+    tagged = [(path, _panel_key(r)) for path, r in results if r.panel is not None]
+    if not tagged:
+        return
+    first_path, first = tagged[0]
+    for path, key in tagged[1:]:
+        assert first is not None and key is not None
+        if key == first:
+            continue
+        if key[:2] != first[:2]:
+            why = f"lab panel {key[0]!r} version {key[1]}, {first_path} on panel {first[0]!r} version {first[1]}"
+        else:
+            diff = next((a, b) for a, b in itertools.zip_longest(key[2], first[2]) if a != b)
+            why = (
+                f"panel {key[0]!r} version {key[1]} with lab {diff[0]}, {first_path} on the same version with lab "
+                f"{diff[1]} (a lab changed without a new panel version)"
+            )
+        raise LeaderboardError(
+            f"{path} was evaluated on {why}: one ranking holds one panel; rank each panel's results apart "
+            "(docs/leaderboard.md#lab-panel)"
+        )
 
 
 def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequence = ()) -> Leaderboard:
@@ -432,7 +505,54 @@ def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequ
         rows=tuple(rows),
         ranking=tuple(_ranking(envs, rows)),
         skipped=tuple(skipped),
+        panels=tuple(_panel_figures(results, envs, rows)),
     )
+
+
+def _panel_figures(
+    results: Sequence[tuple[str, EvaluationResult]], envs: Sequence[EnvColumn], rows: Sequence[Row]
+) -> list[PanelFigures]:
+    """The panel recorded by the results (``check_one_panel``: one at most), per set of task settings of the lab
+    columns: a row covers the panel when, for each of its labs, it has a lab cell whose every result is of that
+    lab's identity (whatever the run that made it: a result of ``--lab draw:0`` of the same config counts)."""
+    panel = next((r.panel for _, r in results if r.panel is not None), None)
+    if panel is None:
+        return []
+    by_path = dict(results)
+    labs = [e["lab"] for e in panel["labs"]]
+    identity = {e["lab"]: {"name": e["name"], "config_sha256": e["config_sha256"]} for e in panel["labs"]}
+    out = []
+    for settings in dict.fromkeys(c.settings for c in envs if c.is_lab):
+        columns = [c for c in envs if c.is_lab and c.settings == settings]
+        per_row: list[dict[str, float]] = []
+        for row in rows:
+            found: dict[str, float] = {}
+            for cell in (row.cells[c.label] for c in columns if c.label in row.cells):
+                for lab in labs:
+                    if all(by_path[f].provenance.get("lab") == identity[lab] for f in cell.files):
+                        found[lab] = cell.mean
+            per_row.append(found)
+        if not any(per_row):
+            continue
+        covering = [found for found in per_row if len(found) == len(labs)]
+        figures = [panel_mean([found[lab] for lab in labs]) if len(found) == len(labs) else None for found in per_row]
+        tau, mean_tau = lab_agreement({lab: [found[lab] for found in covering] for lab in labs})
+        shown = [_setting_text(k, v) for k, v in settings if v != _defaults()[k]]
+        out.append(
+            PanelFigures(
+                label=f"panel {panel['name']} v{panel['version']} ({', '.join([f'{len(labs)} labs', *shown])})",
+                name=panel["name"],
+                version=panel["version"],
+                labs=tuple(labs),
+                settings=settings,
+                means=tuple(None if f is None else f[0] for f in figures),
+                ci95=tuple(None if f is None else f[1] for f in figures),
+                missing=tuple(tuple(lab for lab in labs if lab not in found) for found in per_row),
+                tau=tau,
+                mean_tau=mean_tau,
+            )
+        )
+    return out
 
 
 def _ranking(envs: Sequence[EnvColumn], rows: Sequence[Row]) -> list[RankAgreement]:
@@ -513,9 +633,11 @@ __all__ = [
     "EnvColumn",
     "Leaderboard",
     "LeaderboardError",
+    "PanelFigures",
     "RankAgreement",
     "Row",
     "build_leaderboard",
+    "check_one_panel",
     "check_one_protocol",
     "condition_mix",
     "damaged_result_reason",

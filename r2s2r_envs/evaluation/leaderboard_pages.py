@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from r2s2r_envs.evaluation.intervals import column_mdd
-from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard, split_mark
+from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, Leaderboard, PanelFigures, split_mark
 
 
 def _pct(x: float) -> str:
@@ -29,6 +29,17 @@ def _cell_text(cell: Cell | None) -> str:
     return f"{_pct(cell.mean)}{spread} [{_pct(low)}, {_pct(high)}] (n={len(cell.seeds)})"
 
 
+def _panel_text(panel: PanelFigures, k: int) -> str:
+    mean, ci = panel.means[k], panel.ci95[k]
+    if mean is None or ci is None:
+        return "-"
+    return f"{_pct(mean)} [{_pct(ci[0])}, {_pct(ci[1])}] (labs={len(panel.labs)})"
+
+
+def _tau(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -37,17 +48,43 @@ def _same(text: str) -> str:
     return text
 
 
+def panel_notes(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> list[str]:
+    """Per panel: which rows have no panel figure and why (the labs they lack), then the rank agreement between
+    the labs: Kendall tau of each pair over the rows covering the panel, and its mean."""
+    lines = []
+    for p in board.panels:
+        labs = ", ".join(untrusted(lab) for lab in p.labs)
+        head = f"{untrusted(p.label)}: mean over the labs {labs} [t-interval 95% over the labs]."
+        lacking = [
+            f"#{k + 1} lacks {', '.join(untrusted(lab) for lab in missing)}"
+            for k, missing in enumerate(p.missing)
+            if missing
+        ]
+        if lacking:
+            head += " No panel figure for a row not evaluated on every lab: " + "; ".join(lacking) + "."
+        lines.append(head)
+        taus = "; ".join(f"{untrusted(a)}/{untrusted(b)} {_tau(t)}" for a, b, t in p.tau)
+        covering = sum(m is not None for m in p.means)
+        lines.append(
+            f"Rank agreement between labs (Kendall tau over the {covering} rows covering the panel): mean "
+            f"{_tau(p.mean_tau)}; {taus}."
+        )
+    return lines
+
+
 def _table(board: Leaderboard, untrusted: Callable[[str], str] = _same) -> tuple[list[str], list[list[str]]]:
     """The rows table; ``untrusted`` is applied to every text that comes from a result file (method, variant, env
     labels with lab and grounding names, dataset hashes, numbers that are not numbers)."""
     header = ["#", "method", "variant", "real_fraction", "demos real/sim"]
-    header += [f"{untrusted(c.label)} success %" for c in board.envs] + ["datasets (sha256)"]
+    header += [f"{untrusted(c.label)} success %" for c in board.envs]
+    header += [f"{untrusted(p.label)} success %" for p in board.panels] + ["datasets (sha256)"]
     body = []
     for i, r in enumerate(board.rows, 1):
         line = [str(i), untrusted(str(r.method)) + split_mark(r.split), untrusted(str(r.variant or NO_VARIANT))]
         line.append(untrusted(_fmt(r.real_fraction)))
         line.append(untrusted(f"{_fmt(r.n_real_demos)}/{_fmt(r.n_sim_demos)}"))
         line += [_cell_text(r.cells.get(c.label)) for c in board.envs]
+        line += [_panel_text(p, i - 1) for p in board.panels]
         line.append(untrusted(", ".join(str(h)[:12] for h in r.datasets) or "-"))
         body.append(line)
     return header, body
@@ -142,6 +179,8 @@ def to_markdown(board: Leaderboard, title: str) -> str:
             note = mdd_note(board, _md_escape) if i == 0 else ""
             if note:
                 lines += [note, ""]
+            if i == 0:
+                lines += [line for note in panel_notes(board, _md_escape) for line in (note, "")]
     if not board.ranking:
         lines += [NO_RANKING, ""]
     lines.append(f"{len(board.results)} result files.")
@@ -264,6 +303,7 @@ def to_html(board: Leaderboard, title: str) -> str:
     note = mdd_note(board)
     if note:
         parts.append(f'<p id="mdd-note">{html.escape(note)}</p>')
+    parts += [f'<p class="panel-note">{html.escape(note)}</p>' for note in panel_notes(board)]
     header, body = _condition_table(board)
     if body:
         parts.append("<h2>Per condition</h2>")
@@ -302,7 +342,7 @@ def to_html(board: Leaderboard, title: str) -> str:
     )
 
 
-__all__ = ["NOTES", "to_html", "to_markdown"]
+__all__ = ["NOTES", "panel_notes", "to_html", "to_markdown"]
 
 
 def _interval_bars(cells: list[Any]) -> dict[str, Any]:

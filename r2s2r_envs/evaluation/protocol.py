@@ -371,6 +371,8 @@ class EvaluationResult:
         conditions: The conditions run, in record order (each one's records follow the previous one's); None: one
             nominal condition of every record at ``base_seed``.
         conditions_version: Version of the condition definitions (``envs.conditions.CONDITIONS_VERSION``).
+        panel: The lab panel this result is one lab of (``panels.evaluate_panel``: name, version, ``lab``, and every
+            lab's identity ``{lab, name, config_sha256}``); None outside a panel (the key is then left out).
     """
 
     env_id: str
@@ -388,6 +390,7 @@ class EvaluationResult:
     split: str = FROM_POLICY
     conditions: tuple[ConditionRun, ...] = FROM_POLICY
     conditions_version: int = CONDITIONS_VERSION
+    panel: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
@@ -473,6 +476,7 @@ class EvaluationResult:
             "versions": self.versions,
             "video": self.video,
             "wall_time_s": self.wall_time_s,
+            **({} if self.panel is None else {"panel": self.panel}),
         }
 
     def to_json(self, indent: int | None = None) -> str:
@@ -533,7 +537,9 @@ class EvaluationResult:
             split=data["split"],
             conditions=conditions,
             conditions_version=data["conditions_version"],
+            panel=data.get("panel"),
         )
+        _check_panel(result)
         if data["episodes"] != len(records):
             raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
         _check_conditions(result)
@@ -637,6 +643,21 @@ def _check_conditions(result: EvaluationResult) -> None:
                     f"{where}: base seed {c.base_seed}, but the {result.split!r} split's seed of {c.condition!r} is "
                     f"{expected} (a base seed of your own makes the split {CUSTOM_SPLIT!r})"
                 )
+
+
+def _check_panel(result: EvaluationResult) -> None:
+    """A panel result's lab is one of its panel's, and its provenance discloses that lab's identity."""
+    if result.panel is None:
+        return
+    entries = {e["lab"]: {k: v for k, v in e.items() if k != "lab"} for e in result.panel["labs"]}
+    lab = result.panel["lab"]
+    if lab not in entries:
+        raise ResultSchemaError(f"result.panel.lab {lab!r} is not one of the panel's labs {list(entries)}")
+    if result.env_id != "PickSort-Real-v0" or result.provenance.get("lab") != entries[lab]:
+        raise ResultSchemaError(
+            f"result.panel says lab {lab!r} is {entries[lab]}, but the result was made on {result.env_id} with lab "
+            f"{result.provenance.get('lab')}"
+        )
 
 
 def _same_json(a: Any, b: Any) -> bool:
