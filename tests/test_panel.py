@@ -117,6 +117,7 @@ def test_evaluate_panel_writes_one_result_per_lab_that_the_leaderboard_reads(tmp
     page = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "panel standard v1 (5 labs, 1 object, 20 steps) success %" in page
     assert "Rank agreement between labs" in page
+    assert "panel standard v1 (5 labs, 1 object, 20 steps) success %" in (tmp_path / "board" / "index.html").read_text()
 
     # A second run into the same folder overwrites nothing, and says which file is in the way.
     before = {f: f.read_bytes() for f in files}

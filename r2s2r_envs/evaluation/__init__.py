@@ -4,10 +4,12 @@ docs/leaderboard.md).
 ``evaluate(env_id, policy_or_factory, episodes=N)`` runs the fixed protocol and returns an ``EvaluationResult``
 (``to_json`` / ``from_json``, checked against the published schema); see :mod:`r2s2r_envs.evaluation.protocol`.
 ``build_leaderboard(results_dir, out_dir)`` groups result files into the leaderboard, and ``pearson`` / ``mmrv``
-measure whether a simulator ranks policies as the lab does.
+measure whether a simulator ranks policies as the lab does.  ``evaluate_panel(policy, "standard")`` runs a policy on
+every lab of a lab panel (:mod:`r2s2r_envs.evaluation.panels`).
 """
 
 from r2s2r_envs.evaluation.leaderboard import build_leaderboard
+from r2s2r_envs.evaluation.panels import PANELS, evaluate_panel, get_panel
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     POLICY_FAILURE,
@@ -24,6 +26,7 @@ from r2s2r_envs.evaluation.stats import summarize_episodes, wilson_interval
 
 __all__ = [
     "EVALUATION_BASE_SEED",
+    "PANELS",
     "POLICY_FAILURE",
     "RESULT_SCHEMA_VERSION",
     "SPLITS",
@@ -35,7 +38,9 @@ __all__ = [
     "build_leaderboard",
     "condition_base_seed",
     "evaluate",
+    "evaluate_panel",
     "evaluation_seeds",
+    "get_panel",
     "mmrv",
     "pearson",
     "plan_conditions",

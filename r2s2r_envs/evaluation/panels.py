@@ -29,8 +29,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from scipy import stats
-
 from r2s2r_envs.evaluation.protocol import EvaluationResult, PolicyOrFactory, evaluate, make_env
 
 #: The env whose physics come from a lab: the only env a panel runs on.
@@ -175,6 +173,8 @@ def panel_mean(values: Sequence[float], *, confidence: float = 0.95) -> tuple[fl
     Raises:
         ValueError: fewer than two values.
     """
+    from scipy import stats  # scipy.stats takes about 0.6 s to import: only when a figure is asked for
+
     v = [float(x) for x in values]
     if len(v) < 2:
         raise ValueError(f"a panel mean needs at least two labs, got {len(v)}")
@@ -191,6 +191,8 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
         raise ValueError(f"the two labs must list the same rows: got {len(a)} and {len(b)} figures")
     if len(a) < 2:
         return None
+    from scipy import stats  # as in panel_mean
+
     tau = float(stats.kendalltau(a, b).statistic)
     return None if math.isnan(tau) else tau
 
