@@ -29,6 +29,7 @@ from r2s2r_envs.ablation.design import (
 )
 from r2s2r_envs.ablation.runner import AblationError, preflight
 from r2s2r_envs.ablation.store import MANIFEST, Store
+from r2s2r_envs.evaluation.schema import RESULT_SCHEMA_VERSION
 
 
 def tiny_design() -> AblationDesign:
@@ -795,7 +796,9 @@ def test_pipeline_runs_every_task_and_keys_results_by_config_hash(first_run):
     assert len(results) == sum(t.kind == "eval" for t in tasks)
     for path in results:
         result = EvaluationResult.from_json(path.read_text())
-        assert result.schema_version == 2 and result.method["training_seed"] in design.seeds
+        # The ablation's evaluations run nominal episodes on the legacy seeds (its records stay comparable).
+        assert result.schema_version == RESULT_SCHEMA_VERSION and result.split == "legacy"
+        assert result.method["training_seed"] in design.seeds
     assert (out / "leaderboard" / "leaderboard.md").is_file()
     report = json.loads((out / "report" / "report.json").read_text())
     assert report["tasks"]["finished"] == len(tasks) and not report["tasks"]["missing"]
@@ -834,7 +837,8 @@ def test_rerun_skips_finished_tasks_and_redoes_partial_output(first_run):
     (store.task_dir("eval", victim.key) / "result.json").write_text("{truncated")
     third = run_ablation(design, out, log=lambda s: None)
     assert third.ran == 1 and third.skipped == len(tasks) - 1
-    assert json.loads((store.task_dir("eval", victim.key) / "result.json").read_text())["schema_version"] == 2
+    rewritten = json.loads((store.task_dir("eval", victim.key) / "result.json").read_text())
+    assert rewritten["schema_version"] == RESULT_SCHEMA_VERSION
 
 
 @pytest.mark.slow
