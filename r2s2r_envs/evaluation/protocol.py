@@ -127,7 +127,9 @@ class Policy(Protocol):
     configuration) and ``metadata`` (a mapping: how the policy was made, the result's ``method`` section;
     ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema). An optional method
     ``set_domain(domain)`` is called with the env's domain (``"real"`` for the lab, ``"sim"`` for a simulator)
-    before the first episode: a domain-conditioned policy acts as in that domain.
+    before the first episode: a domain-conditioned policy acts as in that domain. An optional attribute ``sensors``
+    (opt-in sensor names, e.g. ``("object_visible",)``) asks for those observation keys: the protocol makes every
+    env with them (added to ``env_kwargs["sensors"]``, and recorded so).
 
     Optional batch methods, used by ``evaluate(..., batch=N)`` (docs/protocol.md#batched-policies):
     ``reset_batch(seeds, mask=None)`` starts an episode in each row ``i`` of a batch of ``len(seeds)`` envs where
@@ -189,6 +191,16 @@ def _tell_domain(policy: Policy, env: gym.Env) -> Policy:
     if callable(set_domain):
         set_domain(str(getattr(env.unwrapped, "domain", "sim")))
     return policy
+
+
+def _wanted_sensors(policy: Policy, env: gym.Env) -> list[str]:
+    """The env's sensors plus those the policy's optional ``sensors`` names, when it names one the env lacks."""
+    asked = getattr(policy, "sensors", None) or ()
+    if isinstance(asked, str) or not all(isinstance(k, str) for k in asked):
+        raise PolicyError(f"a policy's sensors must be a sequence of sensor names, got {asked!r}")
+    have = list(getattr(env.unwrapped, "sensors", ()))
+    missing = [k for k in asked if k not in have]
+    return [*have, *missing] if missing else []
 
 
 def _qualified_name(obj: Any) -> str:
@@ -1077,9 +1089,15 @@ def evaluate(
     env = make_env(env_id, {**kwargs, **render})
     envs: dict[str, tuple[gym.Env, Policy]] = {}  # the main process's env and policy per condition
     try:
+        main_policy = resolve_policy(policy, env)
+        wanted = _wanted_sensors(main_policy, env)
+        if wanted:  # the policy reads opt-in sensors: every env of the run is made with them
+            kwargs["sensors"] = wanted
+            env.close()
+            env = make_env(env_id, {**kwargs, **render})
+            main_policy = resolve_policy(policy, env)
         provenance = _env_provenance(env)
         recorded_kwargs = _recorded_env_kwargs(kwargs, provenance["domain"])
-        main_policy = resolve_policy(policy, env)
         envs["nominal"] = (env, main_policy)
         policy_record = _policy_record(main_policy)
         method_section = method_record(main_policy, method)
