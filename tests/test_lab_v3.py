@@ -147,3 +147,37 @@ def test_operator_sorts_in_v3():
         assert isinstance(operator.calibration.lag_steps, int)
     finally:
         env.close()
+
+
+def test_a_policy_trained_with_visibility_asks_for_it_and_is_evaluated_with_it(tmp_path):
+    """Lab demos recorded with ``object_visible`` train a ``task`` policy that reads it; the protocol then makes
+    the lab with that sensor (and records it). Data without the key beside it: the run warns and goes without."""
+    pytest.importorskip("torch")
+    from r2s2r_envs.datasets.generate import generate
+    from r2s2r_envs.evaluation.protocol import evaluate
+    from r2s2r_envs.policies import load_policy
+    from r2s2r_envs.policies.config import TrainConfig
+    from r2s2r_envs.policies.train import train
+
+    small = {"num_objects": 1, "episode_steps": 30, "lab": "v3"}
+    real, sim = tmp_path / "lab.hdf5", tmp_path / "sim.hdf5"
+    generate(REAL, 3, real, seed=5, progress=False, env_kwargs={**small, "sensors": ["object_visible"]})
+    generate(
+        "PickSort-Ungrounded-v0", 3, sim, seed=5, progress=False, env_kwargs={"num_objects": 1, "episode_steps": 30}
+    )
+    tiny = dict(steps=4, batch_size=8, hidden_dim=16, layers=2, feature_dim=8, action_chunk=4, execute_steps=2)
+    base = dict(method="bc", features="task", demos="all", val_fraction=0.0, progress=False, **tiny)
+    result = train(TrainConfig(real=(str(real),), real_fraction=1.0, out=str(tmp_path / "p"), **base))
+    policy = load_policy(result.out)
+    assert policy.sensors == ("object_visible",) and "object_visible" in policy.pipeline.obs_keys
+    assert policy.pipeline.stage.visibility
+
+    evaluated = evaluate(REAL, policy, episodes=2, conditions="nominal", split="dev", env_kwargs=small, progress=False)
+    assert evaluated.env_kwargs["sensors"] == ["object_visible"]
+    assert len(evaluated.records) == 2
+
+    with pytest.warns(UserWarning, match=r"object_visible only when every dataset has it.*sim\.hdf5"):
+        mixed = train(
+            TrainConfig(real=(str(real),), sim=(str(sim),), real_fraction=0.5, out=str(tmp_path / "q"), **base)
+        )
+    assert load_policy(mixed.out).sensors == ()

@@ -193,3 +193,25 @@ def test_quat_to_matrix_is_a_rotation() -> None:
     r = quat_to_matrix(q)
     np.testing.assert_allclose(r @ np.swapaxes(r, -1, -2), np.broadcast_to(np.eye(3), r.shape), atol=1e-9)
     np.testing.assert_allclose(np.linalg.det(r), 1.0, atol=1e-9)
+
+
+def test_visibility_is_one_more_feature_per_object_and_follows_its_object() -> None:
+    """With ``object_visible`` each slot carries its object's flag (ordered with it); without, nothing changes."""
+    objects = [([0.55, 0.3, BELT_Z], "cube", 0.0), ([0.55, -0.1, BELT_Z], "ball", 0.0)]  # the ball is next
+    obs = _obs(objects)
+    shapes = {k: v.shape[2:] for k, v in obs.items()}
+    plain = TaskFeatures.for_shapes(shapes)
+    seen = {**obs, "object_visible": np.array([[[1.0, 0.0]]], dtype=np.float32)}  # the ball is hidden
+    stage = TaskFeatures.for_shapes({**shapes, "object_visible": (2,)})
+    assert (plain.visibility, stage.visibility) == (False, True)
+    assert stage.keys == [*TASK_KEYS, "object_visible"] and plain.keys == list(TASK_KEYS)
+    x = stage(seen)
+    assert x.shape == (1, 1, stage.dim) == (1, 1, plain.dim + 2) and len(stage.names()) == stage.dim
+    assert float(_slot(stage, x, 0, "visible")[0, 0, 0]) == 0.0  # slot 0 is the ball, hidden
+    assert float(_slot(stage, x, 1, "visible")[0, 0, 0]) == 1.0
+    without = np.delete(x, [i for i, n in enumerate(stage.names()) if n.endswith(".visible")], axis=-1)
+    np.testing.assert_array_equal(without, plain(obs))
+    # A checkpoint's keys decide: a stage made without the key ignores it in the observations.
+    assert make_features("task", list(TASK_KEYS), {**shapes, "object_visible": (2,)}).visibility is False
+    with pytest.raises(FeatureError, match="one per object"):
+        TaskFeatures.for_shapes({**shapes, "object_visible": (3,)})

@@ -134,7 +134,8 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
 
     Raises:
         DataSelectionError: a missing dataset, a real one that holds sim data or the other way round, or datasets
-            of different tasks (env family, observation keys or shapes, action size).
+            of different tasks (env family, shapes of shared observation keys, action size); keys only some hold
+            are left out of the run.
     """
     refs: list[DatasetRef] = []
     for role, args in (("real", real), ("sim", sim)):
@@ -173,10 +174,9 @@ def resolve_datasets(real: Sequence[str], sim: Sequence[str]) -> list[DatasetRef
                     f"datasets of different tasks: {first.path} has {first.action_dim}-D actions, {ref.path} "
                     f"{ref.action_dim}-D"
                 )
-            if ref.obs_spec != first.obs_spec:
-                diff = sorted(
-                    k for k in set(ref.obs_spec) | set(first.obs_spec) if ref.obs_spec.get(k) != first.obs_spec.get(k)
-                )
+            # Keys only some datasets hold (an opt-in sensor) are left out of the run; shared keys must agree.
+            diff = sorted(k for k in set(ref.obs_spec) & set(first.obs_spec) if ref.obs_spec[k] != first.obs_spec[k])
+            if diff:
                 raise DataSelectionError(
                     f"datasets disagree on observations {diff}: {first.path} {[first.obs_spec.get(k) for k in diff]}, "
                     f"{ref.path} {[ref.obs_spec.get(k) for k in diff]} (another task or env settings, e.g. num_objects)"

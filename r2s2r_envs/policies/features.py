@@ -17,7 +17,9 @@ Two stages (:data:`FEATURE_SETS`):
   the stack's newest frame and used for every frame of the stack, so a slot holds one object across its frames.
   Per object: position relative to the hand and in the world, velocity, category, status, its yaw relative to
   the hand's with the symmetries of the shapes (``sin``/``cos`` of 2 and 4 times the angle: a bar looks the same
-  after half a turn, a cube after a quarter), and its category's bin relative to the hand.
+  after half a turn, a cube after a quarter), and its category's bin relative to the hand. Where the observations
+  carry ``object_visible`` (the estimator's visibility, :data:`VISIBILITY_KEY`), each object's flag is one more
+  feature: a hidden object keeps its last estimate, and the flag tells "not seen" from "here".
 
 The cell's geometry (:class:`CellGeometry`) is that of the scene (belt, bins), the same in every world: worlds
 change physics, sensing and the operator, not where the belt and bins are.
@@ -49,6 +51,8 @@ TASK_KEYS: tuple[str, ...] = (
     "object_vel",
     "object_category",
 )
+#: The optional key the task features read when the observations carry it (the object estimator's visibility).
+VISIBILITY_KEY = "object_visible"
 _PROPRIO = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel")
 _CATEGORIES = 3
 _STATUSES = ("belt", "held", "bin", "elsewhere")
@@ -132,24 +136,32 @@ class RawFeatures:
 
 
 class TaskFeatures:
-    """Hand-relative, next-object-first features (see the module docstring), ``(B, F, 55 + 23 N)`` for N objects.
+    """Hand-relative, next-object-first features (see the module docstring), ``(B, F, 55 + 23 N)`` for N objects
+    (``55 + 24 N`` with visibility).
 
     Args:
         num_objects: objects per observation (``object_pos`` holds ``3 N`` numbers).
         geometry: the cell's geometry (default: the scene's).
+        visibility: read ``object_visible`` (N,) too: one more feature per object.
     """
 
     name = "task"
 
-    def __init__(self, num_objects: int, geometry: CellGeometry | None = None) -> None:
+    def __init__(self, num_objects: int, geometry: CellGeometry | None = None, *, visibility: bool = False) -> None:
         if num_objects < 1:
             raise FeatureError(f"task features need at least one object, got num_objects={num_objects}")
         self.num_objects = int(num_objects)
         self.geometry = geometry or CellGeometry.nominal()
+        self.visibility = bool(visibility)
+
+    @property
+    def keys(self) -> list[str]:
+        """The observation keys the stage reads."""
+        return [*TASK_KEYS, VISIBILITY_KEY] if self.visibility else list(TASK_KEYS)
 
     @classmethod
     def for_shapes(cls, shapes: Mapping[str, Sequence[int]]) -> TaskFeatures:
-        """The stage for observations of these shapes.
+        """The stage for observations of these shapes (with visibility where they have ``object_visible``).
 
         Raises:
             FeatureError: a key the task features need is missing (the message names it and what the data has) or
@@ -166,12 +178,17 @@ class TaskFeatures:
         expected = {"object_pos": 3 * n, "object_quat": 4 * n, "object_vel": 6 * n, "object_category": 3 * n}
         if n < 1 or sizes != expected:
             raise FeatureError(f"object observation sizes {sizes} do not describe one number of objects")
-        return cls(n)
+        visibility = VISIBILITY_KEY in shapes
+        if visibility and int(np.prod(shapes[VISIBILITY_KEY])) != n:
+            raise FeatureError(
+                f"{VISIBILITY_KEY} has {int(np.prod(shapes[VISIBILITY_KEY]))} numbers, not one per object ({n})"
+            )
+        return cls(n, visibility=visibility)
 
     @property
     def dim(self) -> int:
         """Features per frame."""
-        return 3 + 6 + 7 + 7 + 16 + 16 + _PER_OBJECT * self.num_objects
+        return 3 + 6 + 7 + 7 + 16 + 16 + (_PER_OBJECT + int(self.visibility)) * self.num_objects
 
     def names(self) -> list[str]:
         """One name per feature (in order)."""
@@ -185,6 +202,7 @@ class TaskFeatures:
             + [f"status[{s}]" for s in _STATUSES]
             + ["yaw_sin2", "yaw_cos2", "yaw_sin4", "yaw_cos4"]
             + [f"bin_rel[{i}]" for i in range(3)]
+            + (["visible"] if self.visibility else [])
         )
         return names + [f"object{k}.{p}" for k in range(self.num_objects) for p in per]
 
@@ -226,10 +244,13 @@ class TaskFeatures:
         obj_rot = quat_to_matrix(np.asarray(obs["object_quat"], dtype=np.float64).reshape(b, f, n, 4))
         obj_yaw = np.arctan2(obj_rot[..., 1, 0], obj_rot[..., 0, 0])
         status = self.status(pos, tcp)
+        columns = [pos, vel, cat, status]
+        if self.visibility:
+            columns.append(np.asarray(obs[VISIBILITY_KEY], dtype=np.float64).reshape(b, f, n, 1))
 
         order = self.order(pos[:, -1], status[:, -1])  # the newest frame decides, for every frame
         take = order[:, None, :, None]
-        pos, vel, cat, status = (np.take_along_axis(a, take, axis=2) for a in (pos, vel, cat, status))
+        pos, vel, cat, status, *seen = (np.take_along_axis(a, take, axis=2) for a in columns)
         obj_yaw = np.take_along_axis(obj_yaw, order[:, None, :], axis=2)
 
         rel = pos - tcp[:, :, None, :]
@@ -237,7 +258,7 @@ class TaskFeatures:
         yaw = np.stack([np.sin(2 * dyaw), np.cos(2 * dyaw), np.sin(4 * dyaw), np.cos(4 * dyaw)], axis=-1)
         bins = self.geometry.bin_center[np.argmax(cat, axis=-1)]  # (B, F, N, 3)
         bin_rel = bins - tcp[:, :, None, :]
-        objects = np.concatenate([rel, pos, vel, cat, status, yaw, bin_rel], axis=-1).reshape(b, f, -1)
+        objects = np.concatenate([rel, pos, vel, cat, status, yaw, bin_rel, *seen], axis=-1).reshape(b, f, -1)
         return np.concatenate([tcp, rot6, *proprio, objects], axis=-1).astype(np.float32)
 
 

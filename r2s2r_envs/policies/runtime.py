@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from r2s2r_envs.envs.pick_sort import SENSORS as OPT_IN_SENSORS
 from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_checkpoint
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
@@ -86,6 +87,11 @@ class TrainedPolicy:
         self._step = 0
         self._generator = torch.Generator().manual_seed(0)
         self._rows: list[TrainedPolicy] = []  # one episode state per row of act_batch
+
+    @property
+    def sensors(self) -> tuple[str, ...]:
+        """The env's opt-in sensors the policy reads (the evaluation protocol makes its envs with them)."""
+        return tuple(k for k in self.pipeline.obs_keys if k in OPT_IN_SENSORS)
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, cast
 
@@ -52,9 +53,9 @@ from r2s2r_envs.policies.checkpoint import (
 )
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, VerifyMode, check_config
 from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
-from r2s2r_envs.policies.features import TASK_KEYS, FeatureError, make_features
+from r2s2r_envs.policies.features import TASK_KEYS, VISIBILITY_KEY, FeatureError, make_features
 from r2s2r_envs.policies.models import PolicyModel
-from r2s2r_envs.policies.pipeline import Pipeline, weighted_merge
+from r2s2r_envs.policies.pipeline import Pipeline, feature_keys, weighted_merge
 
 #: The class ``load_policy`` returns (recorded as ``policy_class``).
 POLICY_CLASS = "r2s2r_envs.policies.runtime.TrainedPolicy"
@@ -131,6 +132,8 @@ def split_demos(config: TrainConfig, refs: list[DatasetRef]) -> list[tuple[list[
 def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> list[str]:
     """The observation keys a run loads: the feature stage's, or ``obs_keys`` (every low-dimensional key if empty).
 
+    ``spec``: the keys every dataset of the run has; the ``"task"`` stage reads ``object_visible`` where they do.
+
     Raises:
         ConfigError: keys the data lacks, camera keys without ``encoder="cnn"`` (or the reverse).
     """
@@ -146,7 +149,7 @@ def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> l
                 f"features='task' reads its own keys {list(TASK_KEYS)}; leave obs_keys empty (got "
                 f"{list(config.obs_keys)}) or use features='raw'"
             )
-        return list(TASK_KEYS)
+        return feature_keys("task", list(spec))
     keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
     unknown = [k for k in keys if k not in spec]
     if unknown:
@@ -177,7 +180,15 @@ def load_datasets(
     Raises:
         ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
     """
-    keys = observation_keys(config, refs[0].obs_spec)
+    common = {k: v for k, v in refs[0].obs_spec.items() if all(k in r.obs_spec for r in refs)}
+    keys = observation_keys(config, common)
+    if config.features == "task" and VISIBILITY_KEY not in keys and any(VISIBILITY_KEY in r.obs_spec for r in refs):
+        lacking = [r.path.name for r in refs if VISIBILITY_KEY not in r.obs_spec]
+        warnings.warn(
+            f"features='task' reads {VISIBILITY_KEY} only when every dataset has it; {lacking} lack it, so this run "
+            f"trains without it (record them with sensors=['{VISIBILITY_KEY}'] to use it)",
+            stacklevel=2,
+        )
     return [
         TrajectoryDataset(
             ref.path,
