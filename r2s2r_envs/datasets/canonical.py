@@ -508,7 +508,9 @@ def mismatch_message(
     return (
         f"{head}, but the file follows the recipe and was made by this version: built on another kind of machine "
         "than the reference (floating-point differences change the rollouts) or by earlier code of this version. "
-        "Training and the ablation use it with a warning and record its hash; delete it to rebuild"
+        "Training and the ablation use it with a warning and record its hash; delete it to rebuild. A row trained on "
+        "it is off-track on every track (tracks accept known builds only, docs/leaderboard.md#tracks): for a track, "
+        "use a file of a known build (r2s2r datasets verify FILE --expect SHA256)"
     )
 
 

@@ -46,6 +46,7 @@ from r2s2r_envs.evaluation.protocol import (
     picksort_env_ids,
 )
 from r2s2r_envs.evaluation.splits import SPLITS, STANDARD
+from r2s2r_envs.evaluation.tracks import TRACKS, get_track
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.workers import WorkerDiedError
 
@@ -191,9 +192,22 @@ def _format_summary(result: EvaluationResult) -> str:
             f"time to sort:     {time_to_sort}  (mean over successful episodes)",
             f"failure causes:   {causes}  (episodes by their first failure)",
             f"policy failures:  {s['policy_failures']}  (episodes stopped for a NaN or wrong-shape action)",
+            *_track_lines(result),
             f"wall time:        {result.wall_time_s:.1f} s",
         ]
     )
+
+
+def _track_lines(result: EvaluationResult) -> list[str]:
+    """The track the result was evaluated for, and why it is off it (``--track``)."""
+    if result.track is None:
+        return []
+    t = result.track
+    if t["on_track"]:
+        return [f"track:            {t['name']} v{t['version']}: on the track"]
+    return [f"track:            {t['name']} v{t['version']}: OFF-TRACK (listed apart on the leaderboard)"] + [
+        f"  - {why}" for why in t["reasons"]
+    ]
 
 
 _SPLIT_NOTES = {
@@ -318,11 +332,38 @@ def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
     return EXIT_OK
 
 
+def _check_track_args(args: argparse.Namespace) -> None:
+    """``--track``: a known track, and no option that sets another evaluation (the protocol checks
+    ``--split``/``--conditions`` against the track and names both).
+
+    Raises:
+        ValueError: an unknown track (listing the valid ones), or ``--panel``/``--episodes``/``--seed`` beside it.
+    """
+    track = get_track(args.track)
+    if args.panel is not None and args.panel != track.panel:
+        where = "one lab" if track.panel is None else f"panel {track.panel!r}"
+        raise ValueError(f"--track {track.name} evaluates on {where}; --panel {args.panel} was given too: give one")
+    if track.panel is not None:
+        raise ValueError(f"--track {track.name} evaluates on panel {track.panel!r}: not supported by evaluate yet")
+    for option, value in (("--episodes", args.episodes), ("--seed", args.seed)):
+        if value is not None:
+            raise ValueError(
+                f"--track {track.name} fixes the evaluation (its conditions on the {track.split!r} split); "
+                f"{option} {value} was given too: give one of them"
+            )
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     env_kwargs: dict[str, Any] = {}
     for key in ("num_objects", "episode_steps", "grounding"):
         if getattr(args, key) is not None:
             env_kwargs[key] = getattr(args, key)
+    if args.track is not None:
+        try:
+            _check_track_args(args)
+        except ValueError as e:
+            print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
     if args.panel is not None:
         return _cmd_evaluate_panel(args, env_kwargs)
     try:
@@ -351,6 +392,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             workers=args.workers,
             method={"method": args.method} if args.method else None,
             batch=args.batch,
+            track=args.track,
         )
     except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
         print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
@@ -444,6 +486,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="SPLIT",
         help=f"seed split, one of {list(SPLITS)} (default test; dev for every development choice; "
         "docs/protocol.md#dev-and-test-splits)",
+    )
+    ev.add_argument(
+        "--track",
+        default=None,
+        metavar="NAME",
+        help=f"evaluate as a track says and record whether the result is on it (datasets, training samples), one of "
+        f"{sorted(TRACKS)}; --split/--conditions may only repeat it (docs/leaderboard.md#tracks)",
     )
     ev.add_argument(
         "--episodes",

@@ -10,6 +10,11 @@ checks each against the result schema, and groups them (docs/leaderboard.md):
 - a **cell** is the mean success rate over the row's training seeds in that env, the standard deviation over
   seeds, and the Wilson 95% interval of all its episodes pooled (``stats.wilson_interval``).
 
+With results evaluated for a track (``r2s2r evaluate --track``, :mod:`r2s2r_envs.evaluation.tracks`), the board
+ranks the rows on one track only: each result's claim is checked again (``tracks.check_result``), results of two
+tracks on one board are refused, and the rows of every other result (off-track, or naming no track) are listed
+apart (``Leaderboard.off_track_rows``, with their reasons), never ranked with the track's.
+
 Across rows evaluated both in a simulated env and in the lab with the same task settings, ``ranking.pearson``
 and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab does.  The pages are rendered by
 :mod:`r2s2r_envs.evaluation.leaderboard_pages` (the HTML embeds plotly.js: it opens offline, without a server).
@@ -33,6 +38,7 @@ from r2s2r_envs.evaluation.ranking import mmrv, pearson
 from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
 from r2s2r_envs.evaluation.splits import SPLITS
 from r2s2r_envs.evaluation.stats import wilson_interval
+from r2s2r_envs.evaluation.tracks import TRACKS, TrackCheck, check_result
 from r2s2r_envs.safe_json import JSONFileError, read_json
 
 #: What the variant column shows for a row trained without simulated data.
@@ -104,11 +110,16 @@ class Row:
     datasets: tuple[str, ...]
     cells: dict[str, Cell]
     split: str = "legacy"
+    #: The track the row is ranked on (None: a board without tracks, or an off-track row).
+    track: str | None = None
+    #: Why the row is off the board's track (empty for a ranked row); its results' reasons, each once.
+    off_track: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         rf = "" if self.real_fraction is None else f" @ real_fraction {self.real_fraction:g}"
-        return f"{self.method} / {self.variant or NO_VARIANT}{rf}{split_mark(self.split)}"
+        mark = " [off-track]" if self.off_track else ""
+        return f"{self.method} / {self.variant or NO_VARIANT}{rf}{split_mark(self.split)}{mark}"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -163,21 +174,33 @@ class Leaderboard:
     ranking: tuple[RankAgreement, ...]
     skipped: tuple[tuple[str, str], ...]
     panels: tuple[PanelFigures, ...] = ()
+    #: The track the rows are ranked on (``Track.to_dict``), None on a board without track results.
+    track: dict[str, Any] | None = None
+    #: With a track: the rows of the other results (off-track or naming no track), apart and unranked, each with its
+    #: reasons; their own columns (``off_track_envs``) and files (``off_track_results``).
+    off_track_rows: tuple[Row, ...] = ()
+    off_track_envs: tuple[EnvColumn, ...] = ()
+    off_track_results: tuple[tuple[str, EvaluationResult], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "track": self.track,
             "envs": [dataclasses.asdict(e) | {"settings": dict(e.settings)} for e in self.envs],
-            "rows": [
-                {
-                    **{k: v for k, v in dataclasses.asdict(r).items() if k != "cells"},
-                    "cells": {k: dataclasses.asdict(c) for k, c in r.cells.items()},
-                }
-                for r in self.rows
-            ],
+            "rows": [_row_dict(r) for r in self.rows],
             "ranking": [dataclasses.asdict(a) for a in self.ranking],
             "panels": [dataclasses.asdict(p) | {"settings": dict(p.settings)} for p in self.panels],
+            "off_track_envs": [dataclasses.asdict(e) | {"settings": dict(e.settings)} for e in self.off_track_envs],
+            "off_track_rows": [_row_dict(r) for r in self.off_track_rows],
             "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
         }
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in dataclasses.asdict(row).items() if k != "cells"},
+        "label": row.label,
+        "cells": {k: dataclasses.asdict(c) for k, c in row.cells.items()},
+    }
 
 
 # ---------------------------------------------------------------------- reading
@@ -453,17 +476,87 @@ def check_one_panel(results: Sequence[tuple[str, EvaluationResult]]) -> None:
         )
 
 
+def track_checks(results: Sequence[tuple[str, EvaluationResult]]) -> dict[str, TrackCheck | None]:
+    """Each result's track claim checked again with this package's definitions (``tracks.check_result``), by file;
+    None for a result that names no track."""
+    return {path: check_result(result) for path, result in results}
+
+
+def check_one_track(
+    results: Sequence[tuple[str, EvaluationResult]], checks: dict[str, TrackCheck | None] | None = None
+) -> tuple[str, int] | None:
+    """The one track (name, version) the on-track results are on, or None when none is on a track.
+
+    Raises:
+        LeaderboardError: results on two tracks, or two versions of one (names both files and both tracks).
+    """
+    checks = track_checks(results) if checks is None else checks
+    first: tuple[str, str, int] | None = None
+    for path, _ in results:
+        check = checks[path]
+        if check is None or not check.on_track:
+            continue
+        if first is None:
+            first = (path, check.name, check.version)
+        elif (check.name, check.version) != first[1:]:
+            raise LeaderboardError(
+                f"{path} is on track {check.name!r} version {check.version}, {first[0]} on track {first[1]!r} version "
+                f"{first[2]}: one ranking holds one track; rank each track's results apart "
+                "(docs/leaderboard.md#tracks)"
+            )
+    return None if first is None else (first[1], first[2])
+
+
+def _off_track_reasons(check: TrackCheck | None, track: str) -> tuple[str, ...]:
+    if check is None:
+        return (f"names no track (r2s2r evaluate --track {track} records one)",)
+    if check.name != track:
+        return (f"evaluated for track {check.name!r}, not {track!r}", *check.reasons)
+    return check.reasons
+
+
 def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequence = ()) -> Leaderboard:
     """Group checked results into rows, columns and cells, and compute the sim-vs-lab ranking agreement.
 
+    When a result is on a track (``check_one_track``), the board ranks that track's results only; every other
+    result's rows go to ``off_track_rows`` with their reasons (unranked, their cells computed apart).
+
     Raises:
         LeaderboardError: no results, two results of the same row, env and training seed (the message names
-            both files: keep one), or results of two splits, condition mixes or condition versions
-            (``check_one_protocol``).
+            both files: keep one), results of two splits, condition mixes or condition versions
+            (``check_one_protocol``), or on two tracks (``check_one_track``).
     """
     if not results:
         raise LeaderboardError("no evaluation results found (r2s2r evaluate --out FILE writes one)")
     check_one_protocol(results)
+    checks = track_checks(results)
+    track = check_one_track(results, checks)
+    if track is None:  # no result on a track: one board as before; a result off a track still says why
+        return _group(results, skipped, reasons={p: c.reasons for p, c in checks.items() if c is not None})
+    name = track[0]
+    ranked = [(p, r) for p, r in results if (c := checks[p]) is not None and c.on_track]
+    others = [(p, r) for p, r in results if (c := checks[p]) is None or not c.on_track]
+    board = _group(ranked, skipped, track=name)
+    off = _group(others, (), reasons={p: _off_track_reasons(checks[p], name) for p, _ in others}) if others else None
+    return dataclasses.replace(
+        board,
+        results=tuple(results),
+        track=TRACKS[name].to_dict(),
+        off_track_rows=() if off is None else off.rows,
+        off_track_envs=() if off is None else off.envs,
+        off_track_results=tuple(others),
+    )
+
+
+def _group(
+    results: Sequence[tuple[str, EvaluationResult]],
+    skipped: Sequence,
+    *,
+    track: str | None = None,
+    reasons: dict[str, tuple[str, ...]] | None = None,
+) -> Leaderboard:
+    """Rows, columns, cells, sim-vs-lab ranking and panel figures of ``results`` (``reasons``: off-track rows'
+    reasons by file; ``track``: the track the rows are ranked on)."""
     split = results[0][1].split
     columns: dict[str, EnvColumn] = {}
     groups: dict[tuple, dict[str, list[tuple[str, EvaluationResult]]]] = {}
@@ -485,6 +578,7 @@ def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequ
     for key, by_env in groups.items():
         method, variant, rf, n_real, n_sim, hashes = key
         cells = {label: _cell(entries) for label, entries in by_env.items()}
+        why = [] if reasons is None else [reasons.get(p, ()) for entries in by_env.values() for p, _ in entries]
         rows.append(
             Row(
                 method=method,
@@ -495,6 +589,8 @@ def group_results(results: Sequence[tuple[str, EvaluationResult]], skipped: Sequ
                 datasets=hashes,
                 cells=cells,
                 split=split,
+                track=track,
+                off_track=tuple(dict.fromkeys(r for rs in why for r in rs)),
             )
         )
     first_lab = next((c.label for c in envs if c.is_lab), None)
@@ -553,6 +649,61 @@ def _panel_figures(
             )
         )
     return out
+
+
+OFF_TRACK_NOTE = (
+    "Not ranked with the track's rows: each row was evaluated for another track, for none, or is off this one for "
+    "the reasons given (datasets other than the track's builds, training samples over its budget, another "
+    "evaluation). Success %: mean over training seeds [Wilson 95% interval of the pooled episodes] (n = seeds)."
+)
+
+
+def _off_track_table(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    """The off-track rows as plain text (not yet escaped): label, each off-track column's cell, the reasons."""
+    header = ["row", *(f"{c.label} success %" for c in board.off_track_envs), "why off-track"]
+    body = []
+    for row in board.off_track_rows:
+        cells = []
+        for column in board.off_track_envs:
+            cell = row.cells.get(column.label)
+            cells.append(
+                "-"
+                if cell is None
+                else f"{100 * cell.mean:.1f} [{100 * cell.ci95[0]:.1f}, {100 * cell.ci95[1]:.1f}] (n={len(cell.seeds)})"
+            )
+        body.append([row.label, *cells, "; ".join(row.off_track)])
+    return header, body
+
+
+def off_track_markdown(board: Leaderboard) -> str:
+    """The section listing the off-track rows under ``leaderboard.md``'s ranking ("" without one)."""
+    if not board.off_track_rows or board.track is None:
+        return ""
+    from r2s2r_envs.evaluation.leaderboard_pages import _md_escape
+
+    header, body = _off_track_table(board)
+    track = f"{board.track['name']} v{board.track['version']}"
+    lines = ["", f"## Off-track rows (not ranked on track {track})", "", OFF_TRACK_NOTE, ""]
+    lines.append("| " + " | ".join(_md_escape(h) for h in header) + " |")
+    lines.append("|" + "---|" * len(header))
+    lines += ["| " + " | ".join(_md_escape(v) for v in line) + " |" for line in body]
+    return "\n".join(lines) + "\n"
+
+
+def off_track_html(board: Leaderboard) -> str:
+    """The same section for ``index.html`` ("" without one); every text escaped."""
+    if not board.off_track_rows or board.track is None:
+        return ""
+    import html
+
+    header, body = _off_track_table(board)
+    track = html.escape(f"{board.track['name']} v{board.track['version']}")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in line) + "</tr>" for line in body)
+    return (
+        f'<h2 id="off-track">Off-track rows (not ranked on track {track})</h2><p>{html.escape(OFF_TRACK_NOTE)}</p>'
+        f'<table id="off-track-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    )
 
 
 def _ranking(envs: Sequence[EnvColumn], rows: Sequence[Row]) -> list[RankAgreement]:
@@ -618,10 +769,16 @@ def build_leaderboard(
         raise LeaderboardError(f"--out {out} is a file; the leaderboard is written into a folder")
     results, skipped = load_results(results_dir, skip_damaged=skip_damaged)
     board = group_results(results, skipped)
+    if board.track is not None:
+        title = f"{title}: track {board.track['name']} v{board.track['version']}"
     try:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "leaderboard.md").write_text(to_markdown(board, title))
-        (out / "index.html").write_text(to_html(board, title))
+        (out / "leaderboard.md").write_text(to_markdown(board, title) + off_track_markdown(board))
+        page = to_html(board, title)
+        if board.off_track_rows:
+            at = page.rfind("</body>")
+            page = page[:at] + off_track_html(board) + page[at:] if at >= 0 else page + off_track_html(board)
+        (out / "index.html").write_text(page)
         (out / "leaderboard.json").write_text(json.dumps(board.to_dict(), indent=2) + "\n")
     except OSError as e:
         raise LeaderboardError(f"cannot write the leaderboard into {out}: {e.strerror or e}") from None
@@ -639,10 +796,14 @@ __all__ = [
     "build_leaderboard",
     "check_one_panel",
     "check_one_protocol",
+    "check_one_track",
     "condition_mix",
     "damaged_result_reason",
     "env_column",
     "group_results",
     "load_results",
+    "off_track_html",
+    "off_track_markdown",
     "split_mark",
+    "track_checks",
 ]

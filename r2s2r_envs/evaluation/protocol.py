@@ -85,6 +85,7 @@ from r2s2r_envs.evaluation.splits import (
     plan_conditions,
 )
 from r2s2r_envs.evaluation.stats import summarize_episodes
+from r2s2r_envs.evaluation.tracks import check_track, evaluation_arguments, get_track, training_samples
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.workers import WorkerDiedError, first_cause, worker_death
@@ -385,6 +386,9 @@ class EvaluationResult:
         conditions_version: Version of the condition definitions (``envs.conditions.CONDITIONS_VERSION``).
         panel: The lab panel this result is one lab of (``panels.evaluate_panel``: name, version, ``lab``, and every
             lab's identity ``{lab, name, config_sha256}``); None outside a panel (the key is then left out).
+        track: The track the result was evaluated for (``tracks.TrackCheck.to_record``: name, version, whether it is
+            on it and why not, training samples and budget, the datasets' builds); None when it names none (the key
+            is then left out).
     """
 
     env_id: str
@@ -403,6 +407,7 @@ class EvaluationResult:
     conditions: tuple[ConditionRun, ...] = FROM_POLICY
     conditions_version: int = CONDITIONS_VERSION
     panel: dict[str, Any] | None = None
+    track: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
@@ -489,6 +494,7 @@ class EvaluationResult:
             "video": self.video,
             "wall_time_s": self.wall_time_s,
             **({} if self.panel is None else {"panel": self.panel}),
+            **({} if self.track is None else {"track": self.track}),
         }
 
     def to_json(self, indent: int | None = None) -> str:
@@ -550,8 +556,14 @@ class EvaluationResult:
             conditions=conditions,
             conditions_version=data["conditions_version"],
             panel=data.get("panel"),
+            track=data.get("track"),
         )
         _check_panel(result)
+        if result.track is not None and result.track["on_track"] == bool(result.track["reasons"]):
+            raise ResultSchemaError(
+                f"result.track says on_track={result.track['on_track']} with {len(result.track['reasons'])} "
+                "reason(s) to be off it; a result is on its track exactly when it has none"
+            )
         if data["episodes"] != len(records):
             raise ResultSchemaError(f"result says episodes={data['episodes']} but holds {len(records)} records")
         _check_conditions(result)
@@ -998,6 +1010,7 @@ def evaluate(
     method: Mapping[str, Any] | None = None,
     batch: int = 1,
     threads: int | None = None,
+    track: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a policy on a PickSort env with the suite's protocol.
 
@@ -1037,6 +1050,10 @@ def evaluate(
         threads: Threads that step a batch's physics in each process (default: the machine's cores shared among
             the workers, ``max(1, cores // workers)``, at most ``batch``); 1 steps it in the calling thread (a
             process given one core, as an ablation evaluation task).  Records do not depend on it.
+        track: A track (``tracks.TRACKS``, docs/leaderboard.md#tracks): its conditions and split are the
+            evaluation's (``conditions``/``split`` may repeat them; ``episodes``/``base_seed`` are refused) and the
+            result records whether it is on the track (datasets, training samples, evaluation) and why not;
+            off-track is said in a warning before the first episode.
 
     Returns:
         The result: records, summary (all records), per-condition and "all shifted" summaries, provenance.
@@ -1047,13 +1064,19 @@ def evaluate(
         RenderError: ``video`` was asked for but offscreen rendering is not available.
         TypeError: ``policy`` is not a policy or factory, or cannot be pickled for workers.
         ResultSchemaError: the policy's ``metadata`` or ``method`` holds a value the result schema refuses.
-        ValueError: an unknown condition or split (the message lists the valid ones), ``episodes`` < 1,
+        ValueError: an unknown condition, split or track (the message lists the valid ones), another evaluation
+            than ``track``'s (naming both), ``episodes`` < 1,
             ``workers`` < 1, ``batch`` < 1 or larger than the episodes of a condition, ``base_seed`` < 0 or given
             with ``conditions`` or ``split``, or ``condition`` in ``env_kwargs``.
     """
     from tqdm import tqdm
 
     check_env_id(env_id)
+    on_track = None if track is None else get_track(track)
+    if on_track is not None:
+        conditions, split = evaluation_arguments(
+            on_track, episodes=episodes, base_seed=base_seed, conditions=conditions, split=split
+        )
     split, runs = _plan(episodes, base_seed, conditions, split)
     checks = [("workers", workers, 1), ("batch", batch, 1)]
     if threads is not None:
@@ -1101,6 +1124,24 @@ def evaluate(
         envs["nominal"] = (env, main_policy)
         policy_record = _policy_record(main_policy)
         method_section = method_record(main_policy, method)
+        track_record = None
+        if on_track is not None:
+            checked = check_track(
+                on_track,
+                method=method_section,
+                training_samples=training_samples(method_section, getattr(main_policy, "config", None)),
+                split=split,
+                conditions=[(run.condition, run.episodes) for run in runs],
+                conditions_version=CONDITIONS_VERSION,
+                panel=None,
+            )
+            track_record = checked.to_record()
+            if not checked.on_track:
+                warnings.warn(
+                    f"this result will be off track {on_track.name!r} (v{on_track.version}): "
+                    + "; ".join(checked.reasons),
+                    stacklevel=2,
+                )
 
         def env_of(condition: str) -> tuple[gym.Env, Policy]:
             if condition not in envs:
@@ -1234,6 +1275,7 @@ def evaluate(
         wall_time_s=time.perf_counter() - start,
         split=split,
         conditions=runs,
+        track=track_record,
     )
 
 
