@@ -5,12 +5,14 @@
 * :mod:`~r2s2r_envs.policies.config`: :class:`~r2s2r_envs.policies.config.TrainConfig` and the methods
   (``bc``, ``flow``, ``flow-cfg``, ``flow-adda``, ``flow-cfg-adda``).
 * :mod:`~r2s2r_envs.policies.train`: :func:`~r2s2r_envs.policies.train.train` (``r2s2r train``).
+* :mod:`~r2s2r_envs.policies.method`: the method API, :class:`Method`, :class:`Batch`, :class:`Spec` (also
+  importable from here, needing torch): a new training method in one class (docs/byo_method.md).
 * :mod:`~r2s2r_envs.policies.pipeline`: the observation/action pipeline shared by training and inference.
 * :mod:`~r2s2r_envs.policies.checkpoint`: the checkpoint layout; :func:`read_checkpoint` reads a checkpoint's
   config and metadata without torch.
 
-Importing this package does not import torch; :func:`load_policy` and the training module do. docs/baselines.md
-describes the methods, the commands and measured numbers.
+Importing this package does not import torch; :func:`load_policy`, the method API and the training module do.
+docs/baselines.md describes the methods, the commands and measured numbers.
 """
 
 from __future__ import annotations
@@ -54,6 +56,22 @@ def load_policy(path: str | os.PathLike[str], **settings: Any) -> TrainedPolicy:
             raise ImportError(TORCH_HINT) from exc
         raise
     return _load(path, **settings)
+
+
+#: Names of :mod:`r2s2r_envs.policies.method` importable from this package (imported on first use: they need torch).
+_METHOD_API = ("Batch", "Method", "MethodError", "Spec")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _METHOD_API:
+        try:
+            from r2s2r_envs.policies import method
+        except ImportError as exc:
+            if getattr(exc, "name", None) == "torch":
+                raise ImportError(TORCH_HINT) from exc
+            raise
+        return getattr(method, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["METHODS", "RECIPES", "CheckpointError", "TrainConfig", "load_policy", "read_checkpoint", "zoo"]

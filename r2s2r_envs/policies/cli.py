@@ -9,6 +9,8 @@ Examples:
     r2s2r train --method bc --real lab-50 --sim ungrounded-1000 --real-fraction 0.22 --seed 0 --out runs/bc-s0
     r2s2r train --method flow-cfg-adda --real lab-50 --sim ungrounded-1000 --real-fraction 0.22 --out runs/cfg-adda
     r2s2r train --method flow --real lab-50 --real-fraction 1.0 --steps 2000 --out runs/flow-real-only
+    r2s2r train --method byo_bc:DomainWeightedBC --real lab-50 --sim worldgrounded-1000 --real-fraction 0.22 \
+        --out runs/dw-bc    # a Method class of yours (docs/byo_method.md)
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from typing import Any
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, json_object
 from r2s2r_envs.policies.config import (
     DEFAULT_RECIPE,
+    METHOD_CLASS_PATTERN,
+    METHODS,
     RECIPES,
     ConfigError,
     TrainConfig,
@@ -32,7 +36,7 @@ from r2s2r_envs.policies.config import (
     field_type,
 )
 
-_METAVARS = {"real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
+_METAVARS = {"method": "METHOD", "real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
 
 
 def _field_docs() -> dict[str, str]:
@@ -53,6 +57,16 @@ def _field_docs() -> dict[str, str]:
     return {k: v.replace("%", "%%") for k, v in plain.items()}
 
 
+def _method(text: str) -> str:
+    """A ``--method``: a reference method's name or ``module:Class`` (a user's method class, imported later)."""
+    if text in METHODS or METHOD_CLASS_PATTERN.fullmatch(text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from {', '.join(METHODS)}, or module:Class for a Method class of yours: "
+        "docs/byo_method.md)"
+    )
+
+
 def _comma_list(text: str) -> list[str]:
     return [t for t in (s.strip() for s in text.split(",")) if t]
 
@@ -65,12 +79,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     """
     parser = subparsers.add_parser(
         "train",
-        help="train a baseline policy (bc, flow, flow-cfg, flow-adda, flow-cfg-adda) on real and sim data",
+        help="train a baseline policy (bc, flow, flow-cfg, flow-adda, flow-cfg-adda) or your own method "
+        "(module:Class) on real and sim data",
         description="Train a co-training baseline on real (lab) and simulated demonstrations mixed by "
         "--real-fraction, the expected share of real samples per batch (1.0: real only, 0.0: sim only). Datasets "
         "are canonical names (r2s2r datasets list) or HDF5 files. Writes DIR/config.json, policy.pt, "
         "train_log.json and loss.png; load with r2s2r_envs.policies.load_policy(DIR). Needs the torch extra. "
-        "See docs/baselines.md.",
+        "See docs/baselines.md; your own method: --method module:Class (docs/byo_method.md).",
     )
     docs = _field_docs()
     recipe_defaults = RECIPES[DEFAULT_RECIPE]
@@ -103,6 +118,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             kwargs.update(action="extend", nargs="+", default=[], help=help_text + " (repeatable)")
         elif name == "obs_keys":
             kwargs.update(type=_comma_list, default=[])
+        elif name == "method":
+            kwargs["type"] = _method
         else:
             kwargs["type"] = {int: int, float: float, str: str}[hint]
             if default is not None and name != "recipe":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import typing
 from typing import Any, Literal
 
@@ -16,6 +17,8 @@ from typing import Any, Literal
 #: discriminator on the encoder features (adda) or both (cfg-adda). docs/baselines.md describes each.
 METHODS: tuple[str, ...] = ("bc", "flow", "flow-cfg", "flow-adda", "flow-cfg-adda")
 Method = Literal["bc", "flow", "flow-cfg", "flow-adda", "flow-cfg-adda"]
+#: A user's method given as ``module:Class`` (a :class:`r2s2r_envs.policies.method.Method` subclass).
+METHOD_CLASS_PATTERN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 Demos = Literal["success", "all"]
 ActionNormalization = Literal["standard", "minmax"]
 Encoder = Literal["mlp", "cnn"]
@@ -109,7 +112,8 @@ class TrainConfig:
     """Everything ``r2s2r train`` needs; written, resolved, to ``config.json`` next to the checkpoint.
 
     Attributes:
-        method: the training method, one of :data:`METHODS` (bc, flow, flow-cfg, flow-adda, flow-cfg-adda).
+        method: the training method, one of :data:`METHODS` (bc, flow, flow-cfg, flow-adda, flow-cfg-adda), or a
+            method class of yours as ``module:Class`` (docs/byo_method.md).
         real: real (lab) datasets: canonical names (``r2s2r datasets list``) or HDF5 files; empty for sim-only.
         sim: simulated datasets, the same way; empty for real-only.
         real_fraction: expected share of real samples in each batch, in [0, 1] (1.0: real only, 0.0: sim only).
@@ -176,7 +180,7 @@ class TrainConfig:
         overwrite: replace an existing checkpoint in ``out``.
     """
 
-    method: Method
+    method: str
     real: tuple[str, ...] = ()
     sim: tuple[str, ...] = ()
     real_fraction: float
@@ -226,6 +230,11 @@ class TrainConfig:
         for name, value in RECIPES[self.recipe].items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
+
+    @property
+    def method_class(self) -> str | None:
+        """The ``module:Class`` of a user's method (``None`` for the reference methods)."""
+        return self.method if isinstance(self.method, str) and METHOD_CLASS_PATTERN.fullmatch(self.method) else None
 
     @property
     def uses_cfg(self) -> bool:
@@ -289,8 +298,11 @@ def check_config(config: TrainConfig) -> None:
     Raises:
         ConfigError: naming the first field at fault and what it accepts.
     """
-    if config.method not in METHODS:
-        raise ConfigError(f"unknown method {config.method!r}; choose one of {list(METHODS)}")
+    if config.method not in METHODS and config.method_class is None:
+        raise ConfigError(
+            f"unknown method {config.method!r}; choose one of {list(METHODS)} or a Method class of yours as "
+            "module:Class (docs/byo_method.md)"
+        )
     choice_fields = ("demos", "labels", "action_normalization", "normalization_weights", "features", "architecture")
     for name in (*choice_fields, "encoder", "composition", "verify", "device"):
         choices = typing.cast(tuple[str, ...], field_choices(name))  # Literal fields: never None

@@ -17,6 +17,10 @@ plain batched matrix product rounds differently (about 1e-6) and would change th
 A CFG policy guides its flow toward a domain label: ``"real"`` unless told otherwise. The evaluation protocol
 tells a policy which domain the env is (:meth:`TrainedPolicy.set_domain`), so in a simulator it is guided toward
 ``"sim"``.
+
+A user's method (:class:`~r2s2r_envs.policies.method.Method`, recorded in the checkpoint as ``module:Class``) runs
+the same way: its ``predict`` gets a :class:`~r2s2r_envs.policies.method.Batch` whose ``domain`` is the env's, and
+``act_batch`` predicts its rows one by one (exactly as ``act``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -32,6 +37,7 @@ import torch
 
 from r2s2r_envs.envs.pick_sort import SENSORS as OPT_IN_SENSORS
 from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_checkpoint
+from r2s2r_envs.policies.method import Batch, Method, MethodError, Spec, import_method, module_digest
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
 from r2s2r_envs.policies.zoo import resolve_checkpoint
@@ -41,7 +47,7 @@ class TrainedPolicy:
     """A policy trained by ``r2s2r train``.
 
     Args:
-        model: the network (switched to eval mode).
+        model: the network (switched to eval mode): a reference method's or a user's ``Method``.
         pipeline: the observation/action pipeline of its training.
         execute_steps: actions executed per predicted chunk.
         flow_steps: Euler steps of the flow.
@@ -52,7 +58,7 @@ class TrainedPolicy:
 
     def __init__(
         self,
-        model: PolicyModel,
+        model: PolicyModel | Method,
         pipeline: Pipeline,
         *,
         execute_steps: int,
@@ -101,8 +107,13 @@ class TrainedPolicy:
             "execute_steps": self.execute_steps,
             "temporal_ensemble": self.temporal_ensemble,
             "cfg_scale": self.cfg_scale,
-            "guided_toward": self.domain if self.model.cfg else None,
+            "guided_toward": self.domain if self._guided else None,
         }
+
+    @property
+    def _guided(self) -> bool:
+        """Whether the network is a reference CFG flow (guided toward the env's domain)."""
+        return isinstance(self.model, PolicyModel) and self.model.cfg
 
     def set_domain(self, domain: str) -> None:
         """Which domain the policy acts in (``"real"`` or ``"sim"``): a CFG policy is guided toward its label.
@@ -150,6 +161,11 @@ class TrainedPolicy:
         """Action chunks ``(B, H, A)`` in env units for stacked raw observations ``{key: (B, F, ...)}``."""
         inputs = {k: torch.from_numpy(v) for k, v in self.pipeline.encode_obs(stacked).items()}
         toward = REAL if self.domain == "real" else SIM
+        if isinstance(self.model, Method):
+            batch = Batch(inputs=inputs, domain=torch.full((len(inputs["state"]),), toward), generator=self._generator)
+            with torch.no_grad():
+                flat = self.model.predict(batch)
+            return self.pipeline.decode_actions(flat.detach().numpy())
         flat = self.model.predict(
             inputs, self._generator, flow_steps=self.flow_steps, cfg_scale=self.cfg_scale, toward=toward
         )
@@ -212,7 +228,8 @@ class TrainedPolicy:
         """The chunk ``(H, A)`` of each row, from its stack and its own generator, in one forward pass."""
         if not stacks:
             return []
-        if self.model.cfg:  # guidance pairs each row with its unguided copy inside the model: row by row
+        # A user's method, or guidance (which pairs each row with its unguided copy inside the model): row by row.
+        if not isinstance(self.model, PolicyModel) or self.model.cfg:
             return [row.predict_chunk(s)[0] for row, s in zip(rows, stacks)]
         batch = {k: np.concatenate([s[k] for s in stacks]) for k in stacks[0]}
         inputs = {k: torch.from_numpy(v) for k, v in self.pipeline.encode_obs(batch).items()}
@@ -281,6 +298,33 @@ def build_model(model_config: dict[str, Any]) -> PolicyModel:
     return PolicyModel(**copy.deepcopy(model_config))
 
 
+def build_network(model_config: dict[str, Any], metadata: dict[str, Any], root: Any) -> PolicyModel | Method:
+    """The network of a checkpoint's ``model`` section: a reference :class:`PolicyModel`, or a user's method
+    (``{"method_class": "module:Class", "spec": {...}}``), imported and built from its recorded spec.
+
+    Raises:
+        CheckpointError: the method class cannot be imported here or is not a usable ``Method`` (naming the class
+            and how to make it importable).
+    """
+    if "method_class" not in model_config:
+        return build_model(model_config)
+    path = model_config["method_class"]
+    try:
+        cls = import_method(path)
+    except MethodError as exc:
+        raise CheckpointError(
+            f"{root} was trained with the method class {path}, which cannot be loaded: {exc}"
+        ) from None
+    recorded = metadata.get("method_source_sha256")
+    if recorded and module_digest(path) not in (None, recorded):
+        warnings.warn(
+            f"{root}: the module of {path} is not the file it was trained with (sha256 {recorded[:16]}... then, "
+            f"{str(module_digest(path))[:16]}... now); its code changed since",
+            stacklevel=3,
+        )
+    return cls(Spec.from_dict(model_config["spec"]))
+
+
 def load_policy(
     path: str | os.PathLike[str],
     *,
@@ -313,7 +357,7 @@ def load_policy(
             "holds the state_dict `r2s2r train` wrote: restore the file or train again"
         ) from None
     try:
-        model = build_model(data["model"])
+        model = build_network(data["model"], data["metadata"], root)
         model.load_state_dict(state)
         pipeline = Pipeline.from_dict(data["pipeline"])
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:

@@ -8,6 +8,10 @@ loaders' frame stacking and action chunks (raw values), mix them with ``real_fra
 resolved config and metadata, ``policy.pt``, ``train_log.json`` and ``loss.png``. docs/baselines.md has the
 commands and measured numbers.
 
+The reference methods (``bc``, ``flow``, ...) and a user's :class:`~r2s2r_envs.policies.method.Method` (``method``
+given as ``module:Class``, docs/byo_method.md) go through the same loop: a :class:`Trainee` holds the network and its
+losses on a :class:`~r2s2r_envs.policies.method.Batch`; everything else is shared.
+
 Determinism: batches come from a numpy generator and every torch random draw from a ``torch.Generator``, both seeded
 with ``seed``; on one machine with the same ``threads`` two runs give identical weights (on the CPU; ``device="cuda"``
 trains faster but not bit-reproducibly).
@@ -54,6 +58,16 @@ from r2s2r_envs.policies.checkpoint import (
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, VerifyMode, check_config
 from r2s2r_envs.policies.data import DatasetRef, grounding_variant, resolve_datasets, task_family
 from r2s2r_envs.policies.features import TASK_KEYS, VISIBILITY_KEY, FeatureError, make_features
+from r2s2r_envs.policies.method import (
+    Batch,
+    Method,
+    MethodError,
+    Spec,
+    import_method,
+    loss_dict,
+    method_name,
+    module_digest,
+)
 from r2s2r_envs.policies.models import PolicyModel
 from r2s2r_envs.policies.pipeline import Pipeline, feature_keys, weighted_merge
 
@@ -92,6 +106,7 @@ def prepare(config: TrainConfig) -> tuple[list[DatasetRef], Path]:
         DataSelectionError: a dataset that is missing, of the wrong domain or of another task.
     """
     check_config(config)
+    user_method(config)  # an unusable method class fails before any data is read
     real = config.real if config.real_fraction > 0 else ()
     sim = config.sim if config.real_fraction < 1 else ()
     refs = resolve_datasets(real, sim)
@@ -312,6 +327,110 @@ def model_config(config: TrainConfig, pipeline: Pipeline) -> dict[str, Any]:
     }
 
 
+def user_method(config: TrainConfig) -> type[Method] | None:
+    """The :class:`~r2s2r_envs.policies.method.Method` class of a config whose ``method`` is ``module:Class``.
+
+    Raises:
+        ConfigError: the class cannot be imported, is not a ``Method`` or lacks ``loss``/``predict``.
+    """
+    if config.method_class is None:
+        return None
+    try:
+        return import_method(config.method_class)
+    except MethodError as exc:
+        raise ConfigError(f"--method {config.method}: {exc}") from None
+
+
+def method_spec(config: TrainConfig, pipeline: Pipeline) -> Spec:
+    """The sizes a user's method is built for: the pipeline's data and the recipe's network."""
+    return Spec(
+        state_dim=pipeline.state_dim,
+        action_dim=pipeline.action_dim,
+        action_chunk=pipeline.action_chunk,
+        frame_stack=pipeline.frame_stack,
+        image_keys=tuple(pipeline.image_keys),
+        hidden_dim=config.hidden_dim,
+        layers=config.layers,
+        feature_dim=config.feature_dim,
+    )
+
+
+class Trainee:
+    """What the training loop trains: the network (whose ``state_dict`` is saved), its losses on a batch, and the
+    checkpoint's ``model`` section. :meth:`for_config` gives a reference method's or a user's."""
+
+    #: The losses logged every step (``None``: those the first step returns).
+    log_keys: list[str] | None = None
+
+    def __init__(self, module: torch.nn.Module, model_section: dict[str, Any]) -> None:
+        self.module = module
+        self.model_section = model_section
+
+    def losses(self, module: torch.nn.Module, batch: Batch, *, training: bool) -> dict[str, Any]:
+        """``{"loss": the total minimized, "action": the validation loss, ...}`` of ``module`` (the trained network
+        or its EMA copy) on a batch; ``training=False`` for the validation loss."""
+        raise NotImplementedError
+
+    @staticmethod
+    def for_config(config: TrainConfig, pipeline: Pipeline) -> Trainee:
+        """The trainee of a run (its network initialized from torch's global generator)."""
+        cls = user_method(config)
+        if cls is None:
+            return ReferenceTrainee(config, pipeline)
+        return UserTrainee(cls, config, pipeline)
+
+
+class ReferenceTrainee(Trainee):
+    """A reference method: a :class:`PolicyModel` and its losses (CFG label dropout and ADDA's reversal ramp)."""
+
+    def __init__(self, config: TrainConfig, pipeline: Pipeline) -> None:
+        super().__init__(build_model(config, pipeline), model_config(config, pipeline))
+        self.config = config
+        self.log_keys = ["loss", "action"]
+        if config.uses_adda:
+            self.log_keys += ["domain", "domain_accuracy", "reversal_scale"]
+
+    def losses(self, module: torch.nn.Module, batch: Batch, *, training: bool) -> dict[str, Any]:
+        assert batch.target is not None and batch.weight is not None
+        model = cast(PolicyModel, module)
+        if not training:
+            return model.losses(batch.inputs, batch.target, batch.weight, batch.domain, batch.generator)
+        scale = reversal_scale(self.config, batch.step)
+        out: dict[str, Any] = model.losses(
+            batch.inputs,
+            batch.target,
+            batch.weight,
+            batch.domain,
+            batch.generator,
+            cfg_dropout=self.config.cfg_dropout,
+            reversal_scale=scale,
+        )
+        out["reversal_scale"] = scale
+        return out
+
+
+class UserTrainee(Trainee):
+    """A user's :class:`~r2s2r_envs.policies.method.Method` (``method`` given as ``module:Class``)."""
+
+    def __init__(self, cls: type[Method], config: TrainConfig, pipeline: Pipeline) -> None:
+        spec = method_spec(config, pipeline)
+        path = cast(str, config.method_class)
+        try:
+            module = cls(spec)
+        except Exception as exc:
+            raise ConfigError(f"--method {path}: {path}(spec) failed: {type(exc).__name__}: {exc}") from exc
+        if not any(True for _ in module.parameters()):
+            raise ConfigError(f"--method {path}: the method has no parameters to train (build them in __init__)")
+        super().__init__(module, {"method_class": path, "spec": spec.to_dict()})
+        self.path = path
+
+    def losses(self, module: torch.nn.Module, batch: Batch, *, training: bool) -> dict[str, Any]:
+        try:
+            return loss_dict(cast(Method, module).loss(batch), self.path)
+        except MethodError as exc:
+            raise ConfigError(str(exc)) from None
+
+
 def batch_tensors(
     pipeline: Pipeline, batch: dict[str, Any], device: torch.device | str = "cpu"
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -435,21 +554,26 @@ class EMA:
 
 @torch.no_grad()
 def validation_loss(
-    model: PolicyModel,
+    model: torch.nn.Module,
     pipeline: Pipeline,
     batches: list[dict[str, Any]],
     device: torch.device,
     seed: int,
+    trainee: Trainee | None = None,
 ) -> float:
-    """Mean action loss of ``model`` on fixed validation batches, with fixed flow noise and times (comparable
-    between checkpoints)."""
+    """Mean action loss of ``model`` on fixed validation batches, with fixed random draws (flow noise and times:
+    comparable between checkpoints); ``trainee`` gives the losses (default: a :class:`PolicyModel`'s)."""
     model.eval()
     generator = torch.Generator(device=device).manual_seed(seed)
     total, weight = 0.0, 0.0
     for batch in batches:
         inputs, target, w = batch_tensors(pipeline, batch, device)
         domain = torch.from_numpy(batch["domain"]).to(device)
-        losses = model.losses(inputs, target, w, domain, generator)
+        if trainee is None:
+            losses = cast(PolicyModel, model).losses(inputs, target, w, domain, generator)
+        else:
+            sample = Batch(inputs=inputs, domain=domain, generator=generator, target=target, weight=w)
+            losses = trainee.losses(model, sample, training=False)
         total += float(losses["action"]) * float(w.sum())
         weight += float(w.sum())
     model.train()
@@ -516,7 +640,8 @@ def train(config: TrainConfig) -> TrainResult:
     resident = ResidentBatches(mixture, pipeline, device) if not pipeline.image_keys and fits else None
     torch.manual_seed(config.seed)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    model = build_model(config, pipeline).to(device)
+    trainee = Trainee.for_config(config, pipeline)
+    model = trainee.module.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(config, s))
     ema = EMA(model, config.ema_decay) if config.ema_decay > 0 else None
@@ -528,9 +653,7 @@ def train(config: TrainConfig) -> TrainResult:
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     load_time = time.perf_counter() - t0
 
-    history: dict[str, list[float]] = {"loss": [], "action": []}
-    if config.uses_adda:
-        history.update(domain=[], domain_accuracy=[], reversal_scale=[])
+    history: dict[str, list[float]] = {k: [] for k in trainee.log_keys or ()}
     validation: list[dict[str, float]] = []
     real_share: list[float] = []
     t1 = time.perf_counter()
@@ -548,10 +671,18 @@ def train(config: TrainConfig) -> TrainResult:
         if config.obs_noise > 0:
             noise = torch.randn(inputs["state"].shape, generator=generator, device=device)
             inputs["state"] = inputs["state"] + config.obs_noise * noise
-        scale = reversal_scale(config, step)
-        losses = model.losses(
-            inputs, target, weight, domain, generator, cfg_dropout=config.cfg_dropout, reversal_scale=scale
+        batch_in = Batch(
+            inputs=inputs,
+            domain=domain,
+            generator=generator,
+            target=target,
+            weight=weight,
+            step=step,
+            steps=config.steps,
         )
+        losses = trainee.losses(model, batch_in, training=True)
+        if not history:  # a user's method logs what its first step returns
+            history = {k: [] for k in losses}
         optimizer.zero_grad(set_to_none=True)
         losses["loss"].backward()
         if config.grad_clip > 0:
@@ -561,7 +692,10 @@ def train(config: TrainConfig) -> TrainResult:
         if ema is not None:
             ema.update(model)
         for key in history:
-            history[key].append(scale if key == "reversal_scale" else float(losses[key].detach()))
+            if key not in losses:
+                raise ConfigError(f"--method {config.method}: loss returned no {key!r} at step {step} (step 0 did)")
+            value = losses[key]
+            history[key].append(value if isinstance(value, float) else float(value.detach()))
         real_share.append(float(domain.float().mean()))
         if step in val_steps:
             state = ema.state if ema is not None else model.state_dict()
@@ -569,7 +703,7 @@ def train(config: TrainConfig) -> TrainResult:
             if evaluated is not None:
                 evaluated.load_state_dict(state)
                 target_model = evaluated
-            loss = validation_loss(target_model, pipeline, val_batches, device, config.seed)
+            loss = validation_loss(target_model, pipeline, val_batches, device, config.seed, trainee)
             validation.append({"step": step + 1, "loss": loss})
             if best is None or loss < best[0]:
                 best = (loss, step + 1, {k: v.detach().clone() for k, v in state.items()})
@@ -608,7 +742,7 @@ def train(config: TrainConfig) -> TrainResult:
         "checkpoint_step": chosen_step,
         "ema_decay": config.ema_decay,
     }
-    _write(out, config, pipeline, model, metadata, log)
+    _write(out, config, pipeline, model, metadata, log, trainee.model_section)
     return TrainResult(
         out=out,
         metadata=metadata,
@@ -646,8 +780,11 @@ def _metadata(
     ]
     variants = sorted({v for ref in refs if ref.domain == "sim" and (v := grounding_variant(ref.env_id))})
     real_env = [ref.env_id for ref in refs if ref.domain == "real"]
+    cls = user_method(config)
+    # A user's method: its name, its class and the SHA-256 of its module's file (what code trained the weights).
+    user = {} if cls is None else {"method_class": config.method, "method_source_sha256": module_digest(config.method)}
     return {
-        "method": config.method,
+        "method": config.method if cls is None else method_name(cls),
         "real_fraction": config.real_fraction,
         "variant": "+".join(variants) if variants else None,
         "datasets": entries,
@@ -661,6 +798,7 @@ def _metadata(
         "recipe": config.recipe,
         "features": config.features,
         "versions": {"r2s2r_envs": __version__, "torch": torch.__version__},
+        **user,
     }
 
 
@@ -679,9 +817,10 @@ def _write(
     out: Path,
     config: TrainConfig,
     pipeline: Pipeline,
-    model: PolicyModel,
+    model: torch.nn.Module,
     metadata: dict[str, Any],
     log: dict[str, Any],
+    model_section: dict[str, Any],
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, out / WEIGHTS_FILE)
@@ -693,7 +832,7 @@ def _write(
         "config": config.to_dict(),
         "metadata": metadata,
         "pipeline": pipeline.to_dict(),
-        "model": model_config(config, pipeline),
+        "model": model_section,
         "training": {k: log[k] for k in _TRAINING_SUMMARY},
         "weights_sha256": weights_digest(out / WEIGHTS_FILE),
     }
