@@ -101,6 +101,8 @@ def test_the_chain_is_tasks_of_the_graph_keyed_by_their_inputs(lab_file, tmp_pat
     real = by_label[f"data {design.real.label}"]
     fit = by_label[f"behavior fit to {design.real.label}"]
     assert sysid.deps == () and fit.deps == (real.key,)
+    # Every dataset of a chain records the estimator's visibility, read by the task features.
+    assert all("object_visible" in t.config["env_kwargs"]["sensors"] for t in tasks if t.kind == "data")
     assert sysid.config["lab"] == lab.to_config() == real.config["lab"]
     assert sysid.config["quick"] and "object_friction" in sysid.config["require_identified"]
     assert "arm_kp" not in sysid.config["require_identified"]  # kept at its datasheet value by design
