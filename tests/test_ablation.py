@@ -21,6 +21,7 @@ from r2s2r_envs.ablation.design import (
     VARIANTS,
     AblationDesign,
     DataSpec,
+    DesignError,
     check_design,
     config_hash,
     full_design,
@@ -941,3 +942,46 @@ def test_one_seed_per_cell_gives_episode_intervals_and_no_detectable_difference(
     assert "unknown with 1 seed per cell" in analysis.detectable_markdown(report)
     with pytest.raises(ValueError, match="1 seed each: their seed variance is unknown"):
         analysis.seeds_to_detect(report, 0.05)
+
+
+def test_an_eval_split_runs_the_standard_mix_and_the_tables_read_nominal():
+    """``eval_split``: eval tasks name the split, run the standard mix scaled to their episodes, and the analysis
+    reads the nominal episodes only; designs without it keep their task keys."""
+    from r2s2r_envs.ablation.tasks import _episodes_of
+    from r2s2r_envs.evaluation.protocol import evaluate
+
+    design = quick_design()
+    plain = {t.key for t in design.tasks({})}
+    split = dataclasses.replace(design, eval_split="test", lab_episodes=100, sim_episodes=100)
+    check_design(split)
+    evals = [t for t in split.tasks({}) if t.kind == "eval"]
+    assert evals and all(t.config["split"] == "test" for t in evals)
+    assert not {t.key for t in evals} & plain  # evaluations of another protocol: other keys
+    assert "eval_split" not in design.to_dict() and AblationDesign.from_dict(split.to_dict()) == split
+    assert _episodes_of({"episodes": 200, "split": "test"}) == {
+        "split": "test",
+        "conditions": {"nominal": 100, "fast-belt": 50, "novel-objects": 50},
+    }
+    assert _episodes_of({"episodes": 20}) == {"episodes": 20}
+    for bad, match in (({"eval_split": "legacy"}, "eval_split must be"), ({"eval_split": "test"}, "multiple of 100")):
+        with pytest.raises(DesignError, match=match):
+            check_design(dataclasses.replace(design, **bad))
+
+    class Idle:
+        def reset(self, seed):
+            pass
+
+        def act(self, obs):
+            return np.zeros(22)
+
+    result = evaluate(
+        "PickSort-Ungrounded-v0",
+        Idle(),
+        split="test",
+        conditions={"nominal": 2, "fast-belt": 1},
+        env_kwargs={"num_objects": 1, "episode_steps": 5},
+        progress=False,
+    )
+    assert len(result.records) == 3
+    assert analysis.result_matrices([result])["success"].shape == (1, 2)
+    assert len(analysis.nominal_records(result)) == 2

@@ -138,8 +138,8 @@ def _results(results: Sequence[Any]) -> list[Any]:
 
 def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
     """``(results, episodes)`` matrices of episode ``success`` (1 when every object was sorted at the end) and
-    ``sort_accuracy``, one row per result in the order given: with one result per training seed, the cells that
-    :func:`bootstrap_contrast` takes.
+    ``sort_accuracy`` over the nominal episodes, one row per result in the order given: with one result per
+    training seed, the cells that :func:`bootstrap_contrast` takes.
 
     Args:
         results: :class:`~r2s2r_envs.evaluation.EvaluationResult` objects, or paths of result files (read and
@@ -151,13 +151,19 @@ def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
     read = _results(results)
     if not read:
         raise ValueError("result_matrices needs at least one result")
-    episodes = {len(r.records) for r in read}
+    records = [nominal_records(r) for r in read]
+    episodes = {len(r) for r in records}
     if len(episodes) > 1:
         raise ValueError(f"results of different numbers of episodes {sorted(episodes)} make no matrix")
     return {
-        "success": np.array([[float(e.is_success) for e in r.records] for r in read]),
-        "sort_accuracy": np.array([[float(e.sort_accuracy) for e in r.records] for r in read]),
+        "success": np.array([[float(e.is_success) for e in r] for r in records]),
+        "sort_accuracy": np.array([[float(e.sort_accuracy) for e in r] for r in records]),
     }
+
+
+def nominal_records(result: Any) -> tuple[Any, ...]:
+    """The episodes the tables read: a result's ``nominal`` condition (every episode of a nominal-only result)."""
+    return tuple(result.condition_records().get("nominal", ()))
 
 
 def failure_counts(results: Sequence[Any]) -> dict[str, int]:
@@ -165,7 +171,7 @@ def failure_counts(results: Sequence[Any]) -> dict[str, int]:
     most frequent first; ties in the order the causes first occur; causes that never occur left out."""
     counts: dict[str, int] = {}
     for result in _results(results):
-        for e in result.records:
+        for e in nominal_records(result):
             if e.failure_cause:
                 counts[e.failure_cause] = counts.get(e.failure_cause, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
@@ -191,8 +197,10 @@ def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
                 env="lab" if task.config["env_id"] == LAB_ENV_ID else "sim",
                 success=values["success"][0],
                 sort_accuracy=values["sort_accuracy"][0],
-                failure_causes=dict(result.summary["failure_causes"]),
-                object_sorted=np.array([[o == "sorted" for o in r.object_outcomes] for r in result.records], float),
+                failure_causes=dict(result.condition_summaries["nominal"]["failure_causes"]),
+                object_sorted=np.array(
+                    [[o == "sorted" for o in r.object_outcomes] for r in nominal_records(result)], float
+                ),
             )
         )
     return runs

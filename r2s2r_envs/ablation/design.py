@@ -238,6 +238,10 @@ class AblationDesign:
         lab_episodes: protocol episodes per policy in the lab.
         sim_episodes: protocol episodes per policy in its own simulated variant.
         eval_env_kwargs: env arguments of every evaluation (task settings: ``num_objects``, ``episode_steps``).
+        eval_split: the protocol's seed split of every evaluation (``"test"``: its standard mix of conditions on
+            the test seeds, scaled to ``lab_episodes`` / ``sim_episodes``; docs/protocol.md), or ``None``: that
+            many nominal episodes on the legacy seeds, as every design before protocol v2 (whose task keys it
+            keeps). With a split the tables read the nominal episodes.
         eval_batch: episodes each evaluation steps together in the native vector env, its policy answering for all
             of them in one call (at most the evaluation's episodes). Results are identical at every value, so it is
             not part of any key: a run with another value reuses finished evaluations.
@@ -271,6 +275,7 @@ class AblationDesign:
     sim_episodes: int = 100
     eval_env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     eval_batch: int = 16
+    eval_split: str | None = None
     sweep_variant: str | None = "FullyGrounded"
     sweep_fractions: tuple[float | str, ...] = DEFAULT_SWEEP
     sweep_methods: tuple[str, ...] = ("flow", "flow-cfg-adda")
@@ -349,6 +354,8 @@ class AblationDesign:
         d["eval_env_kwargs"] = dict(self.eval_env_kwargs)
         d["lab"] = None if self.lab is None else self.lab.to_dict()
         d["chain"] = None if self.chain is None else self.chain.to_dict()
+        if self.eval_split is None:  # the designs before protocol v2 keep their manifests
+            del d["eval_split"]
         return d
 
     @classmethod
@@ -440,6 +447,8 @@ class AblationDesign:
                     "env_kwargs": dict(self.eval_env_kwargs),
                     "policy": dataclasses.asdict(policy),
                 }
+                if self.eval_split is not None:
+                    config["split"] = self.eval_split
                 deps = (pkey,)
                 if self.lab is not None and env_id == LAB_ENV_ID:
                     config["lab"] = self.lab.to_config()
@@ -775,6 +784,18 @@ def check_design(design: AblationDesign) -> None:
             raise DesignError(f"{name} must be an integer >= 1, got {value!r}")
     if design.max_retries < 0:
         raise DesignError(f"max_retries must be >= 0, got {design.max_retries}")
+    if design.eval_split is not None:
+        from r2s2r_envs.envs.conditions import STANDARD_MIX
+
+        if design.eval_split not in ("dev", "test"):
+            raise DesignError(f"eval_split must be 'dev', 'test' or None (legacy seeds), got {design.eval_split!r}")
+        total = sum(STANDARD_MIX.values())
+        for name in ("lab_episodes", "sim_episodes"):
+            if getattr(design, name) % total:
+                raise DesignError(
+                    f"with eval_split the evaluations run the standard mix {STANDARD_MIX} scaled: {name} must be a "
+                    f"multiple of {total}, got {getattr(design, name)}"
+                )
     if design.rule_end not in ("low", "high"):
         raise DesignError(f"rule_end must be 'low' or 'high', got {design.rule_end!r}")
     for v in design.sweep_fractions:

@@ -295,6 +295,17 @@ def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- eval
+def _episodes_of(config: dict[str, Any]) -> dict[str, Any]:
+    """``evaluate``'s episode arguments of an eval task: nominal legacy episodes, or the standard mix of conditions
+    on the task's split scaled to its episodes (``AblationDesign.eval_split``)."""
+    if config.get("split") is None:
+        return {"episodes": config["episodes"]}
+    from r2s2r_envs.envs.conditions import STANDARD_MIX
+
+    scale = config["episodes"] // sum(STANDARD_MIX.values())
+    return {"split": config["split"], "conditions": {c: n * scale for c, n in STANDARD_MIX.items()}}
+
+
 def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     from r2s2r_envs.evaluation import evaluate
     from r2s2r_envs.policies import load_policy
@@ -304,7 +315,7 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     result = evaluate(
         config["env_id"],
         policy,
-        episodes=config["episodes"],
+        **_episodes_of(config),
         env_kwargs=env_kwargs_of(task, store, config["env_id"]),
         progress=False,
         batch=min(int(task.get("batch", 1)), config["episodes"]),
