@@ -35,6 +35,9 @@ from scipy import stats
 METHOD = "seed-paired t (two-way random effects, Satterthwaite df)"
 #: Interval method version: 1 was the crossed percentile bootstrap, 2 is this module's t-interval.
 METHOD_VERSION = 2
+#: The protocol's minimum of training seeds per method and cell (docs/leaderboard.md): a seed-level interval
+#: needs at least three; the leaderboard flags rows under it.
+MIN_TRAINING_SEEDS = 3
 #: Degrees of freedom that make a t quantile a normal one (binomial episode noise, known variance).
 _NORMAL_DF = 1e6
 

@@ -17,13 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from r2s2r_envs.evaluation.intervals import column_mdd
+from r2s2r_envs.evaluation.intervals import MIN_TRAINING_SEEDS, column_mdd
 from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, EnvColumn, Leaderboard, PanelFigures, Row, split_mark
 
-#: The protocol's minimum of training seeds per row: "at least three training seeds per method"
-#: (docs/leaderboard.md#metrics; the ablation design's ``seeds``, ">= 3 for the study"). No module of the protocol
-#: holds it as a constant yet: rows under it are flagged on the pages, not refused.
-MIN_SEEDS = 3
+#: The protocol's minimum of training seeds per row (``intervals.MIN_TRAINING_SEEDS``): rows under it are flagged on
+#: the pages, not refused.
+MIN_SEEDS = MIN_TRAINING_SEEDS
 #: Markers closer than this in both coordinates (success-rate fractions) are drawn side by side.
 _OVERLAP = 0.01
 #: How far apart, along x, such markers are drawn (axis units: about two marker widths on the page).
