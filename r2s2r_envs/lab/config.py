@@ -477,20 +477,32 @@ def _perception(raw: Any, base: LabPerception) -> LabPerception:
     return replace_checked(base, raw, "lab perception")
 
 
-#: ``"draw:SEED"`` names the lab ``r2s2r_envs.lab.draw.draw_lab(SEED)`` wherever a lab is accepted.
+#: ``"draw:SEED"`` names the lab ``r2s2r_envs.lab.draw.draw_lab(SEED)`` wherever a lab is accepted;
+#: ``"draw2:SEED"`` the lab ``draw_lab(SEED, version=2)`` (``lab.draw.DRAW_VERSIONS``).
 DRAW_PREFIX = "draw:"
 
 
-def parse_draw_seed(lab: str) -> int:
-    """The seed of a ``"draw:SEED"`` lab name.
+def parse_drawn_lab(lab: str) -> tuple[int, int] | None:
+    """The seed and draw version of a drawn-lab string (``"draw:SEED"``: version 1, ``"draw2:SEED"``: version 2),
+    ``None`` for a string of another form (``draw`` then digits then ``:`` is a drawn lab's form).
 
     Raises:
-        ValueError: what follows ``draw:`` is not an integer >= 0.
+        ValueError: an unknown version (the message lists the valid forms), or what follows ``:`` is not an integer
+            >= 0.
     """
-    text = lab[len(DRAW_PREFIX) :]
+    from r2s2r_envs.lab.draw import DRAW_VERSIONS
+
+    head, colon, text = lab.partition(":")
+    if not colon or not head.startswith("draw") or not (head == "draw" or head[4:].isdigit()):
+        return None
+    version = int(head[4:]) if head != "draw" else 1
+    form = DRAW_VERSIONS.get(version, ("",))[0]
+    if not form.startswith(f"{head}:"):
+        valid = ", ".join(f"{f!r} (version {v})" for v, (f, _) in DRAW_VERSIONS.items())
+        raise ValueError(f"lab {lab!r}: unknown drawn-lab form {head + ':'!r}; valid forms: {valid}")
     if not text.isdigit():
-        raise ValueError(f"lab {lab!r}: a drawn lab is '{DRAW_PREFIX}SEED' with SEED an integer >= 0, e.g. 'draw:7'")
-    return int(text)
+        raise ValueError(f"lab {lab!r}: a drawn lab is {form!r} with SEED an integer >= 0, e.g. {form[:-4] + '7'!r}")
+    return int(text), version
 
 
 def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> LabConfig:
@@ -512,10 +524,11 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
             f"lab must be a shipped lab name {available_labs()}, a JSON file path, '{DRAW_PREFIX}SEED' or a dict, "
             f"got {lab!r}"
         )
-    if isinstance(lab, str) and lab.startswith(DRAW_PREFIX):
+    drawn = parse_drawn_lab(lab) if isinstance(lab, str) else None
+    if drawn is not None:
         from r2s2r_envs.lab.draw import draw_lab
 
-        return load_lab(draw_lab(parse_draw_seed(lab)))
+        return load_lab(draw_lab(drawn[0], version=drawn[1]))
     shipped = _shipped_paths()
     ref = shipped.get(str(lab), Path(lab))
     if not ref.is_file():

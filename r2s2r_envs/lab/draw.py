@@ -8,6 +8,18 @@ only on the shipped default lab can be checked on labs it has never seen (``r2s2
 
 The same seed gives the same lab, on any machine (numpy's ``default_rng``; the fields are drawn in a fixed order).
 
+Two versions of the ranges exist (:data:`DRAW_VERSIONS`); a lab is named by its seed *and* version:
+
+- version 1 (:data:`DRAW_VERSION`, the default; ``"draw:SEED"``, named ``drawn-SEED``): the tables named above; the
+  estimator, the lab's cameras, its contact model, late commands and finger backlash nominal.  Frozen: recorded
+  results, the ``standard`` lab panel and the drawn ablations name these labs.
+- version 2 (``draw_lab(seed, version=2)``, ``"draw2:SEED"``, named ``drawn2-SEED``): also draws lab v3's structure,
+  the estimator's fields, two cameras' calibration errors, delay jitter, the contact model, late commands and finger
+  backlash, from ranges set by real-world references and centred on lab v3's values (:data:`WORLD_DRAW_V2`,
+  :data:`EFFECT_DRAW_V2`, :data:`PERCEPTION_DRAW_V2`, :data:`CONTACT_DRAW_V2`); belt and actuation latency are
+  narrowed to lab v3's regime, so the lab's own teleoperator still sorts most episodes
+  (experiments/drawn-labs-v2).  Its own random stream: ``draw2:7`` is not ``draw:7`` with more fields.
+
 Example::
 
     import gymnasium as gym
@@ -15,6 +27,7 @@ Example::
 
     config = draw_lab(7)                                # a dict in the lab config format, named "drawn-7"
     env = gym.make("PickSort-Real-v0", lab=config)      # checked like any lab file
+    env = gym.make("PickSort-Real-v0", lab="draw2:7")   # version 2: draw_lab(7, version=2), named "drawn2-7"
 """
 
 from __future__ import annotations
@@ -74,35 +87,90 @@ OPERATOR_DRAW: dict[str, tuple[Any, ...]] = {
 }
 _ARM_JOINTS = 7
 
+#: The version ``draw_lab(seed)`` and ``"draw:SEED"`` draw (frozen: recorded results name these labs).
+DRAW_VERSION = 1
+#: Every version ``draw_lab`` accepts, and the lab string and name of each (``SEED`` the seed).
+DRAW_VERSIONS: dict[int, tuple[str, str]] = {1: ("draw:SEED", "drawn-SEED"), 2: ("draw2:SEED", "drawn2-SEED")}
 
-def draw_lab(seed: int, *, name: str | None = None, operator: bool = True) -> dict[str, Any]:
+# Version 2 (docs/lab.md#drawn-labs).  Each range spans lab v3's value (lab/configs/v3.json; docs/lab.md#lab-v3)
+# within its real-world reference.  The world table is version 1's with these entries replaced (same order).
+#: Version 2's world fields, as :data:`WORLD_DRAW`.
+WORLD_DRAW_V2: dict[str, tuple[Any, ...]] = {
+    **WORLD_DRAW,
+    # v3 runs 0.075 m/s; at 0.092 its operator sorts half its episodes (experiments/lab-v3).
+    "belt_speed": ("uniform", 0.065, 0.085),  # m/s
+    # Actuation and perception latency add up: teleoperation loops run about 100 ms end to end (v3: 40 + 80 ms).
+    "control_latency": ("uniform", 0.02, 0.06),  # s
+    # Camera-based pose estimation: errors of about a centimetre, growing with speed and occlusion (v3: 4 mm,
+    # 0.03 s x speed, 10 mm near the hand), delays of 60-100 ms (v3: 80 ms).
+    "object_pos_noise": ("uniform", 0.002, 0.006),  # m
+    # A shared calibration error (the robot base's registration), a few mm and a fraction of a degree; the
+    # cameras' own errors come on top (PERCEPTION_DRAW_V2).  v3: (3, -2, 0) mm, no shared rotation.
+    "object_pos_offset": ("offset", (0.005, 0.005, 0.002)),  # m, per axis
+    "perception_delay": ("uniform", 0.04, 0.12),  # s
+    "object_pos_noise_speed": ("uniform", 0.01, 0.05),  # s (m per m/s)
+    "object_pos_noise_occlusion": ("uniform", 0.005, 0.015),  # m
+    "object_pos_rotation": ("offset", (0.003, 0.003, 0.003)),  # rad, per axis
+    # Orientation noise of a few degrees (v3: 0.05 rad); occasional misses (v3: 3% per step), rare category
+    # confusions (v3: 1%); a hand covers what is within a few cm of it (v3: 6 cm).
+    "object_quat_noise": ("uniform", 0.02, 0.08),  # rad
+    "object_dropout": ("uniform", 0.01, 0.05),  # per object and step
+    "category_confusion": ("uniform", 0.0, 0.02),  # per object and step
+    "hand_occlusion_radius": ("uniform", 0.04, 0.08),  # m
+}
+#: Version 2's unmodeled effects: version 1's, and a few percent late commands (v3: 5%), a few hundredths of a
+#: radian of finger backlash (v3: 0.03).
+EFFECT_DRAW_V2: dict[str, tuple[float, float]] = {
+    **EFFECT_DRAW,
+    "late_command_probability": (0.02, 0.08),
+    "finger_backlash": (0.01, 0.05),  # rad
+}
+#: Version 2's cameras: lab v3's two, at its positions, each with its own extrinsic calibration error drawn per axis
+#: in ``[-high, high]`` (hand-eye calibration is good to about half a degree and a few mm; v3: 0.3-0.5 degrees, 3-5
+#: mm); ``delay_jitter`` uniform (a frame or so on a shared GPU; v3: 15 ms).
+PERCEPTION_DRAW_V2: dict[str, Any] = {
+    "cameras": (("scene", (0.95, -0.42, 0.72)), ("head", (0.95, 0.42, 0.72))),  # name, position (m)
+    "rotation_error": 0.008,  # rad, per axis
+    "translation_error": 0.005,  # m, per axis
+    "delay_jitter": (0.005, 0.025),  # s
+}
+#: Version 2's contact model, uniform: softer than the simulator's 0.02 s (real parts and pads; v3: 0.03 s), a
+#: little rolling friction (v3: 1 mm).
+CONTACT_DRAW_V2: dict[str, tuple[float, float]] = {
+    "object_timeconst": (0.02, 0.04),  # s
+    "rolling_friction": (0.0005, 0.0015),  # m
+}
+
+
+def draw_lab(
+    seed: int, *, name: str | None = None, operator: bool = True, version: int = DRAW_VERSION
+) -> dict[str, Any]:
     """A lab config (docs/lab.md#format) drawn from the ranges of this module.
 
     Args:
         seed: the draw's seed (an integer >= 0): the same seed gives the same lab.
-        name: the lab's name (default ``"drawn-<seed>"``).
+        name: the lab's name (default ``"drawn-<seed>"``, ``"drawn2-<seed>"`` in version 2).
         operator: also draw the operator's style (else the lab has the default operator).
+        version: which ranges (:data:`DRAW_VERSIONS`): 1, the default and frozen; 2, also lab v3's structure.
 
     Returns:
-        The config as a JSON-ready dict (``name``, ``world``, ``effects`` and, with ``operator``, ``operator``).
+        The config as a JSON-ready dict (``name``, ``world``, ``effects``, in version 2 ``perception`` and
+        ``contact``, and with ``operator``, ``operator``).
 
     Raises:
-        ValueError: ``seed`` is not an integer >= 0.
+        ValueError: ``seed`` is not an integer >= 0, or ``version`` is not one of :data:`DRAW_VERSIONS` (the message
+            lists them).
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version not in DRAW_VERSIONS:
+        valid = ", ".join(f"{v} ({form!r})" for v, (form, _) in DRAW_VERSIONS.items())
+        raise ValueError(f"unknown drawn-lab version {version!r}; valid versions: {valid}")
+    if version == 2:
+        return _draw_v2(int(seed), name=name, operator=operator)
     rng = np.random.default_rng(int(seed))
     u = rng.uniform
-    base = nominal()
-    world: dict[str, Any] = {}
-    for field, (kind, *args) in WORLD_DRAW.items():
-        if kind == "uniform":
-            world[field] = float(u(*args))
-        elif kind == "scale":
-            world[field] = [float(v * u(*args)) for v in getattr(base, field)]
-        elif kind == "offset":
-            world[field] = [float(u(-h, h)) for h in args[0]]
-        # "nominal": not written (the world's nominal value)
+    world = _draw_world(rng, WORLD_DRAW)
     low, high = EFFECT_DRAW["arm_command_gain"]
     effects: dict[str, Any] = {"arm_command_gain": [float(u(low, high)) for _ in range(_ARM_JOINTS)]}
     effects.update({k: float(u(*r)) for k, r in EFFECT_DRAW.items() if k != "arm_command_gain"})
@@ -112,20 +180,73 @@ def draw_lab(seed: int, *, name: str | None = None, operator: bool = True) -> di
         "effects": effects,
     }
     if operator:
-        style: dict[str, Any] = {}
-        for field, values in OPERATOR_DRAW.items():
-            if isinstance(values[0], str):
-                style[field] = str(values[int(rng.integers(len(values)))])
-            else:
-                style[field] = float(u(*values))
-        config["operator"] = style
+        config["operator"] = _draw_operator(rng)
+    return config
+
+
+def _draw_world(rng: np.random.Generator, table: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    u = rng.uniform
+    base = nominal()
+    world: dict[str, Any] = {}
+    for field, (kind, *args) in table.items():
+        if kind == "uniform":
+            world[field] = float(u(*args))
+        elif kind == "scale":
+            world[field] = [float(v * u(*args)) for v in getattr(base, field)]
+        elif kind == "offset":
+            world[field] = [float(u(-h, h)) for h in args[0]]
+        # "nominal": not written (the world's nominal value)
+    return world
+
+
+def _draw_operator(rng: np.random.Generator) -> dict[str, Any]:
+    style: dict[str, Any] = {}
+    for field, values in OPERATOR_DRAW.items():
+        if isinstance(values[0], str):
+            style[field] = str(values[int(rng.integers(len(values)))])
+        else:
+            style[field] = float(rng.uniform(*values))
+    return style
+
+
+def _draw_v2(seed: int, *, name: str | None, operator: bool) -> dict[str, Any]:
+    # Its own stream (entropy [seed, 2]); world, effects, perception, contact, then the operator, so that a lab
+    # drawn without its operator has the same physics and perception.
+    rng = np.random.default_rng([seed, 2])
+    u = rng.uniform
+    world = _draw_world(rng, WORLD_DRAW_V2)
+    low, high = EFFECT_DRAW_V2["arm_command_gain"]
+    effects: dict[str, Any] = {"arm_command_gain": [float(u(low, high)) for _ in range(_ARM_JOINTS)]}
+    effects.update({k: float(u(*r)) for k, r in EFFECT_DRAW_V2.items() if k != "arm_command_gain"})
+    rotation, translation = PERCEPTION_DRAW_V2["rotation_error"], PERCEPTION_DRAW_V2["translation_error"]
+    cameras = [
+        {
+            "name": camera,
+            "position": list(position),
+            "rotation_error": [float(u(-rotation, rotation)) for _ in range(3)],
+            "translation_error": [float(u(-translation, translation)) for _ in range(3)],
+        }
+        for camera, position in PERCEPTION_DRAW_V2["cameras"]
+    ]
+    perception = {"cameras": cameras, "delay_jitter": float(u(*PERCEPTION_DRAW_V2["delay_jitter"]))}
+    contact = {k: float(u(*r)) for k, r in CONTACT_DRAW_V2.items()}
+    config: dict[str, Any] = {
+        "name": f"drawn2-{seed}" if name is None else name,
+        "world": world,
+        "effects": effects,
+        "perception": perception,
+        "contact": contact,
+    }
+    if operator:
+        config["operator"] = _draw_operator(rng)
     return config
 
 
 def _check_tables() -> None:
-    missing = set(WorldParams.field_names()) ^ set(WORLD_DRAW)
-    if missing:  # a new world field must get a range here (an import-time error, caught by the tests)
-        raise RuntimeError(f"lab.draw.WORLD_DRAW does not match WorldParams' fields: {sorted(missing)}")
+    for table_name, table in (("WORLD_DRAW", WORLD_DRAW), ("WORLD_DRAW_V2", WORLD_DRAW_V2)):
+        missing = set(WorldParams.field_names()) ^ set(table)
+        if missing:  # a new world field must get a range here (an import-time error, caught by the tests)
+            raise RuntimeError(f"lab.draw.{table_name} does not match WorldParams' fields: {sorted(missing)}")
 
 
 _check_tables()
