@@ -45,7 +45,10 @@ def correct_answer(lesson: int) -> dict:
         k = max(range(3), key=lambda i: w.object_mass[i])
         return {"heavier_category": CATEGORIES[k], "mass": w.object_mass[k] * 0.8}
     if lesson == 4:
-        return {"object_pos_offset": [v + 0.002 for v in w.object_pos_offset]}
+        return {
+            "object_pos_offset": [v + 0.002 for v in w.object_pos_offset],
+            "perception_delay": w.perception_delay + 0.008,
+        }
     if lesson == 5:
         return {"world": w.to_dict()}
     if lesson == 6:
@@ -71,7 +74,10 @@ def wrong_answer(lesson: int) -> dict:
         k = max(range(3), key=lambda i: w.object_mass[i])
         return {"heavier_category": CATEGORIES[(k + 1) % 3], "mass": w.object_mass[k] * 1.5}
     if lesson == 4:
-        return {"object_pos_offset": [w.object_pos_offset[0], w.object_pos_offset[1] + 0.005, w.object_pos_offset[2]]}
+        return {
+            "object_pos_offset": [w.object_pos_offset[0], w.object_pos_offset[1] + 0.005, w.object_pos_offset[2]],
+            "perception_delay": w.perception_delay - 0.015,
+        }
     if lesson == 5:
         return {"world": {}}  # the nominal model
     if lesson == 6:
@@ -92,7 +98,7 @@ def _secrets(lesson: int) -> list[str]:
         0: [w.belt_speed],
         2: [w.control_latency],
         3: list(w.object_mass),
-        4: list(w.object_pos_offset),
+        4: [*w.object_pos_offset, w.perception_delay],
         6: list(mixing_rule(40, 600)),
         7: [lab.operator.reaction_time],
     }.get(lesson, [])
@@ -194,10 +200,42 @@ def test_camera_offset_measured_by_placing_objects():
         obs_sim, *_ = sim.step(_hold(sim))
         diffs.append(obs_lab["object_pos"] - obs_sim["object_pos"])
     offset = np.mean(diffs[5:], axis=0)
-    assert check_answer(4, {"object_pos_offset": offset.tolist()}).passed
+    assert check_answer(4, {"object_pos_offset": offset.tolist(), "perception_delay": 0.0}).items[0].passed
     assert np.linalg.norm(offset) > 0.01  # a twist worth finding (1-2 cm)
     lab.close()
     sim.close()
+
+
+def test_perception_delay_measured_from_belt_rides():
+    # Lesson 4's method: cubes placed upstream on the running belt; a line through each perceived track meets
+    # t = 0 ahead of the placed spot by the offset plus speed x delay (the offset's y from the lab config here:
+    # the test above measures it).
+    spots = [[0.50, 0.75], [0.55, 0.95], [0.60, 1.15]]
+    offset_y = _lab(4).world.object_pos_offset[1]
+    found = []
+    for seed in range(4):
+        env = gym.make(REAL, lab="course-calibration", num_objects=3, sensors=("object_visible",))
+        obs, _ = env.reset(
+            seed=seed, options={"setup": {"objects": [{"category": "cube", "position": xy} for xy in spots]}}
+        )
+        ts, ys = [], []
+        for k in range(60):
+            obs, *_ = env.step(_hold(env))
+            assert obs["object_visible"].all()
+            ts.append((k + 1) * env.unwrapped.dt)
+            ys.append(obs["object_pos"].reshape(-1, 3)[:, 1])
+        env.close()
+        for i, (_, y0) in enumerate(spots):
+            slope, intercept = np.polyfit(ts[4:], np.array(ys)[4:, i], 1)
+            found.append((intercept - y0 - offset_y) / -slope)
+    delay = float(np.mean(found))
+    truth = _lab(4).world.perception_delay
+    assert 0.06 <= truth <= 0.09  # a realistic camera pipeline's delay, docs/lab.md#lab-v3
+    assert abs(delay - truth) <= 0.010, (delay, truth)
+    answer = {"object_pos_offset": list(_lab(4).world.object_pos_offset), "perception_delay": delay}
+    assert check_answer(4, answer).passed
+    # Without the offset the same rides miss the delay by far more than the tolerance.
+    assert abs(delay + offset_y / 0.08 - truth) > 0.1
 
 
 # ---------------------------------------------------------------------- grading
@@ -225,6 +263,10 @@ def test_partial_answers_are_graded_per_key():
     result = check_answer(3, {**truth, "mass": truth["mass"] * 2})
     assert [i.passed for i in result.items] == [True, False]
     assert result.items[1].message == "mass: wrong (off by more than 25 %)"
+    truth = correct_answer(4)
+    result = check_answer(4, {**truth, "perception_delay": truth["perception_delay"] + 0.02})
+    assert [i.passed for i in result.items] == [True, False]
+    assert result.items[1].message == "perception_delay: wrong (off by more than 10 ms)"
     one_right = check_answer(1, {"swapped_joints": [1, 6]})
     assert one_right.items[0].message == "swapped_joints: wrong (one of the two joints is right)"
 
@@ -258,7 +300,8 @@ def test_result_serialises():
         (1, {"swapped_joints": [3, 3]}, "two different"),
         (1, {"swapped_joints": [1, 7]}, "two different"),
         (3, {"heavier_category": "sphere", "mass": 0.3}, r"\['cube', 'ball', 'bar'\]"),
-        (4, {"object_pos_offset": [0.01, 0.0]}, "list of 3 finite numbers"),
+        (4, {"object_pos_offset": [0.01, 0.0], "perception_delay": 0.05}, "list of 3 finite numbers"),
+        (4, {"object_pos_offset": [0.01, 0.0, 0.0]}, r"missing key\(s\) \['perception_delay'\]"),
         (5, {"world": {"belt_sped": 0.1}}, r"unknown WorldParams field\(s\) \['belt_sped'\]"),
         (5, {"world": {"belt_speed": -1.0}}, "belt_speed"),
         (5, {"world": [0.1]}, "JSON object of WorldParams fields"),
@@ -324,7 +367,13 @@ def test_cli_labs_lists_exercises_not_solutions(capsys):
     text = capsys.readouterr().out
     assert "course-latency" in text and "r2s2r course check" in text
     # (the offset's z, 0.005 m, is spelled like lesson 6's tolerance, so only x and y are looked for)
-    for value in (_lab(0).world.belt_speed, _lab(2).world.control_latency, *_lab(4).world.object_pos_offset[:2]):
+    w4 = _lab(4).world
+    for value in (
+        _lab(0).world.belt_speed,
+        _lab(2).world.control_latency,
+        *w4.object_pos_offset[:2],
+        w4.perception_delay,
+    ):
         assert repr(value) not in text and f"{value:.3f}" not in text
 
 

@@ -229,7 +229,9 @@ def _lesson_4(answer: dict[str, Any], lab: Any) -> list[ItemResult]:
             not off,
             "each component within 3 mm",
             f"{', '.join(off)} off by more than 3 mm",
-        )
+        ),
+        # The hint in ms, as the lesson states the tolerance.
+        _absolute("perception_delay", 1000 * answer["perception_delay"], 1000 * lab.world.perception_delay, 10, "ms"),
     ]
 
 

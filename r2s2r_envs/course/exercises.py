@@ -174,11 +174,14 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         lesson=4,
-        topic="Sensing: noise, calibration offset, belt fluctuation",
+        topic="Sensing: noise, calibration offset, perception delay, belt fluctuation",
         lab="course-calibration",
         task="course-calibration's perception camera is miscalibrated: perceived object positions are offset by "
         "a constant vector. Measure it: place objects where you know they are (reset option 'setup', belt "
-        "stopped) and compare what the lab perceives with what the simulator perceives for the same set-up.",
+        "stopped) and compare what the lab perceives with what the simulator perceives for the same set-up. Its "
+        "object estimator also reports each object as it was some time ago: measure that delay from objects "
+        "placed on the running belt: a line through the perceived track at t = 0, less the placed spot and the "
+        "offset, over the belt speed, averaged over several rides.",
         answer=(
             AnswerKey(
                 key="object_pos_offset",
@@ -186,9 +189,15 @@ EXERCISES: tuple[Exercise, ...] = (
                 meaning="perceived minus true object position (x, y, z), m",
                 tolerance="each component within 0.003 m",
             ),
+            AnswerKey(
+                key="perception_delay",
+                kind="number",
+                meaning="age of the perceived object positions, s",
+                tolerance="within 0.010 s",
+            ),
         ),
-        example={"object_pos_offset": [0.0, 0.0, 0.0]},
-        check="compares with the lab's camera offset; no episodes run",
+        example={"object_pos_offset": [0.0, 0.0, 0.0], "perception_delay": 0.0},
+        check="compares with the lab's camera offset and perception delay; no episodes run",
     ),
     Exercise(
         lesson=5,
