@@ -21,6 +21,7 @@ from r2s2r_envs.lab.draw import (
     DRAW_VERSION,
     DRAW_VERSIONS,
     EFFECT_DRAW_V2,
+    OPERATOR_DRAW_V2,
     PERCEPTION_DRAW_V2,
     WORLD_DRAW,
     WORLD_DRAW_V2,
@@ -102,6 +103,10 @@ def test_version_2_draws_every_field_within_its_range_and_loads(seed):
     assert low <= config["perception"]["delay_jitter"] <= high
     for field, (low, high) in CONTACT_DRAW_V2.items():
         assert low <= config["contact"][field] <= high, field
+    for field, values in OPERATOR_DRAW_V2.items():
+        value = config["operator"][field]
+        assert value in values if isinstance(values[0], str) else values[0] <= value <= values[1], field
+    assert config["operator"]["approach"] == "above"
     lab = load_lab(config)  # every value within what a lab accepts
     assert lab.name == f"drawn2-{seed}" and load_lab(f"draw2:{seed}") == lab
     assert lab.world.perceives  # objects are seen through the estimator

@@ -7,9 +7,14 @@ nominal seeds (never ``test``).  The seeds were fixed before any run (0-5: the f
 ``record.json`` beside this script: each lab's identity, the drawn values that matter most to the operator, success
 with its 95% Wilson interval, first-failure causes and object outcomes.
 
+``--diagnose`` runs, instead, each drawn lab twice more, once with lab v3's structure (its estimator fields,
+cameras, delay jitter, contact model, late commands and finger backlash) in place of the drawn one and once with
+lab v3's operator in place of the drawn one, to tell what a shortfall comes from (``diagnosis.json``).
+
 Example::
 
     MUJOCO_GL=egl nice python experiments/drawn-labs-v2/drawn_labs_v2.py --episodes 20 --seeds 0 1 2 3 4 5
+    MUJOCO_GL=egl nice python experiments/drawn-labs-v2/drawn_labs_v2.py --episodes 20 --seeds 0 1 2 3 4 5 --diagnose
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.evaluation.stats import wilson_interval
 from r2s2r_envs.lab.config import load_lab
+from r2s2r_envs.lab.draw import draw_lab
+from r2s2r_envs.world.params import PERCEPTION_FIELDS
 
 HERE = Path(__file__).resolve().parent
 SPLIT = "dev"
@@ -46,7 +53,23 @@ SHOWN_WORLD = (
 )
 
 
-def _drawn(lab: str) -> dict[str, Any]:
+def variant(seed: int, what: str) -> dict[str, Any]:
+    """Version-2 drawn lab ``seed`` with lab v3's ``"structure"`` or ``"operator"`` in place of the drawn one."""
+    config = draw_lab(seed, version=2)
+    v3 = load_lab("v3").to_dict()
+    config["name"] = f"drawn2-{seed}-v3-{what}"
+    if what == "structure":
+        config["world"].update({k: v3["world"][k] for k in PERCEPTION_FIELDS if k in v3["world"]})
+        config["world"]["object_pos_rotation"] = [0.0, 0.0, 0.0]  # v3's (its cameras carry the rotation errors)
+        config["perception"], config["contact"] = v3["perception"], v3["contact"]
+        for k in ("late_command_probability", "finger_backlash"):
+            config["effects"][k] = v3["effects"][k]
+    else:
+        config["operator"] = v3["operator"]
+    return config
+
+
+def _drawn(lab: str | dict[str, Any]) -> dict[str, Any]:
     config = load_lab(lab)
     shown: dict[str, Any] = {k: round(float(getattr(config.world, k)), 4) for k in SHOWN_WORLD}
     shown["delay_jitter"] = round(config.perception.delay_jitter, 4)
@@ -61,7 +84,7 @@ def _drawn(lab: str) -> dict[str, Any]:
     return {"name": config.name, "config_sha256": config.sha256(), "drawn": shown}
 
 
-def run(lab: str, episodes: int) -> dict[str, Any]:
+def run(lab: str | dict[str, Any], episodes: int) -> dict[str, Any]:
     start = time.perf_counter()
     result = evaluate(
         "PickSort-Real-v0",
@@ -77,7 +100,7 @@ def run(lab: str, episodes: int) -> dict[str, Any]:
     causes = Counter(r.failure_cause for r in result.records if r.failure_cause is not None)
     outcomes = Counter(o for r in result.records for o in r.object_outcomes)
     return {
-        "lab": lab,
+        "lab": lab if isinstance(lab, str) else lab["name"],
         **_drawn(lab),
         "episodes": episodes,
         "successes": successes,
@@ -95,27 +118,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
-    parser.add_argument("--out", type=Path, default=HERE / "record.json")
+    parser.add_argument("--diagnose", action="store_true")
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    labs = [f"draw2:{s}" for s in args.seeds] + ["v3"]
+    out = args.out or HERE / ("diagnosis.json" if args.diagnose else "record.json")
+    labs: list[Any] = [f"draw2:{s}" for s in args.seeds] + ["v3"]
+    if args.diagnose:
+        labs = [variant(s, what) for s in args.seeds for what in ("structure", "operator")]
     results = []
     for lab in labs:
         r = run(lab, args.episodes)
         results.append(r)
         print(
-            f"{lab:9s} {r['successes']:3d}/{r['episodes']} {100 * r['success']:5.1f}% "
+            f"{r['lab']:26s} {r['successes']:3d}/{r['episodes']} {100 * r['success']:5.1f}% "
             f"[{100 * r['wilson_95'][0]:.1f}, {100 * r['wilson_95'][1]:.1f}]  {r['first_failure']}  "
             f"{r['seconds']} s",
             flush=True,
         )
-    drawn = [r for r in results if r["lab"].startswith("draw2:")]
+    drawn = [r for r in results if r["lab"].startswith("draw2:")] or results
     pooled = sum(r["successes"] for r in drawn), sum(r["episodes"] for r in drawn)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     record = {
         "script": "experiments/drawn-labs-v2/drawn_labs_v2.py",
         "command": f"MUJOCO_GL=egl nice python experiments/drawn-labs-v2/drawn_labs_v2.py --episodes "
-        f"{args.episodes} --seeds {' '.join(map(str, args.seeds))}",
-        "config": {"episodes": args.episodes, "conditions": "nominal", "split": SPLIT, "labs": labs},
+        f"{args.episodes} --seeds {' '.join(map(str, args.seeds))}" + (" --diagnose" if args.diagnose else ""),
+        "config": {
+            "episodes": args.episodes,
+            "conditions": "nominal",
+            "split": SPLIT,
+            "labs": [r["lab"] for r in results],
+        },
         "machine": f"{platform.machine()}, {platform.system()}, python {platform.python_version()}",
         "commit": commit,
         "versions": {"r2s2r_envs": r2s2r_envs.__version__},
@@ -127,7 +159,7 @@ def main() -> None:
         },
         "results": results,
     }
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
