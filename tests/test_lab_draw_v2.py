@@ -155,7 +155,7 @@ def test_version_2_keeps_version_1s_other_ranges_except_the_belt_and_latency_it_
     assert changed == set(PERCEPTION_FIELDS) | narrowed
     assert list(WORLD_DRAW_V2) == list(WORLD_DRAW)  # the same drawing order
     _, low, high = WORLD_DRAW_V2["belt_speed"]
-    assert high <= 0.085  # the v3 operator sorts half its episodes at 0.092 m/s (experiments/lab-v3)
+    assert high <= 0.08  # the operator falls behind above (experiments/drawn-labs-v2; lab-v3: half at 0.092 m/s)
 
 
 def test_draw2_seed_names_a_lab_wherever_a_lab_is_accepted():
