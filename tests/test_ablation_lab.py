@@ -483,3 +483,13 @@ def test_a_new_lab_runs_the_chain_end_to_end_and_a_second_run_reuses_every_stage
     again = run_ablation(design, out, workers=2, log=print)
     assert again.ran == 0 and again.skipped == len(tasks) and not again.failed
     assert {t.key: store.attempts(t.key) for t in tasks} == starts
+
+
+def test_a_version_2_drawn_lab_is_made_by_its_name_in_every_task():
+    from r2s2r_envs.ablation.chain import lab_argument
+
+    two, one = resolve_lab("draw2:5"), resolve_lab("draw:5")
+    assert (two.draw, two.draw_version, two.name) == (5, 2, "drawn2-5") and one.draw_version == 1
+    assert lab_argument(two.to_config(), ".") == "draw2:5" and lab_argument(one.to_config(), ".") == "draw:5"
+    assert "draw_version" not in one.to_config()  # version-1 labs keep their task keys
+    assert two.config_sha256 != one.config_sha256

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,8 +42,10 @@ MODEL_FILE = "behavior_model.json"
 
 
 #: How a drawn lab is named wherever a lab is accepted (``gym.make("PickSort-Real-v0", lab="draw:7")``); the same
-#: prefix as the lab package's, which this package does not import.
+#: prefix as the lab package's, which this package does not import. A later draw version adds its number
+#: (``"draw2:7"``, docs/lab.md#drawn-labs).
 DRAW_PREFIX = "draw:"
+_DRAWN = re.compile(r"draw(\d*):(\d+)")
 
 
 class LabError(ValueError):
@@ -65,6 +68,7 @@ class LabRef:
         origin: what the user gave (a shipped name, a path or ``draw:SEED``); not part of any config hash.
         draw: the seed of a drawn lab (``--lab draw:SEED``, made by that name: the ablation never holds its
             parameters), else ``None``.
+        draw_version: the draw version of a drawn lab (``--lab draw2:SEED``: 2); 1 for ``draw:SEED``.
     """
 
     name: str
@@ -72,6 +76,7 @@ class LabRef:
     file: str | None = None
     origin: str = ""
     draw: int | None = None
+    draw_version: int = 1
 
     def to_config(self) -> dict[str, Any]:
         """The lab in a task's configuration (and so in its config hash): name, config hash, file (and a drawn
@@ -79,6 +84,8 @@ class LabRef:
         config: dict[str, Any] = {"name": self.name, "config_sha256": self.config_sha256, "file": self.file}
         if self.draw is not None:
             config["draw"] = self.draw
+            if self.draw_version != 1:  # version-1 labs keep their keys
+                config["draw_version"] = self.draw_version
         return config
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,8 +122,10 @@ def resolve_lab(lab: str | Path) -> LabRef:
         LabError: as :func:`lab_identity`.
     """
     identity = lab_identity(lab)
-    if str(lab).startswith(DRAW_PREFIX):  # checked by lab_identity: the lab made it
-        return LabRef(**identity, origin=str(lab), draw=int(str(lab)[len(DRAW_PREFIX) :]))
+    drawn = _DRAWN.fullmatch(str(lab))
+    if drawn:  # checked by lab_identity: the lab made it
+        version = int(drawn.group(1) or 1)
+        return LabRef(**identity, origin=str(lab), draw=int(drawn.group(2)), draw_version=version)
     path = Path(lab)
     is_file = path.suffix == ".json" or path.is_file()
     file = f"{LAB_FOLDER}/{identity['config_sha256'][:16]}.json" if is_file else None
@@ -142,7 +151,8 @@ def lab_argument(lab: Mapping[str, Any], root: str | Path) -> str:
     if lab.get("file"):
         return str((Path(root) / lab["file"]).resolve())
     if lab.get("draw") is not None:
-        return f"{DRAW_PREFIX}{lab['draw']}"
+        version = int(lab.get("draw_version", 1))
+        return f"draw{version if version != 1 else ''}:{lab['draw']}"
     return str(lab["name"])
 
 
