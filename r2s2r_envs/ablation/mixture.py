@@ -200,7 +200,11 @@ def rollout_lab(
 
     from r2s2r_envs.evaluation import evaluation_seeds
 
-    env = gym.make(LAB_ENV_ID, **dict(env_kwargs or {}))
+    kwargs = dict(env_kwargs or {})
+    asked = [k for k in getattr(policy, "sensors", ()) if k not in kwargs.get("sensors", ())]
+    if asked:  # the opt-in sensors the policy reads, as the evaluation protocol gives them
+        kwargs["sensors"] = [*kwargs.get("sensors", ()), *asked]
+    env = gym.make(LAB_ENV_ID, **kwargs)
     states, actions, index = [], [], []
     try:
         for i, (env_seed, policy_seed) in enumerate(evaluation_seeds(episodes)):
