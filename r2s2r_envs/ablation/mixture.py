@@ -199,12 +199,9 @@ def rollout_lab(
     import gymnasium as gym
 
     from r2s2r_envs.evaluation import evaluation_seeds
+    from r2s2r_envs.evaluation.protocol import with_policy_sensors
 
-    kwargs = dict(env_kwargs or {})
-    asked = [k for k in getattr(policy, "sensors", ()) if k not in kwargs.get("sensors", ())]
-    if asked:  # the opt-in sensors the policy reads, as the evaluation protocol gives them
-        kwargs["sensors"] = [*kwargs.get("sensors", ()), *asked]
-    env = gym.make(LAB_ENV_ID, **kwargs)
+    env = gym.make(LAB_ENV_ID, **with_policy_sensors(policy, env_kwargs or {}))  # the sensors it reads, as evaluate
     states, actions, index = [], [], []
     try:
         for i, (env_seed, policy_seed) in enumerate(evaluation_seeds(episodes)):

@@ -312,13 +312,15 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
 
     config = task["config"]
     policy = load_policy(policy_dir(store, task["deps"][0]))
+    episodes = _episodes_of(config)
+    fewest = min(episodes["conditions"].values()) if "conditions" in episodes else config["episodes"]
     result = evaluate(
         config["env_id"],
         policy,
-        **_episodes_of(config),
+        **episodes,
         env_kwargs=env_kwargs_of(task, store, config["env_id"]),
         progress=False,
-        batch=min(int(task.get("batch", 1)), config["episodes"]),
+        batch=min(int(task.get("batch", 1)), fewest),  # at most a condition's episodes
         threads=max(1, int(task.get("num_cpus") or 1)),  # the cores the task declared, not the machine's
     )
     (out / RESULT_FILE).write_text(result.to_json(indent=2) + "\n")

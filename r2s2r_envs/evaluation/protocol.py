@@ -194,14 +194,19 @@ def _tell_domain(policy: Policy, env: gym.Env) -> Policy:
     return policy
 
 
-def _wanted_sensors(policy: Policy, env: gym.Env) -> list[str]:
-    """The env's sensors plus those the policy's optional ``sensors`` names, when it names one the env lacks."""
+def with_policy_sensors(policy: Policy, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` with the opt-in sensors the policy's optional ``sensors`` names added to ``sensors`` (a copy;
+    unchanged when it names none the arguments lack).
+
+    Raises:
+        PolicyError: ``sensors`` is not a sequence of names.
+    """
     asked = getattr(policy, "sensors", None) or ()
     if isinstance(asked, str) or not all(isinstance(k, str) for k in asked):
         raise PolicyError(f"a policy's sensors must be a sequence of sensor names, got {asked!r}")
-    have = list(getattr(env.unwrapped, "sensors", ()))
+    have = list(env_kwargs.get("sensors", ()))
     missing = [k for k in asked if k not in have]
-    return [*have, *missing] if missing else []
+    return {**env_kwargs, "sensors": [*have, *missing]} if missing else dict(env_kwargs)
 
 
 def _qualified_name(obj: Any) -> str:
@@ -1113,9 +1118,9 @@ def evaluate(
     envs: dict[str, tuple[gym.Env, Policy]] = {}  # the main process's env and policy per condition
     try:
         main_policy = resolve_policy(policy, env)
-        wanted = _wanted_sensors(main_policy, env)
-        if wanted:  # the policy reads opt-in sensors: every env of the run is made with them
-            kwargs["sensors"] = wanted
+        wanted = with_policy_sensors(main_policy, kwargs)
+        if wanted != kwargs:  # the policy reads opt-in sensors: every env of the run is made with them
+            kwargs = wanted
             env.close()
             env = make_env(env_id, {**kwargs, **render})
             main_policy = resolve_policy(policy, env)
@@ -1313,4 +1318,5 @@ __all__ = [
     "result_schema",
     "run_episode",
     "validate_result",
+    "with_policy_sensors",
 ]

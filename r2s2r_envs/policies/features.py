@@ -157,7 +157,7 @@ class TaskFeatures:
     @property
     def keys(self) -> list[str]:
         """The observation keys the stage reads."""
-        return [*TASK_KEYS, VISIBILITY_KEY] if self.visibility else list(TASK_KEYS)
+        return task_keys([VISIBILITY_KEY] if self.visibility else [])
 
     @classmethod
     def for_shapes(cls, shapes: Mapping[str, Sequence[int]]) -> TaskFeatures:
@@ -274,6 +274,12 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
         ],
         axis=-2,
     )
+
+
+def task_keys(available: Sequence[str]) -> list[str]:
+    """The keys the ``"task"`` stage reads from observations with keys ``available``: :data:`TASK_KEYS`, and
+    :data:`VISIBILITY_KEY` where available."""
+    return [*TASK_KEYS, VISIBILITY_KEY] if VISIBILITY_KEY in available else list(TASK_KEYS)
 
 
 def make_features(name: str, keys: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> RawFeatures | TaskFeatures:

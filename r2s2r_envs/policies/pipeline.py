@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
-from r2s2r_envs.policies.features import FEATURE_SETS, TASK_KEYS, VISIBILITY_KEY, make_features
+from r2s2r_envs.policies.features import FEATURE_SETS, make_features, task_keys
 
 OBS_NORMALIZATION: NormalizeMode = "standard"
 ACTION_NORMALIZATION: NormalizeMode = "standard"
@@ -231,9 +231,7 @@ class FrameStacker:
 def feature_keys(features: str, available: Sequence[str]) -> list[str]:
     """The observation keys a feature stage reads, from those ``available`` (``"raw"``: all of them; ``"task"``: its
     keys, and ``object_visible`` where available)."""
-    if features == "raw":
-        return list(available)
-    return [*TASK_KEYS, VISIBILITY_KEY] if VISIBILITY_KEY in available else list(TASK_KEYS)
+    return list(available) if features == "raw" else task_keys(available)
 
 
 def weighted_merge(stats: Sequence[RunningStats], weights: Sequence[float]) -> RunningStats:
