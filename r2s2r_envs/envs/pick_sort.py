@@ -201,8 +201,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     * v0, re-baselined in r2s2r_envs 0.2 (before any published result, so the id was kept): sensing (noise,
       perception offset) and belt fluctuation are world parameters, separate random streams, ``episode_steps``
       is the one time limit, ``control_mode``, a longer belt (8 objects fit).  Results made with 0.1 are not
-      comparable.  From 0.2 on, ``tests/test_golden.py`` pins a rollout of every id: a change of dynamics,
-      observations, reward or defaults needs ``-v1``.
+      comparable.  The version rule: docs/architecture.md#grounded-variants.
     * v0 (r2s2r_envs 0.1): initial release.
     """
 
