@@ -55,6 +55,7 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
     import pyarrow as pa
 
     from r2s2r_envs.datasets import export, open_dataset
+    from r2s2r_envs.datasets.export import lerobot
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -69,7 +70,7 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
     rss_trace: list[list[int]] = []
     if not trace and fmt == "lerobot":
         # Resident memory after the file is opened (before the first episode) and after every 100th episode.
-        original_add = export._LeRobotWriter.add_episode
+        original_add = lerobot._LeRobotWriter.add_episode
         proc = psutil.Process()
 
         def sampled(self: Any, demo_id: int) -> None:
@@ -79,12 +80,12 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
             if self.episodes % 100 == 0 or self.episodes == len(lengths):
                 rss_trace.append([self.episodes, proc.memory_info().rss >> 20])
 
-        export._LeRobotWriter.add_episode = sampled  # type: ignore[method-assign]
+        lerobot._LeRobotWriter.add_episode = sampled  # type: ignore[method-assign]
     if trace:
         import tracemalloc
 
         # The heap's rise within each episode over its level before it: the demo's arrays as read and converted.
-        original = export._LeRobotWriter.add_episode
+        original = lerobot._LeRobotWriter.add_episode
 
         def measured(self: Any, demo_id: int) -> None:
             before = tracemalloc.get_traced_memory()[0]
@@ -93,7 +94,7 @@ def child_export(path: Path, out: Path, fmt: str, trace: bool) -> dict[str, Any]
             episode_peaks.append(tracemalloc.get_traced_memory()[1] - before)
             tracemalloc.reset_peak()
 
-        export._LeRobotWriter.add_episode = measured  # type: ignore[method-assign]
+        lerobot._LeRobotWriter.add_episode = measured  # type: ignore[method-assign]
         tracemalloc.start()
     t0 = time.perf_counter()
     result = export.export_dataset(source, out, format=fmt, progress=False)

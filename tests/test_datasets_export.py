@@ -246,9 +246,9 @@ def test_other_schema_version_is_refused(sim_file: Path, tmp_path: Path) -> None
 
 
 def test_failure_midway_leaves_nothing(sim_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from r2s2r_envs.datasets import export
+    from r2s2r_envs.datasets.export import lerobot
 
-    original, calls = export._LeRobotWriter.add_episode, []
+    original, calls = lerobot._LeRobotWriter.add_episode, []
 
     def failing(self, demo_id: int) -> None:
         calls.append(demo_id)
@@ -256,7 +256,7 @@ def test_failure_midway_leaves_nothing(sim_file: Path, tmp_path: Path, monkeypat
             raise OSError("disk full (simulated)")
         original(self, demo_id)
 
-    monkeypatch.setattr(export._LeRobotWriter, "add_episode", failing)
+    monkeypatch.setattr(lerobot._LeRobotWriter, "add_episode", failing)
     with pytest.raises(OSError, match="disk full"):
         export_lerobot(sim_file, tmp_path / "out", progress=False)
     assert list(tmp_path.iterdir()) == []
