@@ -1,7 +1,8 @@
 # Set-up and the main jobs.  On a fresh machine (Python 3.11, Debian) `make demo` and `make test` do everything:
 # `make demo` the core (EGL libraries for offscreen rendering, apt when root; the .venv; this package in editable
-# mode, no extras), `make test` the rest on top (chromium for the page test, torch (CPU) first, robomimic without
-# its heavy pins, every extra the tests use).  Installs come from PyPI and Debian only.
+# mode, no extras; the model zoo's data package from zoo/, no download), `make test` the rest on top (chromium for
+# the page test, torch (CPU) first, robomimic without its heavy pins, every extra the tests use).  Installs come
+# from PyPI and Debian only.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -60,10 +61,12 @@ chromium:
 		exit 1; \
 	fi
 
-$(CORE_STAMP): pyproject.toml | egl
+# The zoo's checkpoints are a data package of their own (zoo/, r2s2r_envs_zoo), kept out of the core wheel and
+# installed from this checkout; the core's zoo index pins their hashes (r2s2r_envs/policies/zoo/index.json).
+$(CORE_STAMP): pyproject.toml zoo/pyproject.toml r2s2r_envs/policies/zoo/index.json | egl
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), f"Python >= 3.10 needed, found {sys.version}"'
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -e .
+	$(PIP) install -q -e . -e ./zoo
 	touch $@
 
 # robomimic 0.3.0 pins old versions of many packages: install it without dependencies, after the few it
@@ -75,7 +78,7 @@ $(STAMP): $(CORE_STAMP) | chromium
 	$(PIP) install -q six tqdm termcolor psutil matplotlib
 	$(PIP) install -q --no-deps robomimic==$(ROBOMIMIC_VERSION)
 	@echo "robomimic $(ROBOMIMIC_VERSION) installed without its training-script pins (not needed to read datasets)"
-	$(PIP) install -q --no-warn-conflicts -e '.[torch,rl,ray,course,interop,test]'
+	$(PIP) install -q --no-warn-conflicts -e '.[torch,rl,ray,course,interop,test,plots,analysis]'
 	touch $@
 
 demo: $(CORE_STAMP)

@@ -1,11 +1,13 @@
-"""Copies trained checkpoints into the model zoo (``r2s2r_envs/policies/zoo/``) and evaluates what ships.
+"""Copies trained checkpoints into the model zoo and evaluates what ships.
 
-Each ``--entry NAME=CHECKPOINT_DIR`` becomes ``zoo/NAME/`` with the checkpoint's ``config.json`` and its weights
+Each ``--entry NAME=CHECKPOINT_DIR`` becomes ``zoo/r2s2r_envs_zoo/NAME/`` (the zoo's data package, in this
+checkout; reinstall it with ``pip install ./zoo`` afterwards) with the checkpoint's ``config.json`` and its weights
 stored as float16 (half the size; ``load_policy`` computes in float32 as always), and the weights' hash updated in
 ``config.json``. The shipped entry is then evaluated with the protocol (``--episodes`` on the published seeds, in
-the env its row is evaluated in, ``--env NAME=ENV_ID``), and ``zoo/index.json`` records per entry: the
-description, method, recipe, the datasets' content hashes, and the measured success and sort accuracy of the
-shipped weights with the record they are in.
+the env its row is evaluated in, ``--env NAME=ENV_ID``), and the core package's zoo index
+(``r2s2r_envs/policies/zoo/index.json``) records per entry: the description, method, recipe, the datasets' content
+hashes, the measured success and sort accuracy of the shipped weights with the record they are in, and the SHA-256
+of each shipped file (checked whenever ``zoo:NAME`` loads).
 
 Example::
 
@@ -26,7 +28,12 @@ import torch
 from r2s2r_envs.evaluation import evaluate
 from r2s2r_envs.policies import load_policy, read_checkpoint
 from r2s2r_envs.policies.checkpoint import CONFIG_FILE, WEIGHTS_FILE, weights_digest
-from r2s2r_envs.policies.zoo import zoo_root
+from r2s2r_envs.policies.zoo import HASHES_FIELD, ZOO_PACKAGE
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where this checkout keeps the zoo's data package's checkpoints, and the core package's zoo index.
+DATA_ROOT = ROOT / "zoo" / ZOO_PACKAGE
+INDEX = ROOT / "r2s2r_envs" / "policies" / "zoo" / "index.json"
 
 
 def _pairs(values: list[str], what: str) -> dict[str, str]:
@@ -70,9 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     missing = sorted(set(entries) - set(envs))
     if missing:
         parser.error(f"--env missing for {missing}")
-    root = zoo_root()
-    index_path = root / "index.json"
-    index = json.loads(index_path.read_text()) if index_path.is_file() else {"checkpoints": []}
+    root, index_path = DATA_ROOT, INDEX
+    index = json.loads(index_path.read_text()) if index_path.is_file() else {"package": ZOO_PACKAGE, "checkpoints": []}
     kept = [e for e in index["checkpoints"] if e["name"] not in entries]
     for name, source in entries.items():
         target = ship(name, Path(source), root)
@@ -97,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 "success_rate_ci95": s["success_rate_ci95"],
                 "sort_accuracy": s["sort_accuracy"],
                 "record": str(record),
+                HASHES_FIELD: {f: weights_digest(target / f) for f in (CONFIG_FILE, WEIGHTS_FILE)},
             }
         )
         print(
@@ -106,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     index["checkpoints"] = sorted(kept, key=lambda e: e["name"])
     index_path.write_text(json.dumps(index, indent=2) + "\n")
-    print(f"wrote {index_path}")
+    print(f"wrote {index_path}; reinstall the data package: pip install ./zoo")
     return 0
 
 

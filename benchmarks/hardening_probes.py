@@ -62,7 +62,7 @@ R2S2R = [str(_ENTRY)] if _ENTRY.exists() else [sys.executable, "-m", "r2s2r_envs
 SYSID_DEADLINE_S = 5.0
 #: Any single probe taking longer than this is killed and recorded as a failure.
 PROBE_TIMEOUT_S = 300.0
-ZOO = REPO_ROOT / "r2s2r_envs" / "policies" / "zoo"
+ZOO = REPO_ROOT / "zoo" / "r2s2r_envs_zoo"  # the zoo's data package (zoo/)
 SHIPPED_GROUNDING = REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings" / "default.json"
 SHIPPED_BEHAVIOR = REPO_ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json"
 SHIPPED_LAB = REPO_ROOT / "r2s2r_envs" / "lab" / "configs" / "default.json"

@@ -29,7 +29,7 @@ from r2s2r_envs.safe_json import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-ZOO = ROOT / "r2s2r_envs" / "policies" / "zoo"
+ZOO = ROOT / "zoo" / "r2s2r_envs_zoo"  # the zoo's data package (zoo/)
 SHIPPED_BEHAVIOR = ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json"
 SHIPPED_GROUNDING = ROOT / "r2s2r_envs" / "grounding" / "groundings" / "default.json"
 #: SHA-256 of the shipped default grounding file's bytes before it carried content_sha256 (results and dataset

@@ -1,5 +1,7 @@
 """The wheel ships everything an installed env needs (the MJCF in ``assets/``, the lab configs, the shipped grounding
-and behavior model).
+and behavior model) and stays small: the model zoo's checkpoints are a data package of their own
+(``zoo/``), built here too, whose files have the hashes the core's zoo index pins; the records under
+``experiments/`` keep their training logs thinned.
 
 The test builds a wheel from a copy of the source tree, installs it into a fresh temporary venv and makes an
 env there, from a working directory outside the checkout.  It stays hermetic (no network): the venv gets the
@@ -10,6 +12,8 @@ not visible and ``r2s2r_envs`` can only come from the wheel.  The test asserts t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import site
@@ -24,6 +28,9 @@ import pytest
 from conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
+
+#: Issue 49's goal for the core wheel, the zoo's data package aside.
+CORE_WHEEL_LIMIT_BYTES = 2_000_000
 
 IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", "runs", ".cache", "*.mp4", "*.hdf5"
@@ -55,6 +62,16 @@ for env_id in r2s2r_envs.ENV_IDS:
     obs, reward, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
     assert np.isfinite(reward)
     env.close()
+import importlib.util
+from r2s2r_envs.policies import zoo
+assert os.path.realpath(zoo.zoo_index_path()).startswith(prefix)  # the zoo's index ships in the core wheel
+if importlib.util.find_spec(zoo.ZOO_PACKAGE) is None:  # the data package is apart: a clear error without it
+    try:
+        zoo.resolve_checkpoint("zoo:flow-real-only")
+    except zoo.ZooError as e:
+        assert "r2s2r_envs_zoo, which is not installed: pip install ./zoo" in str(e), e
+    else:
+        raise AssertionError("zoo:NAME resolved without the data package")
 print("OK", where)
 """
 
@@ -64,12 +81,7 @@ def _site_packages() -> list[str]:
     return sorted(p for p in paths if os.path.isdir(p))
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("pkg")
-    src = root / "src"
-    shutil.copytree(REPO_ROOT, src, ignore=IGNORED)
-    out = root / "wheels"
+def _build_wheel(project: Path, out: Path) -> None:
     subprocess.run(
         [
             sys.executable,
@@ -82,12 +94,33 @@ def wheel(tmp_path_factory) -> Path:
             "-q",
             "--wheel-dir",
             str(out),
-            str(src),
+            str(project),
         ],
         check=True,
         timeout=600,
     )
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    src = tmp_path_factory.mktemp("pkg") / "src"
+    shutil.copytree(REPO_ROOT, src, ignore=IGNORED)
+    return src
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path) -> Path:
+    out = source.parent / "wheels"
+    _build_wheel(source, out)
     (built,) = out.glob("r2s2r_envs-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def zoo_wheel(source: Path) -> Path:
+    out = source.parent / "zoo-wheels"
+    _build_wheel(source / "zoo", out)
+    (built,) = out.glob("r2s2r_envs_zoo-*.whl")
     return built
 
 
@@ -108,7 +141,6 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         *(REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "policies" / "zoo").rglob("*.json"),
-        *(REPO_ROOT / "r2s2r_envs" / "policies" / "zoo").rglob("*.pt"),
     ]
     shipped = {p.relative_to(REPO_ROOT).as_posix() for p in package_data}
     assert {"r2s2r_envs/grounding/groundings/default.json", "r2s2r_envs/behavior/models/default.json"} <= shipped
@@ -117,8 +149,39 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
     for path in package_data:
         rel = path.relative_to(REPO_ROOT).as_posix()
         assert rel in names, f"{rel} is not in the wheel (package-data in pyproject.toml)"
-    stray = ("tests/", "benchmarks/", "experiments/", "assets/")
+    stray = ("tests/", "benchmarks/", "experiments/", "assets/", "zoo/", "r2s2r_envs_zoo/")
     assert not any(n.startswith(stray) for n in names), "stray top-level files"
+    assert not [n for n in names if n.endswith(".pt")], "checkpoints belong to the zoo's data package (zoo/)"
+    assert wheel.stat().st_size <= CORE_WHEEL_LIMIT_BYTES, f"the core wheel is {wheel.stat().st_size:,} bytes"
+
+
+def test_zoo_data_package_holds_the_pinned_checkpoints(zoo_wheel):
+    """Every entry of the core's zoo index is in the data package's wheel, each file with the pinned SHA-256."""
+    index = json.loads((REPO_ROOT / "r2s2r_envs" / "policies" / "zoo" / "index.json").read_text())
+    package = index["package"]
+    assert zoo_wheel.name.startswith(f"{package}-")
+    with zipfile.ZipFile(zoo_wheel) as archive:
+        names = set(archive.namelist())
+        expected = {f"{package}/__init__.py"}
+        for entry in index["checkpoints"]:
+            for file, pinned in entry["files_sha256"].items():
+                member = f"{package}/{entry['name']}/{file}"
+                expected.add(member)
+                assert member in names, f"{member} is not in the zoo's wheel (zoo/pyproject.toml's package-data)"
+                assert hashlib.sha256(archive.read(member)).hexdigest() == pinned, f"{member} is not the pinned file"
+    assert {n for n in names if not n.startswith(f"{package}-")} == expected, "stray files in the zoo's wheel"
+
+
+def test_records_keep_training_logs_thinned():
+    """A record's train_log.json holds block means, not every step (benchmarks/thin_train_logs.py)."""
+    logs = sorted((REPO_ROOT / "experiments").rglob("train_log.json"))
+    assert logs
+    fat = [
+        str(p.relative_to(REPO_ROOT))
+        for p in logs
+        if isinstance((log := json.loads(p.read_text())).get("history"), dict) and "history_thinned" not in log
+    ]
+    assert not fat, f"thin them: python benchmarks/thin_train_logs.py {' '.join(fat)}"
 
 
 def test_wheel_installs_and_runs_in_fresh_venv(wheel, tmp_path):

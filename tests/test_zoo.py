@@ -1,4 +1,5 @@
-"""The model zoo: ``zoo:NAME`` loads a shipped checkpoint wherever a checkpoint path is accepted."""
+"""The model zoo: ``zoo:NAME`` loads a reference checkpoint wherever a checkpoint path is accepted; the checkpoints
+are the data package ``r2s2r_envs_zoo`` (``zoo/``), verified against the hashes the core's index pins."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from r2s2r_envs.datasets.toy import ToyPickSortEnv, write_synthetic_dataset
 from r2s2r_envs.evaluation.cli import PolicySpecError, resolve_policy_spec
 from r2s2r_envs.policies import CheckpointError, load_policy, read_checkpoint, zoo
+from r2s2r_envs.policies.checkpoint import weights_digest
 from r2s2r_envs.policies.config import TrainConfig
 from r2s2r_envs.policies.train import train
 
@@ -38,9 +40,12 @@ def tiny_zoo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     train(config)
     root = tmp_path / "zoo"
     shutil.copytree(tmp_path / "ck", root / "tiny-bc")
-    index = {"checkpoints": [{"name": "tiny-bc", "description": "a test checkpoint", "record": "none"}]}
-    (root / "index.json").write_text(json.dumps(index))
+    hashes = {f: weights_digest(root / "tiny-bc" / f) for f in ("config.json", "policy.pt")}
+    entry = {"name": "tiny-bc", "description": "a test checkpoint", "record": "none", "files_sha256": hashes}
+    index = tmp_path / "index.json"
+    index.write_text(json.dumps({"package": "r2s2r_envs_zoo", "checkpoints": [entry]}))
     monkeypatch.setattr(zoo, "zoo_root", lambda: root)
+    monkeypatch.setattr(zoo, "zoo_index_path", lambda: index)
     return root
 
 
@@ -63,14 +68,47 @@ def test_unknown_zoo_name_lists_the_names(tiny_zoo: Path) -> None:
         resolve_policy_spec("zoo:nope")
 
 
+def test_a_changed_file_is_refused_naming_the_pinned_hash(tiny_zoo: Path) -> None:
+    config = tiny_zoo / "tiny-bc" / "config.json"
+    config.write_text(config.read_text().replace('"bc"', '"bc" ', 1))
+    with pytest.raises(zoo.ZooError, match=r"config\.json has sha256 .*the zoo index pins .*pip install \./zoo"):
+        load_policy("zoo:tiny-bc")
+    with pytest.raises(PolicySpecError, match="the zoo index pins"):
+        resolve_policy_spec("zoo:tiny-bc")
+
+
+def test_an_entry_without_pinned_hashes_is_refused(tiny_zoo: Path) -> None:
+    index = zoo.zoo_index_path()
+    document = json.loads(index.read_text())
+    del document["checkpoints"][0]["files_sha256"]
+    index.write_text(json.dumps(document))
+    with pytest.raises(zoo.ZooError, match="pins no file hashes"):
+        read_checkpoint("zoo:tiny-bc")
+
+
+def test_without_the_data_package_the_error_names_it_and_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zoo, "ZOO_PACKAGE", "r2s2r_envs_zoo_not_installed")
+    name = sorted(zoo.zoo_index())[0]  # the index ships with the core package
+    with pytest.raises(zoo.ZooError, match=r"data package r2s2r_envs_zoo_not_installed, which is not installed: pip "):
+        load_policy(f"zoo:{name}")
+    with pytest.raises(PolicySpecError, match=r"pip install \./zoo"):
+        resolve_policy_spec(f"zoo:{name}")
+    with pytest.raises(CheckpointError, match="no zoo checkpoint 'nope'"):  # names still checked without the data
+        read_checkpoint("zoo:nope")
+
+
 def test_shipped_checkpoints_load_and_name_their_data() -> None:
     """Every shipped entry is a checkpoint that loads, records its training config and datasets' hashes, and the
     zoo stays under its size limit."""
     index = zoo.zoo_index()
     root = zoo.zoo_root()
+    assert len(index) == 3 and json.loads(zoo.zoo_index_path().read_text())["package"] == zoo.ZOO_PACKAGE
     total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
     assert total <= ZOO_LIMIT_BYTES
     for name, entry in index.items():
+        assert sorted(entry["files_sha256"]) == ["config.json", "policy.pt"]
+        for file, pinned in entry["files_sha256"].items():
+            assert weights_digest(root / name / file) == pinned
         data = read_checkpoint(f"zoo:{name}")
         assert data["config"]["recipe"] == entry["recipe"]
         hashes = [d["sha256"] for d in data["metadata"]["datasets"]]
