@@ -64,7 +64,7 @@ chromium:
 # The zoo's checkpoints are a data package of their own (zoo/, r2s2r_envs_zoo), kept out of the core wheel and
 # installed from this checkout; the core's zoo index pins their hashes (r2s2r_envs/policies/zoo/index.json).
 $(CORE_STAMP): pyproject.toml zoo/pyproject.toml r2s2r_envs/policies/zoo/index.json | egl
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), f"Python >= 3.10 needed, found {sys.version}"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python >= 3.11 needed, found {sys.version}"'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -e . -e ./zoo
 	touch $@

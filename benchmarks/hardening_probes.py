@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -2026,7 +2026,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "script": "benchmarks/hardening_probes.py",
         "command": " ".join(["benchmarks/hardening_probes.py", *(argv if argv is not None else sys.argv[1:])]),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "families": families,
         "quick": args.quick,

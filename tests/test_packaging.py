@@ -1,7 +1,7 @@
 """The wheel ships everything an installed env needs (the MJCF in ``assets/``, the lab configs, the shipped grounding
-and behavior model) and stays small: the model zoo's checkpoints are a data package of their own
-(``zoo/``), built here too, whose files have the hashes the core's zoo index pins; the records under
-``experiments/`` keep their training logs thinned.
+and behavior model, ``py.typed``) and stays small: the model zoo's checkpoints are a data package of their own
+(``zoo/``), built here too, whose files have the hashes the core's zoo index pins.  The Python versions the
+package claims are the ones CI tests, and the records under ``experiments/`` keep their training logs thinned.
 
 The test builds a wheel from a copy of the source tree, installs it into a fresh temporary venv and makes an
 env there, from a working directory outside the checkout.  It stays hermetic (no network): the venv gets the
@@ -15,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -141,6 +143,7 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         *(REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "policies" / "zoo").rglob("*.json"),
+        REPO_ROOT / "r2s2r_envs" / "py.typed",
     ]
     shipped = {p.relative_to(REPO_ROOT).as_posix() for p in package_data}
     assert {"r2s2r_envs/grounding/groundings/default.json", "r2s2r_envs/behavior/models/default.json"} <= shipped
@@ -170,6 +173,24 @@ def test_zoo_data_package_holds_the_pinned_checkpoints(zoo_wheel):
                 assert member in names, f"{member} is not in the zoo's wheel (zoo/pyproject.toml's package-data)"
                 assert hashlib.sha256(archive.read(member)).hexdigest() == pinned, f"{member} is not the pinned file"
     assert {n for n in names if not n.startswith(f"{package}-")} == expected, "stray files in the zoo's wheel"
+
+
+def test_python_versions_claimed_are_the_tested_ones():
+    """requires-python, the classifiers, the Makefile's check and the linters' targets name one lowest version, the
+    one CI runs (the project's machines have Python 3.11 only)."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    lowest = re.fullmatch(r">=(3)\.(\d+)", pyproject["project"]["requires-python"])
+    assert lowest, pyproject["project"]["requires-python"]
+    major, minor = int(lowest[1]), int(lowest[2])
+    assert sys.version_info[:2] >= (major, minor)
+    versions = {c.rsplit(" :: ", 1)[1] for c in pyproject["project"]["classifiers"] if re.search(r":: 3\.\d+$", c)}
+    assert versions == {f"{major}.{minor}"}, "classify exactly the versions CI tests"
+    assert "Typing :: Typed" in pyproject["project"]["classifiers"]
+    assert pyproject["tool"]["ruff"]["target-version"] == f"py{major}{minor}"
+    assert pyproject["tool"]["mypy"]["python_version"] == f"{major}.{minor}"
+    assert f"sys.version_info >= ({major}, {minor})" in (REPO_ROOT / "Makefile").read_text()
+    zoo = tomllib.loads((REPO_ROOT / "zoo" / "pyproject.toml").read_text())
+    assert zoo["project"]["requires-python"] == pyproject["project"]["requires-python"]
 
 
 def test_records_keep_training_logs_thinned():
