@@ -43,6 +43,7 @@ from r2s2r_envs.evaluation.protocol import (
     check_env_id,
     evaluate,
 )
+from r2s2r_envs.extras import MissingExtraError, extra_of, install_hint
 from r2s2r_envs.paths import check_output_file
 
 ENV_PREFIX = protocol.ENV_PREFIX
@@ -373,7 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``r2s2r``; returns the exit code (0 ok, 1 error, 2 usage error).
 
     A ``ValueError``, ``TypeError``, ``KeyError`` or ``OSError`` that a subcommand did not report itself is printed
-    as one line (``r2s2r COMMAND: error: ...``, exit code 1); with ``R2S2R_TRACEBACK=1`` it is raised instead.
+    as one line (``r2s2r COMMAND: error: ...``, exit code 1), and so is a missing module of an extra, with the
+    command that installs the extra (:mod:`r2s2r_envs.extras`); with ``R2S2R_TRACEBACK=1`` it is raised instead.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -387,6 +389,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except ModuleNotFoundError as e:
+        extra = extra_of(e.name)
+        if extra is None or os.environ.get(TRACEBACK_ENV):
+            raise
+        text = str(e) if isinstance(e, MissingExtraError) else f"{e}; {install_hint(extra)}"
+        print(f"r2s2r {args.command}: error: {text} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
+        return EXIT_ERROR
     except (ValueError, TypeError, KeyError, OSError) as e:
         # The last resort for bad input a handler did not catch: one line, not a traceback (TRACEBACK_ENV shows it).
         if os.environ.get(TRACEBACK_ENV):

@@ -38,6 +38,7 @@ import numpy as np
 from scipy.signal import find_peaks
 
 from r2s2r_envs.behavior.segments import DIGITS, DT, DemoSet, DemoTrace, Grasp, load_demos
+from r2s2r_envs.extras import require
 
 #: Per-episode traits, in feature order (see the module docstring).
 TRAITS: tuple[str, ...] = (
@@ -323,6 +324,7 @@ def compare(
     """
     import time
 
+    require("sklearn", "dtaidistance", what="comparing demonstrations (DTW and a classifier)")
     chosen = list(TRAITS if classifier_traits is None else classifier_traits)
     unknown = sorted(set(chosen) - set(TRAITS))
     if unknown or not chosen:
@@ -407,6 +409,7 @@ def plot(a: str | Path | DemoSet, b: str | Path | DemoSet, out_dir: str | Path) 
     Returns:
         The files written.
     """
+    require("matplotlib", what="the behavior comparison's plots")
     import matplotlib
 
     matplotlib.use("Agg")

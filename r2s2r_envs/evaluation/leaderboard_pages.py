@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from r2s2r_envs.evaluation.intervals import MIN_TRAINING_SEEDS, column_mdd
 from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, EnvColumn, Leaderboard, PanelFigures, Row, split_mark
+from r2s2r_envs.extras import require
 
 #: The protocol's minimum of training seeds per row (``intervals.MIN_TRAINING_SEEDS``): rows under it are flagged on
 #: the pages, not refused.
@@ -530,6 +531,7 @@ def _agreement_labels(board: Leaderboard, agreement: Any, labels: dict[int, str]
 
 def to_html(board: Leaderboard, title: str) -> str:
     """A self-contained HTML page: tables and plotly plots, with plotly.js inline (no network, no server)."""
+    require("plotly", what="the leaderboard page (index.html)")
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 

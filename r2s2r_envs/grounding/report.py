@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.extras import require
 from r2s2r_envs.grounding.validation import (
     SIGNAL_GROUPS,
     Validation,
@@ -55,6 +56,7 @@ def write_report(
         heldout_runs: The held-out ``LogRun``s whose trajectories to plot (those in ``validation.predictions``).
         title: Page title (default: names the lab).
     """
+    require("plotly", what="the grounding report page")
     from mujoco.sysid.report.builder import ReportBuilder
     from mujoco.sysid.report.sections.group import GroupSection
     from mujoco.sysid.report.utils import plotly_script_tag
