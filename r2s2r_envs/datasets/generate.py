@@ -28,20 +28,16 @@ import dataclasses
 import errno
 import json
 import math
-import multiprocessing as mp
 import os
-import queue
 import signal
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
 
 from r2s2r_envs.datasets import schema
 from r2s2r_envs.datasets.env_values import FILES_KEY, record_by_value
@@ -52,7 +48,7 @@ from r2s2r_envs.envs.registration import EnvArgumentError, UnknownEnvError, chec
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
 from r2s2r_envs.provenance import versions
-from r2s2r_envs.workers import worker_death
+from r2s2r_envs.workers import WorkerDiedError, WorkerError, WorkerJob, WorkerPool
 from r2s2r_envs.world.constants import HAND_JOINTS
 
 if TYPE_CHECKING:
@@ -981,100 +977,57 @@ def _run_parallel(
     flag: _StopFlag,
 ) -> None:
     """Farms attempts out to worker processes and records the results in attempt order."""
-    ctx = mp.get_context("spawn")  # MuJoCo/GL state does not survive fork safely
-    tasks: Any = ctx.Queue()
-    results: Any = ctx.Queue()
-    # This process's registration of the id (not anything read from a file): a spawned worker re-imports only the
-    # main module, so an id registered at run time (a test's, a notebook's) would be unknown there.
-    spec = gym.spec(config.env_id)
-    procs = [
-        ctx.Process(target=_worker_main, args=(config, spec, obs_keys, tasks, results, os.getpid()), daemon=True)
-        for _ in range(workers)
-    ]
-    for p in procs:
-        p.start()
     next_attempt = writer.attempts
     next_to_submit = next_attempt
     # Without successes_only every attempt yields a demo: never run more attempts than demos needed.
     last_needed = next_attempt + (episodes - writer.num_demos) if not config.successes_only else max_attempts
     pending: dict[int, Episode] = {}
     window = _IN_FLIGHT_PER_WORKER * workers
-    try:
+    job = _AttemptJob(config, obs_keys)
+    # Every result needed is written when the pool closes; attempts still in flight are surplus (successes_only) or
+    # abandoned (stop, error).
+    with WorkerPool(job, workers, call="generate()", done=lambda: writer.num_demos, env_ids=[config.env_id]) as pool:
         while not done() and not flag.stop:
             while next_to_submit < min(next_attempt + window, last_needed, max_attempts):
-                tasks.put(next_to_submit)
+                pool.submit(next_to_submit, next_to_submit)
                 next_to_submit += 1
             try:
-                kind, attempt, payload = results.get(timeout=0.5)
-            except queue.Empty:
+                item = pool.get(timeout=0.5)
+            except WorkerError as e:
+                attempt = -1 if e.key is None else e.key
+                raise GenerationError(f"attempt {attempt} failed in a worker:\n{e.remote_traceback}") from None
+            except WorkerDiedError as e:
                 if flag.stop:
                     break
-                dead = [p for p in procs if not p.is_alive()]
-                if dead:
-                    why = worker_death(dead[0].exitcode, done=writer.num_demos, call="generate()")
-                    raise GenerationError(f"{why}; the file keeps every demo written, the same call resumes") from None
+                raise GenerationError(f"{e}; the file keeps every demo written, the same call resumes") from None
+            if item is None:
                 continue
-            if kind == "error":
-                raise GenerationError(f"attempt {attempt} failed in a worker:\n{payload}")
-            pending[attempt] = payload
+            attempt, episode = item
+            pending[attempt] = episode
             while next_attempt in pending and not done():
                 record(pending.pop(next_attempt))
                 next_attempt += 1
-    finally:
-        # Every result needed is written; attempts still in flight are surplus (successes_only) or abandoned
-        # (stop, error). Workers hold nothing worth a clean exit, and waiting could block on a full result pipe.
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=10.0)
-        tasks.cancel_join_thread()
-        results.cancel_join_thread()
 
 
-def _worker_main(
-    config: GenerationConfig, spec: EnvSpec, obs_keys: list[str], tasks: Any, results: Any, parent_pid: int
-) -> None:
-    """Worker process: builds the env and demonstrator once, then runs the attempts it is given."""
-    # The parent handles Ctrl-C; a worker interrupted mid-episode would only lose work.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
-    env = None
-    try:
-        if config.env_id not in gym.registry:
-            gym.registry[config.env_id] = spec
-        env = _make_env(config)
-        demo = make_demonstrator_for(env, config.demonstrator)
-        while True:
-            try:
-                attempt = tasks.get(timeout=1.0)
-            except queue.Empty:
-                continue
-            if attempt is None:
-                return
-            try:
-                episode = run_attempt(env, demo, config, obs_keys, attempt)
-                results.put(("ok", attempt, episode))
-            except Exception:  # noqa: BLE001 - reported to the parent with its traceback
-                results.put(("error", attempt, traceback.format_exc()))
-                return
-    except Exception:  # noqa: BLE001 - env or demonstrator construction failed
-        results.put(("error", -1, traceback.format_exc()))
-    finally:
-        if env is not None:
-            env.close()
+@dataclasses.dataclass
+class _AttemptJob(WorkerJob):
+    """A generation worker: builds the env and demonstrator once, then runs the attempts it is given."""
 
+    config: GenerationConfig
+    obs_keys: list[str]
+    env: gym.Env | None = None
+    demo: Any = None
 
-def _exit_when_orphaned(parent_pid: int) -> None:
-    """Ends the worker at once if its parent dies (e.g. kill -9).
+    def start(self) -> None:
+        self.env = _make_env(self.config)
+        self.demo = make_demonstrator_for(self.env, self.config.demonstrator)
 
-    A plain return would hang: the queue's feeder thread blocks writing a result nobody reads, and normal
-    interpreter exit waits for it.
-    """
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent_pid:
-            os._exit(1)
+    def run(self, task: Any) -> Episode:
+        return run_attempt(cast(gym.Env, self.env), self.demo, self.config, self.obs_keys, int(task))
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
 
 
 def verify_file(path: str | os.PathLike[str]) -> str:
