@@ -1,0 +1,139 @@
+"""What the evaluation protocol runs: the :class:`Policy` interface, how a policy or factory becomes the policy of an
+env (:func:`resolve_policy`), the opt-in sensors it asks for, and which of its actions the env cannot take.
+
+The protocol itself is :mod:`r2s2r_envs.evaluation.protocol` (docs/protocol.md); a policy spec of ``r2s2r evaluate``
+(a checkpoint directory, ``zoo:NAME`` or ``module:factory``) becomes a policy or factory in
+:mod:`r2s2r_envs.evaluation.cli`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+
+
+class PolicyError(TypeError):
+    """A policy the protocol cannot run: not a Policy and not callable, or a factory that raised or returned
+    something that is not a Policy; the message names the factory and what went wrong."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What :func:`evaluate` runs: the demonstrators of :mod:`r2s2r_envs.behavior` satisfy it.
+
+    Optional attributes, recorded in the result when present: ``name`` (str), ``settings`` (JSON-serializable
+    configuration) and ``metadata`` (a mapping: how the policy was made, the result's ``method`` section;
+    ``METHOD_KEYS`` lists what the leaderboard reads, docs/leaderboard.md#schema). An optional method
+    ``set_domain(domain)`` is called with the env's domain (``"real"`` for the lab, ``"sim"`` for a simulator)
+    before the first episode: a domain-conditioned policy acts as in that domain. An optional attribute ``sensors``
+    (opt-in sensor names, e.g. ``("object_visible",)``) asks for those observation keys: the protocol makes every
+    env with them (added to ``env_kwargs["sensors"]``, and recorded so).
+
+    Optional batch methods, used by ``evaluate(..., batch=N)`` (docs/protocol.md#batched-policies):
+    ``reset_batch(seeds, mask=None)`` starts an episode in each row ``i`` of a batch of ``len(seeds)`` envs where
+    ``mask[i]`` is true (every row without a mask), as ``reset(seeds[i])`` would; ``act_batch(obs)`` returns the
+    ``(B, A)`` actions for observations ``{key: (B, ...)}``, row ``i`` what ``act`` would give in row ``i``'s
+    episode.  A policy without them is called per env, one copy per row.
+    """
+
+    def reset(self, seed: int | None) -> None:
+        """Start an episode; all of the policy's own randomness must come from ``seed``."""
+        ...
+
+    def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
+        """The action for an observation of the env."""
+        ...
+
+
+#: ``f(env) -> Policy``, called once per env the protocol makes (once per worker process).
+PolicyFactory = Callable[[gym.Env], Policy]
+PolicyOrFactory = Policy | PolicyFactory
+
+
+def _is_policy(obj: Any) -> bool:
+    # A class has `reset` and `act` attributes too; it is a factory (called with the env), not a policy.
+    return isinstance(obj, Policy) and not isinstance(obj, type)
+
+
+def resolve_policy(policy: PolicyOrFactory, env: gym.Env) -> Policy:
+    """``policy`` itself if it is a :class:`Policy`, else ``policy(env)``.
+
+    Raises:
+        PolicyError: ``policy`` is neither a policy nor callable, the factory raised (its error is named, and
+            kept as the cause), or it returned something that is not a policy.
+    """
+    if _is_policy(policy):
+        return _tell_domain(policy, env)  # type: ignore[arg-type]
+    if callable(policy):
+        try:
+            made = policy(env)
+        except PolicyError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the factory is the user's code: any error is named, not relayed raw
+            raise PolicyError(f"the policy factory {qualified_name(policy)} raised {type(e).__name__}: {e}") from e
+        if not _is_policy(made):
+            raise PolicyError(
+                f"the policy factory {qualified_name(policy)} returned a {type(made).__name__}, which is not a "
+                "Policy: it needs methods reset(seed) and act(obs)"
+            )
+        return _tell_domain(made, env)
+    raise PolicyError(
+        f"policy must be a Policy (an object with methods reset(seed) and act(obs)) or a factory f(env) -> Policy, "
+        f"got a {type(policy).__name__}"
+    )
+
+
+def _tell_domain(policy: Policy, env: gym.Env) -> Policy:
+    """Calls the policy's optional ``set_domain`` with the env's domain (a public label, not its state)."""
+    set_domain = getattr(policy, "set_domain", None)
+    if callable(set_domain):
+        set_domain(str(getattr(env.unwrapped, "domain", "sim")))
+    return policy
+
+
+def with_policy_sensors(policy: Policy, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` with the opt-in sensors the policy's optional ``sensors`` names added to ``sensors`` (a copy;
+    unchanged when it names none the arguments lack).
+
+    Raises:
+        PolicyError: ``sensors`` is not a sequence of names.
+    """
+    asked = getattr(policy, "sensors", None) or ()
+    if isinstance(asked, str) or not all(isinstance(k, str) for k in asked):
+        raise PolicyError(f"a policy's sensors must be a sequence of sensor names, got {asked!r}")
+    have = list(env_kwargs.get("sensors", ()))
+    missing = [k for k in asked if k not in have]
+    return {**env_kwargs, "sensors": [*have, *missing]} if missing else dict(env_kwargs)
+
+
+def qualified_name(obj: Any) -> str:
+    """``module.qualname`` of a class or function (of the type of anything else)."""
+    target = obj if hasattr(obj, "__qualname__") else type(obj)
+    return f"{getattr(target, '__module__', '?')}.{target.__qualname__}"
+
+
+def action_problem(action: Any, shape: tuple[int, ...]) -> str | None:
+    """Why ``action`` cannot be sent to an env whose actions have ``shape`` (None when it can).
+
+    The env itself would raise on these; the protocol records them as a policy failure instead. An exception the
+    policy raised instead of answering (passed here as the action) is one too.
+    """
+    if isinstance(action, BaseException):
+        text = " ".join(str(action).split())[:300]
+        return f"the policy raised {type(action).__name__}{': ' + text if text else ''}"
+    try:
+        a = np.asarray(action)
+        if a.dtype.kind == "c":
+            return "the action holds complex numbers; the env takes real numbers"
+        a = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"the action is not an array of numbers (got a {type(action).__name__})"
+    if a.shape != tuple(shape):
+        return f"the action has shape {a.shape}; the env takes shape {tuple(shape)}"
+    bad = np.flatnonzero(~np.isfinite(a.ravel()))
+    if bad.size:
+        return f"the action has NaN/inf at indices {bad[:8].tolist()}{' ...' if bad.size > 8 else ''}"
+    return None
