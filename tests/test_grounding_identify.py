@@ -170,7 +170,8 @@ def test_an_estimate_a_rounding_error_outside_its_bound_is_clipped_to_it(monkeyp
     # from it failed WorldParams' own check, losing the whole identification.
     from mujoco import sysid
 
-    from r2s2r_envs.grounding import identify as ident
+    from r2s2r_envs.grounding import identify_actuators
+    from r2s2r_envs.grounding.identify_common import replace_element
     from r2s2r_envs.world.params import WorldParams
 
     class Opt:
@@ -186,11 +187,11 @@ def test_an_estimate_a_rounding_error_outside_its_bound_is_clipped_to_it(monkeyp
         seen.extend(w.arm_frictionloss[2] for w in worlds)
         return np.zeros((3, len(worlds)))
 
-    monkeypatch.setattr(ident, "_residuals", residuals)
+    monkeypatch.setattr(identify_actuators, "_residuals", residuals)
     monkeypatch.setattr(sysid, "optimize", lambda *a, **k: (Opt(), Result()))
     world = WorldParams()
-    params = {"arm_frictionloss[2]": (ident._replace_element("arm_frictionloss", 2), 0.1, 0.0, 10.0)}
-    estimates, _, _ = ident._sysid_fit([], world, params, {}, {}, max_iters=1)
+    params = {"arm_frictionloss[2]": (replace_element("arm_frictionloss", 2), 0.1, 0.0, 10.0)}
+    estimates, _, _ = identify_actuators._sysid_fit([], world, params, {}, {}, max_iters=1)
     assert estimates == {"arm_frictionloss[2]": 0.0}
     assert min(seen) == 0.0
 

@@ -125,23 +125,24 @@ def _corrupt_hidden(run, key: str, width: int):
 
 
 def test_the_belt_and_sensing_fits_skip_what_the_estimator_missed(known):
-    from r2s2r_envs.grounding import identify as ident
+    from r2s2r_envs.grounding import identify_sensing as sensing
+    from r2s2r_envs.grounding.identify_common import FitState
 
     logs, _ = known
     moving = logs.by_protocol("perception_moving")
     assert any(not perception_fit.visible(r).all() for r in moving)  # dropouts: held estimates to skip
     # The belt speed reads the riding objects' velocities: a held (repeated) one is not averaged in.
-    original = ident._belt_speed_series(moving)
-    corrupted = ident._belt_speed_series([_corrupt_hidden(r, "object_vel", 6) for r in moving])
+    original = sensing._belt_speed_series(moving)
+    corrupted = sensing._belt_speed_series([_corrupt_hidden(r, "object_vel", 6) for r in moving])
     for a, b in zip(original, corrupted):
         np.testing.assert_array_equal(a, b)
     # The sensing noise levels pool the objects' seen rows only.
     rest = logs.by_protocol("sensing_rest")
-    assert any(not perception_fit.visible(r)[ident.SETTLE_STEPS :].all() for r in rest)
+    assert any(not perception_fit.visible(r)[sensing.SETTLE_STEPS :].all() for r in rest)
     fits = []
     for runs in (rest, [_corrupt_hidden(r, "object_pos", 3) for r in rest]):
-        fit = ident._Fit()
-        ident._fit_sensing(runs, fit)
+        fit = FitState()
+        sensing.fit_sensing(runs, fit)
         fits.append(fit.values["object_pos_noise"])
     assert fits[0] == pytest.approx(fits[1], rel=1e-9)
     assert fits[0] == pytest.approx(KNOWN.object_pos_noise, rel=0.1)
