@@ -39,6 +39,10 @@ The demonstrator is registered as ``"teleoperator"`` (``r2s2r_envs.behavior.make
 lab's own demonstrator.  In the lab its style comes from the lab config only; in a simulated env it runs with the
 default operator style (or ``OperatorStyle`` settings given to ``make_demonstrator``) and practises in a copy of
 that simulator.
+
+The class is built in layers, one module each: ``teleop_state`` (``Habits``, ``Calibration`` and the state of an
+episode), ``teleop_perception`` (watching the objects), ``teleop_motion`` (movements, grasp and the rig's
+commands); this module holds the decisions (``act``), practice and the registration.
 """
 
 from __future__ import annotations
