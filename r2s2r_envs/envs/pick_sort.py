@@ -1,18 +1,19 @@
 """The PickSort environment: sort objects riding a conveyor into bins with a 7-DoF arm and a 16-joint hand.
 
-This module is the Gymnasium glue: spaces, reset, step, observations, rewards and ``info``.  The controllers
-live in ``envs.controller``, the outcome rules in ``envs.outcomes``, the named view of the scene in
-``envs.scene`` and the seeding convention in ``envs.seeding``.
+This module is the Gymnasium glue: arguments, spaces, the world, reset, step, actions and state.  Its other jobs
+have modules of their own, mixed into :class:`PickSortEnv`: the observations, sensors, perception and cameras in
+``envs.observations``, the start of an episode (layout, operator set-up) in ``envs.layout``, the outcomes, rewards
+and ``info`` in ``envs.scoring``.  The controllers live in ``envs.controller``, the outcome rules in
+``envs.outcomes``, the named view of the scene in ``envs.scene`` and the seeding convention in ``envs.seeding``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import mujoco
@@ -21,31 +22,25 @@ from gymnasium import spaces
 
 from r2s2r_envs.envs import outcomes as rules_mod
 from r2s2r_envs.envs.conditions import IDENTITY_SHAPE, Condition, get_condition
-from r2s2r_envs.envs.config import (
-    REWARD_MODES,
-    ControlConfig,
-    EpisodeRandomization,
-    ObjectPlacement,
-    RewardWeights,
-    replace_checked,
-    sample_layout,
-)
+from r2s2r_envs.envs.config import REWARD_MODES, ControlConfig, EpisodeRandomization, RewardWeights, replace_checked
 from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, finger_targets, make_controller
 from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
+from r2s2r_envs.envs.layout import SETUP_KEYS as SETUP_KEYS
+from r2s2r_envs.envs.layout import SETUP_OBJECT_KEYS as SETUP_OBJECT_KEYS
+from r2s2r_envs.envs.layout import LayoutMixin
+from r2s2r_envs.envs.observations import IMAGE_KEYS as IMAGE_KEYS
+from r2s2r_envs.envs.observations import OBS_MODES, SENSORS, ObservationMixin
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
-from r2s2r_envs.envs.perception import ObjectEstimator, PerceptionCamera
 from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.envs.scoring import ScoringMixin
 from r2s2r_envs.world import constants as C
-from r2s2r_envs.world.builder import build_model, category_inertia, object_half_sizes, update_model
-from r2s2r_envs.world.params import Bound, WorldParams, check_number
+from r2s2r_envs.world.builder import build_model, object_half_sizes, update_model
+from r2s2r_envs.world.params import WorldParams
 from r2s2r_envs.world.presets import load_world
 
-OBS_MODES = ("state", "rgb", "state+rgb")
 DEFAULT_EPISODE_STEPS = 500
 MAX_OBJECTS = 8
 
-_PROPRIO_KEYS = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat")
-IMAGE_KEYS = ("scene_image", "wrist_image")
 ENV_ARGUMENTS = (
     "world",
     "obs_mode",
@@ -62,28 +57,16 @@ ENV_ARGUMENTS = (
     "condition",
 )
 RESET_OPTIONS = ("world", "setup")
-#: Opt-in extra sensors (``sensors=``): what a real cell's drivers report beyond joint encoders.
-SENSORS = ("arm_torque", "finger_current", "object_visible")
-# Child of an episode's root seed sequence that seeds the object estimator (children 0-3: layout, physics,
-# sensors, extra sensors), so the estimator's draws never shift another stream.
-_PERCEPTION_STREAM = 4
-SETUP_KEYS = ("objects", "belt", "arm_qpos")
-SETUP_OBJECT_KEYS = ("category", "position", "yaw")
-# Where parked object slots rest (world frame, m): on the floor behind the robot, out of its reach.
-_PARK_X, _PARK_Y0, _PARK_DY = -1.4, -1.6, 0.35
 
 # Index of the warning whose count tells that MuJoCo found a bad acceleration (see ``_diverged``).
 _BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 # MjData arrays the step reads and writes, bound once per MjData (``_bind_data``); they never pickle.
 _DATA_VIEWS = ("_qpos", "_qvel", "_ctrl", "_tcp_xpos", "_tcp_xmat", "_warning_counts")
 
-# Pid of the process that created the first GL context, for the fork check in ``_render_camera``.
-_GL_OWNER_PID: int | None = None
-
 __all__ = ["ENV_ARGUMENTS", "FAILURE_CAUSES", "OBS_MODES", "OUTCOMES", "PickSortEnv"]
 
 
-class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
+class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str, np.ndarray], np.ndarray]):
     """## Description
 
     A dynamic, dexterous pick-and-sort task.  Objects of three categories (red cube, green ball, blue bar)
@@ -318,39 +301,8 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._obj_rgba = m.geom_rgba[self.scene.object_geoms].copy()
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
         self._saved_state = np.empty(mujoco.mj_stateSize(m, self._state_spec))
-        # Sensors: noise scale per measured quantity, so a step draws one vector whatever the obs_mode.
-        w, n = self._world, self.num_objects
-        self._noise_scale = np.concatenate(
-            [
-                np.full(7 + 16, w.joint_pos_noise),
-                np.full(7 + 16, w.joint_vel_noise),
-                np.full(3, w.eef_pos_noise),
-                np.full(3 * n, w.object_pos_noise),
-                np.full(3 * n, w.object_vel_noise),
-            ]
-        )
-        self._noisy = bool(np.any(self._noise_scale > 0))
-        self._extra_noise = {"arm_torque": w.arm_torque_noise, "finger_current": w.finger_current_noise}
-        self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
-        self._offset = bool(np.any(self._pos_offset != 0))
-        self._perception = self._make_perception()
-        if self._perception is not None:
-            # The estimator perceives the objects (its noise, offset and delay): the sensor stream still draws
-            # the same amount, with zero scale on the objects.
-            self._noise_scale[-6 * n :] = 0.0
-            self._noisy = bool(np.any(self._noise_scale > 0))
-            self._offset = False
+        self._resolve_observations()
         self._finger_scale = finger_scale(self.scene)
-        # Observation reads: the joint and object keys from qpos in one fancy-indexing read, those from qvel in
-        # another (``_get_obs`` hands out slices of the two).
-        s, objects = self.scene, self.obs_mode != "rgb"
-        self._obs_qpos_idx = np.concatenate(
-            [s.arm_qpos_adr, s.hand_qpos_adr] + ([s.object_pos_idx, s.object_quat_idx] if objects else [])
-        )
-        self._obs_qvel_idx = np.concatenate([s.arm_dof_adr, s.hand_dof_adr] + ([s.object_vel_idx] if objects else []))
-        # Where the arm's and the hand's keys end in both reads (hinge joints: one qpos and one dof each).
-        self._obs_arm_end = len(s.arm_qpos_adr)
-        self._obs_hand_end = self._obs_arm_end + len(s.hand_qpos_adr)
         self._bind_data()
 
     def _bind_data(self) -> None:
@@ -441,37 +393,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             )
         return int(render_size[0]), int(render_size[1])
 
-    def _make_observation_space(self) -> spaces.Dict:
-        n = self.num_objects
-        inf = np.inf
-        box = lambda size, lo=-inf, hi=inf: spaces.Box(lo, hi, shape=(size,), dtype=np.float32)  # noqa: E731
-        keys: dict[str, spaces.Space] = {
-            "arm_qpos": box(7),
-            "arm_qvel": box(7),
-            "hand_qpos": box(len(C.HAND_JOINTS)),
-            "hand_qvel": box(len(C.HAND_JOINTS)),
-            "eef_pos": box(3),
-            "eef_quat": box(4, -1.0, 1.0),
-        }
-        if self.obs_mode in ("state", "state+rgb"):
-            keys |= {
-                "object_pos": box(3 * n),
-                "object_quat": box(4 * n, -1.0, 1.0),
-                "object_vel": box(6 * n),
-                "object_category": box(3 * n, 0.0, 1.0),
-            }
-        if "arm_torque" in self.sensors:
-            keys["arm_torque"] = box(7)
-        if "finger_current" in self.sensors:
-            keys["finger_current"] = box(len(C.HAND_JOINTS))
-        if "object_visible" in self.sensors:
-            keys["object_visible"] = box(n, 0.0, 1.0)
-        if self.obs_mode in ("rgb", "state+rgb"):
-            s = self.image_size
-            for k in IMAGE_KEYS:
-                keys[k] = spaces.Box(0, 255, shape=(s, s, 3), dtype=np.uint8)
-        return spaces.Dict(keys)
-
     # ------------------------------------------------------------------ episode
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -494,64 +415,14 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self._sensor_rng = np.random.default_rng(sensor_seq)
         if self.sensors:  # a fourth stream, so the extra sensors never shift the other three
             self._extra_sensor_rng = np.random.default_rng(root.spawn(1)[0])
-        if self._perception is not None:
-            self._perception_rng = np.random.default_rng(
-                np.random.SeedSequence(entropy, spawn_key=(_PERCEPTION_STREAM,))
-            )
+        self._seed_perception(entropy)  # the object estimator's own stream, where there is one
 
-        m, d, s = self._model, self._data, self.scene
-        mujoco.mj_resetData(m, d)
-        layout = sample_layout(self._layout_rng, self.num_objects, s.belt_center_x, self.randomization)
-        arm_noise = self._layout_rng.uniform(-1.0, 1.0, size=7) * self.randomization.arm_qpos_noise
-        heights: list[float | None] = [None] * self.num_objects  # z given by the operator, m
-        self._parked = frozenset()
-        if setup is not None:
-            layout, heights = self._setup_layout(setup, layout)
-        for i, place in enumerate(layout):
-            self._set_category(i, place.category)
-        for i in self._parked:
-            self._disable_contacts(i)
-        mujoco.mj_setConst(m, d)  # masses changed; this also rewrites qpos, so the state is set after it
-        mujoco.mj_resetData(m, d)
-
-        if setup is not None and "arm_qpos" in setup:
-            arm_q = np.asarray(setup["arm_qpos"], dtype=float)
-        else:
-            arm_q = np.clip(np.asarray(self.control.home_arm_qpos) + arm_noise, s.arm_range[:, 0], s.arm_range[:, 1])
-        d.qpos[s.arm_qpos_adr] = arm_q
-        d.ctrl[s.arm_actuators] = arm_q
-        hand_q = self.open_hand_qpos()
-        d.qpos[s.hand_qpos_adr] = hand_q
-        d.ctrl[s.hand_actuators] = hand_q
-        self._belt_running = setup is None or setup.get("belt", True)
-        belt_speed = self._world.belt_speed if self._belt_running else 0.0
-        for i, place in enumerate(layout):
-            quat = (np.cos(place.yaw / 2), 0.0, 0.0, np.sin(place.yaw / 2))
-            if i in self._parked:  # resting on the floor, out of reach
-                s.set_object_pose(d, i, (place.x, place.y, self._half_heights[i] + 0.001), quat)
-            elif (height := heights[i]) is not None:  # placed (or held) at a given height: starts at rest
-                s.set_object_pose(d, i, (place.x, place.y, height), quat)
-            else:
-                s.set_object_pose(d, i, (place.x, place.y, s.belt_top + self._half_heights[i] + 0.001), quat)
-                d.qvel[s.object_dof_adr[i] + 1] = -belt_speed
-        self._belt_factor = 1.0
-        m.geom_surfacevel[s.belt_geom, 1] = -belt_speed
-        # Actuators with a command filter start settled at the reset command.
-        filtered = np.flatnonzero(m.actuator_actadr >= 0)
-        d.act[m.actuator_actadr[filtered]] = d.ctrl[filtered]
-        # Fill the actuator delay buffers with the reset command, so a delayed line starts at rest.
-        for act in np.flatnonzero(m.actuator_history[:, 0] > 0):
-            values = np.full((int(m.actuator_history[act, 0]), 1), d.ctrl[act])
-            mujoco.mj_initCtrlHistory(m, d, int(act), None, values)
-        mujoco.mj_forward(m, d)
-        if self._perception is not None:
-            self._perception.reset(
-                d.qpos[s.object_pos_idx], d.qpos[s.object_quat_idx], d.qvel[s.object_vel_idx], d.site_xpos[s.tcp_site]
-            )
+        self._lay_out(setup)  # objects, arm, hand, belt and actuators at the start (envs.layout)
+        self._reset_perception()
 
         self._geom = self._geometry()
         self._judge = rules_mod.Judge(self._geom, self.rules)
-        self._controller.reset(d)
+        self._controller.reset(self._data)
         self._outcomes = ["pending"] * self.num_objects
         self._outcome_steps = [-1] * self.num_objects
         self._failure_cause = None
@@ -613,112 +484,7 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                     self._set_outcome(i, "timeout")
         return self._get_obs(), reward, terminated, truncated, self._info(terms)
 
-    # ------------------------------------------------------------------ operator set-up
-    def _check_setup(self, setup: Any) -> dict[str, Any]:
-        """Validate the ``setup`` reset option (what a person in the room can do); see ``reset``."""
-        if not isinstance(setup, Mapping):
-            raise TypeError(f"reset option 'setup' must be a mapping with keys from {list(SETUP_KEYS)}, got {setup!r}")
-        unknown = sorted(set(setup) - set(SETUP_KEYS))
-        if unknown:
-            raise ValueError(f"unknown setup key(s) {unknown}; valid: {list(SETUP_KEYS)}")
-        out: dict[str, Any] = {}
-        if "belt" in setup:
-            if not isinstance(setup["belt"], (bool, np.bool_)):
-                raise TypeError(f"setup 'belt' must be true (running) or false (stopped), got {setup['belt']!r}")
-            out["belt"] = bool(setup["belt"])
-        if "arm_qpos" in setup:
-            arm_q = check_number("setup", "arm_qpos", setup["arm_qpos"], Bound(length=7, minimum=None))
-            q = cast(tuple[float, ...], arm_q)  # a bound with a length gives a tuple
-            lo, hi = self.scene.arm_range[:, 0], self.scene.arm_range[:, 1]
-            bad = [k for k in range(7) if not lo[k] <= q[k] <= hi[k]]
-            if bad:
-                limits = [[round(float(a), 4), round(float(b), 4)] for a, b in zip(lo, hi)]
-                raise ValueError(f"setup 'arm_qpos' joint(s) {bad} outside the joint limits {limits} (rad): {q!r}")
-            out["arm_qpos"] = q
-        if "objects" in setup:
-            objects = setup["objects"]
-            if isinstance(objects, (str, bytes, Mapping)) or not hasattr(objects, "__len__"):
-                raise TypeError(f"setup 'objects' must be a list of mappings (category, position), got {objects!r}")
-            if len(objects) > self.num_objects:
-                raise ValueError(
-                    f"setup 'objects' lists {len(objects)} objects but the env has num_objects={self.num_objects}"
-                )
-            checked = []
-            for k, obj in enumerate(objects):
-                where = f"setup objects[{k}]"
-                if not isinstance(obj, Mapping):
-                    raise TypeError(f"{where} must be a mapping with keys {list(SETUP_OBJECT_KEYS)}, got {obj!r}")
-                extra = sorted(set(obj) - set(SETUP_OBJECT_KEYS))
-                missing = [key for key in ("category", "position") if key not in obj]
-                if extra or missing:
-                    raise ValueError(
-                        f"{where}: unknown key(s) {extra}, missing key(s) {missing}; keys: 'category' (one of "
-                        f"{list(C.CATEGORIES)}), 'position' ([x, y] or [x, y, z], m), optional 'yaw' (rad)"
-                    )
-                if obj["category"] not in C.CATEGORIES:
-                    raise ValueError(f"{where}: unknown category {obj['category']!r}; valid: {list(C.CATEGORIES)}")
-                pos = obj["position"]
-                n = len(pos) if hasattr(pos, "__len__") and not isinstance(pos, (str, bytes)) else 0
-                if n not in (2, 3):
-                    raise ValueError(f"{where}: position must be [x, y] or [x, y, z] in m (world frame), got {pos!r}")
-                pos = check_number(where, "position", pos, Bound(length=n, minimum=None))
-                yaw = check_number(where, "yaw", obj.get("yaw", 0.0), Bound(minimum=None))
-                checked.append({"category": obj["category"], "position": pos, "yaw": yaw})
-            out["objects"] = checked
-        return out
-
-    def _setup_layout(
-        self, setup: dict[str, Any], layout: list[ObjectPlacement]
-    ) -> tuple[list[ObjectPlacement], list[float | None]]:
-        """The episode's objects under an operator set-up: listed objects where placed, the others parked."""
-        if "objects" not in setup:
-            return layout, [None] * self.num_objects
-        placed, heights = [], []
-        for i in range(self.num_objects):
-            if i < len(setup["objects"]):
-                obj = setup["objects"][i]
-                pos = obj["position"]
-                placed.append(ObjectPlacement(C.CATEGORIES.index(obj["category"]), pos[0], pos[1], obj["yaw"]))
-                heights.append(pos[2] if len(pos) == 3 else None)
-            else:
-                placed.append(ObjectPlacement(layout[i].category, _PARK_X, _PARK_Y0 + _PARK_DY * i, 0.0))
-                heights.append(None)
-        self._parked = frozenset(range(len(setup["objects"]), self.num_objects))
-        return placed, heights
-
-    def _disable_contacts(self, i: int) -> None:
-        # A parked object touches only static geometry (the floor it rests on): never the robot or other objects.
-        m, s = self._model, self.scene
-        g = s.object_geoms[i, self._categories[i]]
-        m.geom_contype[g] = 0
-        m.geom_conaffinity[g] = C.CONTACT_STATIC
-        m.body_contype[s.object_body[i]] = 0
-        m.body_conaffinity[s.object_body[i]] = C.CONTACT_STATIC
-
     # ------------------------------------------------------------------ hooks (overridden by the lab)
-    def _object_physics(self, i: int, category: int) -> tuple[float, float]:
-        """(mass scale, friction scale) of object ``i`` this episode: 1 in a simulator, which has one value per
-        category (the lab varies objects around it, from the physics stream)."""
-        return 1.0, 1.0
-
-    def _perception_cameras(self) -> tuple[PerceptionCamera, ...] | None:
-        """The cameras the object estimator sees through, or None: in a simulator, the scene camera, and only
-        when the world has a non-nominal estimator (``WorldParams.perceives``).  A lab may have its own."""
-        return None
-
-    def _perception_jitter(self) -> float:
-        """Standard deviation of the estimator's per-frame delay variation, s (0 in a simulator)."""
-        return 0.0
-
-    def _make_perception(self) -> ObjectEstimator | None:
-        cameras = self._perception_cameras()
-        if cameras is None:
-            if not self._world.perceives:
-                return None
-            position = self._model.camera(C.SCENE_CAMERA).pos
-            cameras = (PerceptionCamera(position=(float(position[0]), float(position[1]), float(position[2]))),)
-        return ObjectEstimator(self._world, cameras, self.dt, self.num_objects, self._perception_jitter())
-
     def _command_gain(self) -> np.ndarray | float:
         """Scale of the executed arm joint displacement relative to the one commanded (1 in the sim)."""
         return 1.0
@@ -765,188 +531,13 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             self._belt_factor = 1.0 + a * (self._belt_factor - 1.0) + noise
             self._model.geom_surfacevel[self.scene.belt_geom, 1] = -w.belt_speed * self._belt_factor
 
-    # ------------------------------------------------------------------ objects and outcomes
-    def _set_category(self, i: int, category: int) -> None:
-        m, s = self._model, self.scene
-        for k, g in enumerate(s.object_geoms[i]):
-            on = k == category
-            m.geom_contype[g] = C.CONTACT_OBJECT if on else 0
-            m.geom_conaffinity[g] = (C.CONTACT_STATIC | C.CONTACT_OBJECT | C.CONTACT_HAND) if on else 0
-            m.geom_rgba[g] = self._obj_rgba[i, k] if on else (0.0, 0.0, 0.0, 0.0)
-        body = s.object_body[i]
-        m.body_contype[body] = C.CONTACT_OBJECT
-        m.body_conaffinity[body] = C.CONTACT_STATIC | C.CONTACT_OBJECT | C.CONTACT_HAND
-        name = C.CATEGORIES[category]
-        mass_scale, friction_scale = self._object_physics(i, category)
-        mass = self._world.object_mass[category] * mass_scale
-        m.body_mass[body] = mass
-        m.body_inertia[body] = category_inertia(name, mass, self._object_sizes[name])
-        m.geom_friction[s.object_geoms[i, category], 0] = self._world.object_friction * friction_scale
-        size = self._object_sizes[name]
-        self._half_heights[i] = float(size[0] if name == "ball" else size[2])
-        self._categories[i] = category
-        self._one_hot[3 * i : 3 * i + 3] = 0.0
-        self._one_hot[3 * i + category] = 1.0
-
+    # ------------------------------------------------------------------ stability
     def _diverged(self) -> bool:
         # NaN fails every comparison, so "not <=" also catches a NaN velocity; a NaN/inf anywhere in qpos makes
         # its sum non-finite.  Two reductions instead of element-wise checks.
         if not np.abs(self._qvel).max() <= 1e3 or not math.isfinite(self._qpos.sum()):
             return True
         return int(self._warning_counts[_BADQACC]) > 0
-
-    def _update_outcomes_and_rewards(self) -> dict[str, float]:
-        """Apply the outcome rules to every object; the step's weighted reward terms by their ``info`` key."""
-        s, judge = self.scene, self._judge  # made at reset, on the episode's geometry
-        if judge.rules is not self.rules:  # ``rules`` replaced since: they apply from this step on
-            judge = self._judge = rules_mod.Judge(self._geom, self.rules)
-        # Plain floats and one pass over the objects: a handful of objects per step, where numpy's per-call overhead
-        # (and building per-object lists for each rule) would dominate.
-        pos = self._qpos[s.object_pos_idx].reshape(-1, 3).tolist()
-        vel = self._qvel[s.object_linvel_idx].reshape(-1, 3).tolist()
-        tcp = self._tcp_xpos.tolist()
-        outcomes, lifted, parked = self._outcomes, self._lifted, self._parked
-        newly_sorted = newly_failed = 0
-        # Shaping candidates among the objects still pending (parked slots never take part): the first one held,
-        # and the one furthest downstream (least y, the first of equals).
-        held = downstream = -1
-        for i, ((x, y, z), (vx, vy, vz), half_height, category) in enumerate(
-            zip(pos, vel, self._half_heights, self._categories)
-        ):
-            bottom = z - half_height
-            speed = math.sqrt(vx * vx + vy * vy + vz * vz)
-            outcome, lifted[i] = judge.outcome(x, y, z, speed, bottom, lifted[i], category)
-            if outcomes[i] != "pending" or i in parked:
-                continue
-            if outcome is not None:
-                self._set_outcome(i, outcome)
-                if outcome == "sorted":
-                    newly_sorted += 1
-                else:
-                    newly_failed += 1
-                continue
-            if held < 0 and judge.is_held(x, y, z, bottom, tcp):
-                held = i
-            if downstream < 0 or y < pos[downstream][1]:
-                downstream = i
-        if self._sort_step is None and outcomes.count("sorted") == self.num_objects:
-            self._sort_step = self._steps
-
-        # Shaping: progress on the object being worked on, the held one, else the next one downstream.
-        raw_reach = raw_grasp = raw_transport = 0.0
-        if held >= 0:
-            raw_reach = raw_grasp = 1.0
-            bx, by = self._geom.bin_center[self._categories[held], :2].tolist()
-            raw_transport = 1.0 - math.tanh(5.0 * math.hypot(pos[held][0] - bx, pos[held][1] - by))
-        elif downstream >= 0:
-            raw_reach = 1.0 - math.tanh(10.0 * math.dist(pos[downstream], tcp))
-        w = self.reward_weights
-        return {
-            "reward_reach": w.reach * raw_reach,
-            "reward_grasp": w.grasp * raw_grasp,
-            "reward_transport": w.transport * raw_transport,
-            "reward_sort": w.sort * newly_sorted,
-            "reward_failure": w.failure * newly_failed,
-        }
-
-    def _set_outcome(self, i: int, outcome: str) -> None:
-        self._outcomes[i] = outcome
-        self._outcome_steps[i] = self._steps
-        self._failure_cause = rules_mod.first_failure(self._outcomes, self._outcome_steps)
-
-    # ------------------------------------------------------------------ observation, info
-    def _get_obs(self) -> dict[str, np.ndarray]:
-        f32 = np.float32
-        # Two reads for the joint and object keys (``_resolve``): arm, hand, then objects; each key is a slice.
-        q = self._qpos[self._obs_qpos_idx].astype(f32)
-        v = self._qvel[self._obs_qvel_idx].astype(f32)
-        arm, hand = self._obs_arm_end, self._obs_hand_end
-        tcp_quat = np.empty(4)  # scene.tcp_quat, from the bound view
-        mujoco.mju_mat2Quat(tcp_quat, self._tcp_xmat)
-        obs = {
-            "arm_qpos": q[:arm],
-            "arm_qvel": v[:arm],
-            "hand_qpos": q[arm:hand],
-            "hand_qvel": v[arm:hand],
-            "eef_pos": self._tcp_xpos.astype(f32),
-            "eef_quat": tcp_quat.astype(f32),
-        }
-        state = self.obs_mode != "rgb"
-        if state:
-            quat = hand + 3 * self.num_objects
-            obs["object_pos"] = q[hand:quat]
-            obs["object_quat"] = q[quat:]
-            obs["object_vel"] = v[hand:]
-            obs["object_category"] = self._one_hot.copy()
-        if self._noisy:
-            self._add_sensor_noise(obs, state)
-        if self._offset and state:
-            obs["object_pos"] += self._pos_offset
-        if self._perception is not None and state:
-            seen = self._perception.observe(
-                obs["object_pos"],
-                obs["object_quat"],
-                obs["object_vel"],
-                self._tcp_xpos,
-                self._one_hot,
-                self._perception_rng,
-            )
-            visible = seen.pop("object_visible")
-            obs.update(seen)
-            if "object_visible" in self.sensors:
-                obs["object_visible"] = visible
-        elif "object_visible" in self.sensors and state:
-            obs["object_visible"] = np.ones(self.num_objects, dtype=np.float32)  # exact perception sees everything
-        if self.sensors:
-            self._add_extra_sensors(obs)
-        if self.obs_mode != "state":
-            size = self.image_size
-            obs["scene_image"] = self._render_camera(C.SCENE_CAMERA, size, size)
-            obs["wrist_image"] = self._render_camera(C.WRIST_CAMERA, size, size)
-        return obs
-
-    def _add_sensor_noise(self, obs: dict[str, np.ndarray], state: bool) -> None:
-        # One draw of the same size in every obs_mode, so the sensor stream (and the proprioception noise) does
-        # not depend on whether objects are perceived.
-        z = (self._sensor_rng.standard_normal(len(self._noise_scale)) * self._noise_scale).astype(np.float32)
-        n = self.num_objects
-        obs["arm_qpos"] += z[0:7]
-        obs["hand_qpos"] += z[7:23]
-        obs["arm_qvel"] += z[23:30]
-        obs["hand_qvel"] += z[30:46]
-        obs["eef_pos"] += z[46:49]
-        if state:
-            obs["object_pos"] += z[49 : 49 + 3 * n]
-            vel = obs["object_vel"].reshape(n, 6)
-            vel[:, :3] += z[49 + 3 * n :].reshape(n, 3)
-
-    def _add_extra_sensors(self, obs: dict[str, np.ndarray]) -> None:
-        # Measured actuator effort (a Panda's joint torque sensors, the finger servos' current as torque), with
-        # white noise drawn from its own stream.
-        d, s = self._data, self.scene
-        for key, idx in (("arm_torque", s.arm_u), ("finger_current", s.hand_u)):
-            if key in self.sensors:
-                value = d.actuator_force[idx].astype(np.float32)
-                if self._extra_noise[key] > 0.0:
-                    value += (self._extra_sensor_rng.standard_normal(len(value)) * self._extra_noise[key]).astype(
-                        np.float32
-                    )
-                obs[key] = value
-
-    def _info(self, terms: dict[str, float]) -> dict[str, Any]:
-        """The step's ``info``; ``terms``: the weighted reward terms by their ``info`` key (``reward_<term>``)."""
-        n_sorted = self._outcomes.count("sorted")
-        info: dict[str, Any] = {
-            "is_success": n_sorted == self.num_objects,
-            "object_outcomes": list(self._outcomes),
-            "failure_cause": self._failure_cause,
-            "time_to_sort": None if self._sort_step is None else self._sort_step * self.dt,
-            "sort_accuracy": n_sorted / self.num_objects,
-            "unstable": self._unstable,
-            "elapsed_time": self._steps * self.dt,
-        }
-        info.update(terms)
-        return info
 
     # ------------------------------------------------------------------ state, rendering
     def get_state(self) -> np.ndarray:
@@ -971,23 +562,6 @@ class PickSortEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             )
         mujoco.mj_setState(self._model, self._data, state, self._state_spec)
         mujoco.mj_forward(self._model, self._data)
-
-    def open_hand_qpos(self) -> np.ndarray:
-        """Finger joint angles of the open hand, rad (order ``constants.HAND_JOINTS``)."""
-        return np.clip(np.zeros(len(C.HAND_JOINTS)), self.scene.hand_range[:, 0], self.scene.hand_range[:, 1])
-
-    def _render_camera(self, camera: str, height: int, width: int) -> np.ndarray:
-        global _GL_OWNER_PID
-        key = (height, width)
-        renderer = self._renderers.get(key)
-        if renderer is None:
-            _check_not_forked_after_gl()
-            renderer = mujoco.Renderer(self._model, height=height, width=width)
-            self._renderers[key] = renderer
-            if _GL_OWNER_PID is None:
-                _GL_OWNER_PID = os.getpid()
-        renderer.update_scene(self._data, camera=camera)
-        return renderer.render().copy()
 
     def render(self) -> np.ndarray | None:
         if self.render_mode is None:
@@ -1045,15 +619,3 @@ def _accepted_action(shape: tuple[int, ...]) -> str:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _check_not_forked_after_gl() -> None:
-    # A process forked after its parent created an EGL/OSMesa context inherits that GL state, and creating a
-    # context in the child then hangs.  Fail at once with the fix instead.
-    if _GL_OWNER_PID is not None and _GL_OWNER_PID != os.getpid():
-        raise RuntimeError(
-            "this process was forked from one that had already rendered with MuJoCo; a GL context cannot be "
-            "created after such a fork (it would hang). Start worker processes with the 'spawn' or 'forkserver' "
-            "method, e.g. gymnasium.vector.AsyncVectorEnv(env_fns, context='spawn') or "
-            "gymnasium.make_vec(id, vectorization_mode='async', vector_kwargs={'context': 'spawn'})"
-        )
