@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
+from r2s2r_envs.evaluation.protocol import evaluate
 from r2s2r_envs.workers import WorkerDiedError, WorkerError, WorkerJob, WorkerPool
 
 RUNTIME_ID = "R2S2RTest-RegisteredAtRunTime-v0"
@@ -80,3 +81,29 @@ def test_a_killed_worker_is_reported_as_killed():
         pool.submit(0, "kill")
         with pytest.raises(WorkerDiedError, match=r"killed by SIGKILL \(exit code -9\) after 0 result\(s\)"):
             list(pool.results(1))
+
+
+@pytest.mark.slow  # worker processes are spawned: ~10 s
+def test_evaluate_in_workers_knows_a_picksort_id_registered_at_run_time():
+    spec = gym.spec("PickSort-Ungrounded-v0")
+    env_id = "PickSort-RegisteredAtRunTime-v0"
+    gym.register(env_id, entry_point=spec.entry_point, kwargs=dict(spec.kwargs))
+    try:
+        kwargs = {"num_objects": 1, "episode_steps": 30}
+        two = evaluate(env_id, Still(), episodes=3, env_kwargs=kwargs, workers=2, progress=False)
+        one = evaluate(env_id, Still(), episodes=3, env_kwargs=kwargs, progress=False)
+    finally:
+        del gym.registry[env_id]
+    assert [r.to_dict() for r in two.records] == [r.to_dict() for r in one.records]
+
+
+class Still:
+    """A policy that sends zero actions."""
+
+    def reset(self, seed: int | None) -> None:
+        pass
+
+    def act(self, obs: dict[str, Any]) -> Any:
+        import numpy as np
+
+        return np.zeros(22, dtype=np.float32)

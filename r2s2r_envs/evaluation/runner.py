@@ -3,21 +3,21 @@ an :class:`~r2s2r_envs.evaluation.results.EvaluationResult` (one episode is
 :func:`~r2s2r_envs.evaluation.episode.run_episode`'s).
 
 :mod:`r2s2r_envs.evaluation.protocol` describes the protocol (docs/protocol.md).  An evaluation runs its episodes in
-one of four ways: one after the other, ``batch`` at a time in the native vector env, spread over worker processes,
-or both.  Records do not depend on the way.
+one of four ways, each a function here: one after the other (:func:`_run_serial`), ``batch`` at a time in the native
+vector env (:func:`_run_batched`), spread over worker processes (:func:`_run_in_workers`), or both
+(:func:`_run_batched_in_workers`); the workers are :class:`r2s2r_envs.workers.WorkerPool`'s.  Records do not depend
+on the way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import gymnasium as gym
@@ -50,10 +50,10 @@ from r2s2r_envs.evaluation.splits import (
     ConditionRun,
     plan_conditions,
 )
-from r2s2r_envs.evaluation.tracks import check_track, evaluation_arguments, get_track, training_samples
+from r2s2r_envs.evaluation.tracks import Track, check_track, evaluation_arguments, get_track, training_samples
 from r2s2r_envs.paths import check_output_file
 from r2s2r_envs.provenance import versions
-from r2s2r_envs.workers import WorkerDiedError, first_cause, worker_death
+from r2s2r_envs.workers import WorkerError, WorkerJob, WorkerPool
 
 #: Base seed of the evaluation protocol before its seed splits, now the ``legacy`` split's
 #: (docs/protocol.md#dev-and-test-splits); what ``evaluate(..., episodes=N)`` still runs, so that old results
@@ -110,6 +110,55 @@ def _plan(
     return split, (ConditionRun("nominal", seed, int(cast(int, episodes))),)
 
 
+def _checked_sizes(workers: int, batch: int, threads: int | None, runs: Sequence[ConditionRun]) -> tuple[int, int]:
+    """``workers`` and ``batch`` as ints, checked (with ``threads``) against each other and the conditions' episodes.
+
+    Raises:
+        ValueError: a size < 1, or ``batch`` larger than the episodes of a condition.
+    """
+    checks = [("workers", workers, 1), ("batch", batch, 1)]
+    if threads is not None:
+        checks.append(("threads", threads, 1))
+    for name, value, low in checks:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    workers, batch = int(workers), int(batch)
+    fewest = min(run.episodes for run in runs)
+    if batch > fewest:
+        raise ValueError(
+            f"batch={batch} is larger than the {fewest} episodes asked{' of a condition' if len(runs) > 1 else ''}: "
+            f"batch must be in [1, {fewest}] "
+            "(the envs stepped together)"
+        )
+    return workers, batch
+
+
+def _checked_env_kwargs(env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``env_kwargs``, without ``condition`` (the protocol's to set).
+
+    Raises:
+        ValueError: ``condition`` in ``env_kwargs``.
+    """
+    kwargs = dict(env_kwargs or {})
+    if "condition" in kwargs:
+        raise ValueError(
+            f"env_kwargs holds 'condition' ({kwargs['condition']!r}); give conditions= instead (one of "
+            f"{list(CONDITIONS)}, a list of them or {STANDARD!r}): the protocol makes each condition's env and "
+            "records it"
+        )
+    return kwargs
+
+
+def _episode_list(runs: Sequence[ConditionRun]) -> list[tuple[int, str, int, int]]:
+    """Every episode: (index over the result, condition, env_seed, policy_seed), conditions in order."""
+    todo: list[tuple[int, str, int, int]] = []
+    for run in runs:
+        todo += [
+            (len(todo) + k, run.condition, *s) for k, s in enumerate(evaluation_seeds(run.episodes, run.base_seed))
+        ]
+    return todo
+
+
 def _split(items: list[Any], parts: int) -> list[list[Any]]:
     """``items`` in ``parts`` contiguous runs of near-equal length (none empty)."""
     parts = min(parts, len(items))
@@ -132,20 +181,169 @@ def _check_picklable(obj: Any, what: str) -> None:
         ) from e
 
 
-_WORKER: dict[str, Any] = {}
+# ---------------------------------------------------------------------- the ways an evaluation runs
+class _Run:
+    """The calling process's side of an evaluation: its env and policy per condition, the records, the progress bar.
+
+    ``env`` is the nominal env, made with ``render`` (for a video); every condition's env is made alike.
+    """
+
+    def __init__(self, env_id: str, policy: PolicyOrFactory, kwargs: dict[str, Any], render: dict[str, Any]) -> None:
+        self.env_id = env_id
+        self.policy = policy
+        self.kwargs = kwargs
+        self.render = render
+        self.env: gym.Env | None = None
+        self.envs: dict[str, tuple[gym.Env, Policy]] = {}
+        self.records: list[EpisodeRecord | None] = []
+        self.bar: Any = None
+
+    def start(self) -> Policy:
+        """Makes the nominal env and its policy; the policy's opt-in sensors join ``kwargs`` (every env has them)."""
+        self.env = make_env(self.env_id, {**self.kwargs, **self.render})
+        main_policy = resolve_policy(self.policy, self.env)
+        wanted = with_policy_sensors(main_policy, self.kwargs)
+        if wanted != self.kwargs:  # the policy reads opt-in sensors: every env of the run is made with them
+            self.kwargs = wanted
+            self.env.close()
+            self.env = make_env(self.env_id, {**self.kwargs, **self.render})
+            main_policy = resolve_policy(self.policy, self.env)
+        return main_policy
+
+    def env_of(self, condition: str) -> tuple[gym.Env, Policy]:
+        """The env and policy of ``condition`` in this process, made at its first episode."""
+        if condition not in self.envs:
+            made = make_env(self.env_id, _condition_kwargs({**self.kwargs, **self.render}, condition))
+            self.envs[condition] = (made, resolve_policy(self.policy, made))
+        return self.envs[condition]
+
+    def done(self, record: EpisodeRecord) -> None:
+        self.records[record.index] = record
+        self.bar.update()
+
+    def done_count(self) -> int:
+        return sum(r is not None for r in self.records)
+
+    def close(self) -> None:
+        for made, _ in self.envs.values():
+            if made is not self.env:
+                made.close()
+        if self.env is not None:
+            self.env.close()
 
 
-def _worker_init(env_id: str, env_kwargs: dict[str, Any], policy: PolicyOrFactory) -> None:
-    _WORKER.update(env_id=env_id, env_kwargs=env_kwargs, policy=policy, envs={})
+def _film(run: _Run, episode: tuple[int, str, int, int], video: str) -> None:
+    """The first episode, filmed into ``video`` in this process."""
+    _, condition, env_seed, policy_seed = episode
+    filmed_env, filmed_policy = run.env_of(condition)
+    run.done(filmed_episode(filmed_env, filmed_policy, (env_seed, policy_seed), video))
 
 
-def _worker_episode(index: int, env_seed: int, policy_seed: int, condition: str = "nominal") -> EpisodeRecord:
-    envs = _WORKER["envs"]
-    if condition not in envs:  # one env (and policy) per condition, made at its first episode
-        env = make_env(_WORKER["env_id"], _condition_kwargs(_WORKER["env_kwargs"], condition))
-        envs[condition] = (env, resolve_policy(_WORKER["policy"], env))
-    env, policy = envs[condition]
-    return run_episode(env, policy, env_seed=env_seed, policy_seed=policy_seed, index=index)
+def _run_serial(run: _Run, rest: list[tuple[int, str, int, int]]) -> None:
+    """The episodes one after the other in this process."""
+    for i, condition, env_seed, policy_seed in rest:
+        run_env, run_policy = run.env_of(condition)
+        run.done(run_episode(run_env, run_policy, env_seed=env_seed, policy_seed=policy_seed, index=i))
+
+
+def _run_batched(
+    run: _Run, by_condition: dict[str, list[tuple[int, int, int]]], batch: int, threads: int | None
+) -> None:
+    """Each condition's episodes ``batch`` at a time in the vector env, in this process."""
+    for condition, todo in by_condition.items():
+        _batched_episodes(
+            run.env_id, _condition_kwargs(run.kwargs, condition), run.policy, todo, min(batch, len(todo)), run.done,
+            threads=threads,
+        )  # fmt: skip
+
+
+def _run_in_workers(run: _Run, rest: list[tuple[int, str, int, int]], workers: int, film: Callable[[], None]) -> None:
+    """The episodes spread over worker processes, one episode per task; ``film`` runs here meanwhile."""
+    job = _EpisodeJob(run.env_id, run.kwargs, run.policy)
+    with WorkerPool(job, min(workers, len(rest)), **_pool_args(run)) as pool:
+        for episode in rest:
+            pool.submit(episode[0], episode)
+        film()  # filmed here while the workers run the other episodes
+        for _, record in _worker_results(pool, len(rest)):
+            run.done(record)
+
+
+def _run_batched_in_workers(
+    run: _Run,
+    by_condition: dict[str, list[tuple[int, int, int]]],
+    workers: int,
+    batch: int,
+    threads: int | None,
+    film: Callable[[], None],
+) -> None:
+    """Each condition's episodes in contiguous parts, one per worker, each run ``batch`` at a time in a vector env."""
+    parts = [(condition, part) for condition, todo in by_condition.items() for part in _split(todo, workers)]
+    processes = min(workers, len(parts))
+    # Each worker's physics threads share the cores with the other workers' (no oversubscription).
+    per_worker = threads or max(1, (os.cpu_count() or 1) // processes)
+    job = _BatchJob(run.env_id, run.kwargs, run.policy, batch, per_worker)
+    with WorkerPool(job, processes, **_pool_args(run)) as pool:
+        for k, part in enumerate(parts):
+            pool.submit(k, part)
+        film()
+        for _, records in _worker_results(pool, len(parts)):
+            for record in records:
+                run.done(record)
+
+
+def _pool_args(run: _Run) -> dict[str, Any]:
+    """The :class:`WorkerPool` arguments of an evaluation: its env id registered in every worker."""
+    return {"call": "evaluate()", "done": run.done_count, "env_ids": [run.env_id]}
+
+
+def _worker_results(pool: WorkerPool, count: int) -> Iterator[tuple[Any, Any]]:
+    """``pool.results(count)``, an error of a worker raised here as it was raised there (its traceback the cause)."""
+    try:
+        yield from pool.results(count)
+    except WorkerError as e:
+        if e.error is None:
+            raise
+        raise e.error from e
+
+
+@dataclasses.dataclass
+class _EpisodeJob(WorkerJob):
+    """A worker that runs single episodes: its env and policy per condition, made at the condition's first episode."""
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    policy: PolicyOrFactory
+    envs: dict[str, tuple[gym.Env, Policy]] = dataclasses.field(default_factory=dict)
+
+    def run(self, task: Any) -> EpisodeRecord:
+        index, condition, env_seed, policy_seed = task
+        if condition not in self.envs:  # one env (and policy) per condition, made at its first episode
+            env = make_env(self.env_id, _condition_kwargs(self.env_kwargs, condition))
+            self.envs[condition] = (env, resolve_policy(self.policy, env))
+        env, policy = self.envs[condition]
+        return run_episode(env, policy, env_seed=env_seed, policy_seed=policy_seed, index=index)
+
+    def close(self) -> None:
+        for env, _ in self.envs.values():
+            env.close()
+
+
+@dataclasses.dataclass
+class _BatchJob(WorkerJob):
+    """A worker that runs parts ``(condition, episodes)``, ``batch`` at a time in a vector env of ``threads``."""
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    policy: PolicyOrFactory
+    batch: int
+    threads: int
+
+    def run(self, task: Any) -> list[EpisodeRecord]:
+        condition, part = task
+        kwargs = _condition_kwargs(self.env_kwargs, condition)
+        return _batched_episodes(
+            self.env_id, kwargs, self.policy, part, min(self.batch, len(part)), threads=self.threads
+        )
 
 
 def _batched_episodes(
@@ -177,17 +375,6 @@ def _batched_episodes(
         )  # fmt: skip
     finally:
         vec.close()
-
-
-def _worker_batch(
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    policy: PolicyOrFactory,
-    episodes: list[tuple[int, int, int]],
-    batch: int,
-    threads: int,
-) -> list[EpisodeRecord]:
-    return _batched_episodes(env_id, env_kwargs, policy, episodes, batch, threads=threads)
 
 
 def evaluate(
@@ -234,8 +421,8 @@ def evaluate(
         video: Path of an MP4 of the first episode (the env is made with ``render_mode="rgb_array"``).
         workers: Worker processes (spawned).  Records come back in episode order and do not depend on the number
             of workers.  With more than one, ``policy`` is pickled to the workers, and a script calling this
-            must guard its entry point with ``if __name__ == "__main__":``; ids registered at run time by the
-            caller are not known to workers.
+            must guard its entry point with ``if __name__ == "__main__":``; an id the caller registered at run time
+            is registered in the workers too.
         method: Entries of the result's ``method`` section that override the policy's ``metadata``
             (:func:`method_record`), e.g. ``{"method": "my-method"}``.
         batch: Envs stepped together in the native vector env (``gym.make_vec``; their physics in parallel
@@ -273,190 +460,60 @@ def evaluate(
             on_track, episodes=episodes, base_seed=base_seed, conditions=conditions, split=split
         )
     split, runs = _plan(episodes, base_seed, conditions, split)
-    checks = [("workers", workers, 1), ("batch", batch, 1)]
-    if threads is not None:
-        checks.append(("threads", threads, 1))
-    for name, value, low in checks:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    workers, batch = int(workers), int(batch)
-    fewest = min(run.episodes for run in runs)
-    if batch > fewest:
-        raise ValueError(
-            f"batch={batch} is larger than the {fewest} episodes asked{' of a condition' if len(runs) > 1 else ''}: "
-            f"batch must be in [1, {fewest}] "
-            "(the envs stepped together)"
-        )
-    kwargs = dict(env_kwargs or {})
-    if "condition" in kwargs:
-        raise ValueError(
-            f"env_kwargs holds 'condition' ({kwargs['condition']!r}); give conditions= instead (one of "
-            f"{list(CONDITIONS)}, a list of them or {STANDARD!r}): the protocol makes each condition's env and "
-            "records it"
-        )
-    # Every episode: (index over the result, condition, env_seed, policy_seed), conditions in order.
-    todo_all: list[tuple[int, str, int, int]] = []
-    for run in runs:
-        todo_all += [
-            (len(todo_all) + k, run.condition, *s) for k, s in enumerate(evaluation_seeds(run.episodes, run.base_seed))
-        ]
+    workers, batch = _checked_sizes(workers, batch, threads, runs)
+    kwargs = _checked_env_kwargs(env_kwargs)
+    todo_all = _episode_list(runs)
     total = len(todo_all)
     video = None if video is None else os.fspath(check_output_file(video, option="video", suffix=".mp4"))
     start = time.perf_counter()
-    render = {"render_mode": "rgb_array"} if video is not None else {}
-    env = make_env(env_id, {**kwargs, **render})
-    envs: dict[str, tuple[gym.Env, Policy]] = {}  # the main process's env and policy per condition
+    run = _Run(env_id, policy, kwargs, {"render_mode": "rgb_array"} if video is not None else {})
     try:
-        main_policy = resolve_policy(policy, env)
-        wanted = with_policy_sensors(main_policy, kwargs)
-        if wanted != kwargs:  # the policy reads opt-in sensors: every env of the run is made with them
-            kwargs = wanted
-            env.close()
-            env = make_env(env_id, {**kwargs, **render})
-            main_policy = resolve_policy(policy, env)
-        provenance = env_provenance(env)
-        recorded_kwargs = recorded_env_kwargs(kwargs, provenance["domain"])
-        envs["nominal"] = (env, main_policy)
+        main_policy = run.start()
+        provenance = env_provenance(cast(gym.Env, run.env))
+        recorded_kwargs = recorded_env_kwargs(run.kwargs, provenance["domain"])
+        run.envs["nominal"] = (cast(gym.Env, run.env), main_policy)
         policy_section = policy_record(main_policy)
         method_section = method_record(main_policy, method)
         track_record = None
         if on_track is not None:
-            checked = check_track(
-                on_track,
-                method=method_section,
-                training_samples=training_samples(method_section, getattr(main_policy, "config", None)),
-                split=split,
-                conditions=[(run.condition, run.episodes) for run in runs],
-                conditions_version=CONDITIONS_VERSION,
-                panel=None,
-            )
-            track_record = checked.to_record()
-            if not checked.on_track:
-                warnings.warn(
-                    f"this result will be off track {on_track.name!r} (v{on_track.version}): "
-                    + "; ".join(checked.reasons),
-                    stacklevel=2,
-                )
-
-        def env_of(condition: str) -> tuple[gym.Env, Policy]:
-            if condition not in envs:
-                made = make_env(env_id, _condition_kwargs({**kwargs, **render}, condition))
-                envs[condition] = (made, resolve_policy(policy, made))
-            return envs[condition]
-
+            track_record = _track_record(on_track, main_policy, method_section, split, runs)
         first = 1 if video is not None else 0
         rest = todo_all[first:]
         parallel = workers > 1 and len(rest) > 1
         batched = batch > 1 and len(rest) > 1
-        if batched:
-            if not batch_capable(main_policy):
-                warnings.warn(
-                    f"policy {policy_section['name'] or policy_section['class']} has no act_batch/reset_batch: "
-                    f"batch={batch} steps {batch} envs together but calls the policy once per env "
-                    "(docs/protocol.md#batched-policies)",
-                    stacklevel=2,
-                )
+        if batched and not batch_capable(main_policy):
+            warnings.warn(
+                f"policy {policy_section['name'] or policy_section['class']} has no act_batch/reset_batch: "
+                f"batch={batch} steps {batch} envs together but calls the policy once per env "
+                "(docs/protocol.md#batched-policies)",
+                stacklevel=2,
+            )
         if parallel:
             _check_picklable(policy, "the policy")
-            _check_picklable(kwargs, "env_kwargs")
-        records: list[EpisodeRecord | None] = [None] * total
-        # Each condition's episodes of ``rest`` as (index, env_seed, policy_seed), for the batched paths.
+            _check_picklable(run.kwargs, "env_kwargs")
+        run.records = [None] * total
+        # Each condition's episodes of ``rest`` as (index, env_seed, policy_seed), for the batched ways.
         by_condition: dict[str, list[tuple[int, int, int]]] = {}
         for i, condition, env_seed, policy_seed in rest:
             by_condition.setdefault(condition, []).append((i, env_seed, policy_seed))
 
         def film() -> None:
-            _, condition, env_seed, policy_seed = todo_all[0]
-            filmed_env, filmed_policy = env_of(condition)
-            records[0] = filmed_episode(filmed_env, filmed_policy, (env_seed, policy_seed), cast(str, video))
-            bar.update()
+            if video is not None:
+                _film(run, todo_all[0], video)
 
-        with tqdm(total=total, desc=env_id, unit="ep", file=sys.stderr, disable=not progress) as bar:
+        with tqdm(total=total, desc=env_id, unit="ep", file=sys.stderr, disable=not progress) as run.bar:
             if not parallel:
-                if video is not None:
-                    film()
+                film()
                 if batched:
-
-                    def done(record: EpisodeRecord) -> None:
-                        records[record.index] = record
-                        bar.update()
-
-                    for condition, todo in by_condition.items():
-                        _batched_episodes(
-                            env_id, _condition_kwargs(kwargs, condition), policy, todo, min(batch, len(todo)), done,
-                            threads=threads,
-                        )  # fmt: skip
-                for i, condition, env_seed, policy_seed in rest if not batched else ():
-                    run_env, run_policy = env_of(condition)
-                    records[i] = run_episode(run_env, run_policy, env_seed=env_seed, policy_seed=policy_seed, index=i)
-                    bar.update()
+                    _run_batched(run, by_condition, batch, threads)
+                else:
+                    _run_serial(run, rest)
             elif batched:
-                parts = [
-                    (condition, part) for condition, todo in by_condition.items() for part in _split(todo, workers)
-                ]
-                pool = ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=get_context("spawn"))
-                workers_started: list[Any] = []
-                try:
-                    # Each worker's physics threads share the cores with the other workers' (no oversubscription).
-                    per_worker = threads or max(1, (os.cpu_count() or 1) // min(workers, len(parts)))
-                    futures = [
-                        pool.submit(
-                            _worker_batch,
-                            env_id,
-                            _condition_kwargs(kwargs, condition),
-                            policy,
-                            part,
-                            min(batch, len(part)),
-                            per_worker,
-                        )  # fmt: skip
-                        for condition, part in parts
-                    ]
-                    workers_started = list(getattr(pool, "_processes", {}).values())
-                    if video is not None:
-                        film()
-                    for future in as_completed(futures):
-                        for record in future.result():
-                            records[record.index] = record
-                            bar.update()
-                except BrokenProcessPool as e:
-                    done_count = sum(r is not None for r in records)
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    code = first_cause([p.exitcode for p in workers_started])
-                    raise WorkerDiedError(worker_death(code, done=done_count, call="evaluate()")) from e
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
+                _run_batched_in_workers(run, by_condition, workers, batch, threads, film)
             else:
-                workers_started = []
-                pool = ProcessPoolExecutor(
-                    max_workers=min(workers, len(rest)),
-                    mp_context=get_context("spawn"),
-                    initializer=_worker_init,
-                    initargs=(env_id, kwargs, policy),
-                )
-                try:
-                    pending = [
-                        pool.submit(_worker_episode, i, env_seed, policy_seed, condition)
-                        for i, condition, env_seed, policy_seed in rest
-                    ]
-                    workers_started = list(getattr(pool, "_processes", {}).values())  # their exit codes, if they die
-                    if video is not None:  # filmed here while the workers run the other episodes
-                        film()
-                    for episode in as_completed(pending):
-                        finished = episode.result()
-                        records[finished.index] = finished
-                        bar.update()
-                except BrokenProcessPool as e:
-                    done_count = sum(r is not None for r in records)
-                    pool.shutdown(wait=True, cancel_futures=True)  # reaps the workers: their exit codes are known
-                    code = first_cause([p.exitcode for p in workers_started])
-                    raise WorkerDiedError(worker_death(code, done=done_count, call="evaluate()")) from e
-                finally:
-                    pool.shutdown(wait=True, cancel_futures=True)
+                _run_in_workers(run, rest, workers, film)
     finally:
-        for made, _ in envs.values():
-            if made is not env:
-                made.close()
-        env.close()
+        run.close()
     return EvaluationResult(
         env_id=env_id,
         env_kwargs=recorded_kwargs,
@@ -464,7 +521,7 @@ def evaluate(
         policy=policy_section,
         method=method_section,
         base_seed=runs[0].base_seed,
-        records=tuple(r for r in records if r is not None),  # all filled: every episode ran or raised
+        records=tuple(r for r in run.records if r is not None),  # all filled: every episode ran or raised
         versions=versions("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python"),
         video=video,
         wall_time_s=time.perf_counter() - start,
@@ -472,3 +529,24 @@ def evaluate(
         conditions=runs,
         track=track_record,
     )
+
+
+def _track_record(
+    track: Track, policy: Policy, method_section: dict[str, Any], split: str, runs: Sequence[ConditionRun]
+) -> dict[str, Any]:
+    """The result's ``track`` section; a result off its track is said in a warning (to :func:`evaluate`'s caller)."""
+    checked = check_track(
+        track,
+        method=method_section,
+        training_samples=training_samples(method_section, getattr(policy, "config", None)),
+        split=split,
+        conditions=[(run.condition, run.episodes) for run in runs],
+        conditions_version=CONDITIONS_VERSION,
+        panel=None,
+    )
+    if not checked.on_track:
+        warnings.warn(
+            f"this result will be off track {track.name!r} (v{track.version}): " + "; ".join(checked.reasons),
+            stacklevel=3,
+        )
+    return checked.to_record()
