@@ -3,55 +3,45 @@
 Every problem with a file surfaces as a :class:`~r2s2r_envs.datasets.schema.DatasetError` subclass whose
 message names the file, what is wrong and what is accepted, never as a traceback from inside h5py. A damaged
 array (its HDF5 fletcher32 checksum fails) raises :class:`~r2s2r_envs.datasets.schema.CorruptDatasetError`
-naming the file, the demo and the array when it is read.
+naming the file, the demo and the array when it is read.  The checks of a file's structure and content hash live in
+:mod:`r2s2r_envs.datasets.integrity`; this module opens a file and serves its demos.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import h5py
 import numpy as np
 
 from r2s2r_envs.datasets import schema
+from r2s2r_envs.datasets.integrity import VERIFY_MODES as VERIFY_MODES
+from r2s2r_envs.datasets.integrity import VerifyMode as VerifyMode
+from r2s2r_envs.datasets.integrity import (
+    array_paths,
+    check_root,
+    index_demos,
+    json_attr,
+    read_error,
+    verify_content,
+    verify_parts,
+)
 from r2s2r_envs.datasets.schema import (
     CorruptDatasetError,
     DatasetError,
     EmptyDatasetError,
-    HashMismatchError,
     NoCleanLabelsError,
     NotADatasetError,
     UnsupportedSchemaError,
 )
 from r2s2r_envs.datasets.stats import RunningStats
-from r2s2r_envs.safe_json import JSONFileError, loads
-
-VerifyMode = Literal["full", "quick", "none"]
-VERIFY_MODES: tuple[str, ...] = ("full", "quick", "none")
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_ROOT_ATTRS = ("provenance", "generation", "content_sha256", "num_demos", "attempts", "successes", "complete")
-# Schema version 2 adds what its content hash needs.
-_ROOT_ATTRS_V2 = (*_ROOT_ATTRS, "content_parts", "episodes_requested", "valid_fraction")
-_DEMO_ATTRS = ("demo_id", "num_samples", "sha256", "seed", "success")
-_DEMO_ATTRS_V2 = (*_DEMO_ATTRS, "arrays_sha256")
-# Relative tolerance of full verification's recomputed statistics (float sums may round differently across machines).
-_STATS_RTOL = 1e-9
-# What a reader is told about each part of the file that the version-2 content hash covers.
-_PART_NAMES = {
-    "provenance": "the provenance (root attribute 'provenance': env, domain, world, demonstrator, versions)",
-    "env_args": "robomimic's env_args (attribute data.env_args)",
-    "generation": "the generation settings (root attribute 'generation')",
-    "summary": "the summary counters (num_demos, total, attempts, successes, complete, ...)",
-    "masks": "the filter keys under /mask",
-    "stats": "the normalization statistics under /stats",
-}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -106,9 +96,9 @@ class DatasetFile:
         self.path = path
         self._f = f
         self.schema_version: int = int(f.attrs["r2s2r_schema_version"])
-        self.provenance: dict[str, Any] = _json_attr(path, f.attrs["provenance"], "root attribute 'provenance'")
-        self.generation: dict[str, Any] = _json_attr(path, f.attrs["generation"], "root attribute 'generation'")
-        self.env_args: dict[str, Any] = _json_attr(path, f["data"].attrs["env_args"], "attribute data.env_args")
+        self.provenance: dict[str, Any] = json_attr(path, f.attrs["provenance"], "root attribute 'provenance'")
+        self.generation: dict[str, Any] = json_attr(path, f.attrs["generation"], "root attribute 'generation'")
+        self.env_args: dict[str, Any] = json_attr(path, f["data"].attrs["env_args"], "attribute data.env_args")
         self._groups: dict[int, str] = {}
         self._lengths: dict[int, int] = {}
         self._hashes: dict[int, str] = {}
@@ -256,7 +246,7 @@ class DatasetFile:
         tts = out.get("time_to_sort")
         out["time_to_sort"] = None if tts is None or (isinstance(tts, float) and math.isnan(tts)) else tts
         text = out.get("object_outcomes", "[]")
-        out["object_outcomes"] = _json_attr(self.path, text, f"demo {demo_id}'s object_outcomes", kind=list)
+        out["object_outcomes"] = json_attr(self.path, text, f"demo {demo_id}'s object_outcomes", kind=list)
         return out
 
     def read(self, demo_id: int, path: str) -> np.ndarray:
@@ -268,11 +258,11 @@ class DatasetFile:
         """
         grp = self._f["data"][self._groups[self._check_id(demo_id)]]
         if path not in grp:
-            raise KeyError(f"{self.path}: demo {demo_id} has no array {path!r}; it has {_array_paths(grp)}")
+            raise KeyError(f"{self.path}: demo {demo_id} has no array {path!r}; it has {array_paths(grp)}")
         try:
             return grp[path][()]
         except (OSError, RuntimeError, ValueError) as exc:
-            raise _read_error(self.path, demo_id, path, exc) from exc
+            raise read_error(self.path, demo_id, path, exc) from exc
 
     def read_into(self, demo_id: int, path: str, out: np.ndarray) -> None:
         """Reads one array of one demo straight into ``out`` (no temporary copy).
@@ -283,11 +273,11 @@ class DatasetFile:
         """
         grp = self._f["data"][self._groups[self._check_id(demo_id)]]
         if path not in grp:
-            raise KeyError(f"{self.path}: demo {demo_id} has no array {path!r}; it has {_array_paths(grp)}")
+            raise KeyError(f"{self.path}: demo {demo_id} has no array {path!r}; it has {array_paths(grp)}")
         try:
             grp[path].read_direct(out)
         except (OSError, RuntimeError, ValueError, TypeError) as exc:
-            raise _read_error(self.path, demo_id, path, exc) from exc
+            raise read_error(self.path, demo_id, path, exc) from exc
 
     def demo(
         self,
@@ -343,104 +333,19 @@ class DatasetFile:
             raise ValueError(f"unknown verify mode {mode!r}; choose one of {VERIFY_MODES}")
         if mode == "none":
             return
-        if self.schema_version == 1:
-            self._verify_v1(mode)
-            return
-        modified = "was modified after the file was written"
-        parts = self._verify_parts()
-        for demo_id in self.demo_ids:
-            attrs = self._f["data"][self._groups[demo_id]].attrs
-            if schema.demo_hash(str(attrs["arrays_sha256"]), dict(attrs)) != self._hashes[demo_id]:
-                raise HashMismatchError(
-                    f"{self.path}: the attributes of demo {demo_id} (success, seed, outcomes, ...) {modified}; "
-                    "they do not match the demo's stored hash"
-                )
-        expected = self.content_hash
-        if schema.content_hash(parts, self._hashes) != expected:
-            raise HashMismatchError(
-                f"{self.path}: the part and demo hashes do not combine to the stored content hash {expected[:12]}...; "
-                "the file was modified after it was written"
-            )
-        if mode == "quick":
-            return
-        recomputed: dict[str, RunningStats] = {}
-        for demo_id in self.demo_ids:
-            items = self._demo_arrays(demo_id)
-            stored = str(self._f["data"][self._groups[demo_id]].attrs["arrays_sha256"])
-            if schema.array_items_hash(items) != stored:
-                raise HashMismatchError(
-                    f"{self.path}: the arrays of demo {demo_id} do not match its stored hash; the file is "
-                    "damaged or was modified after it was written"
-                )
-            for name, arr in items:
-                if schema.is_stats_stream(name, arr):
-                    new = RunningStats.from_array(arr)
-                    recomputed[name] = new if name not in recomputed else recomputed[name].merge(new)
-        self._check_stats(recomputed)
-
-    def _verify_v1(self, mode: VerifyMode) -> None:
-        expected = self.content_hash
-        if schema.dataset_hash_v1(self._hashes) != expected:
-            raise HashMismatchError(
-                f"{self.path}: the per-demo hashes do not combine to the stored content hash {expected[:12]}...; "
-                "the file was modified after it was written"
-            )
-        if mode == "quick":
-            return
-        for demo_id in self.demo_ids:
-            if schema.array_items_hash(self._demo_arrays(demo_id)) != self._hashes[demo_id]:
-                raise HashMismatchError(
-                    f"{self.path}: the arrays of demo {demo_id} do not match its stored hash; the file is "
-                    "damaged or was modified after it was written"
-                )
+        verify_content(
+            self.path,
+            self._f,
+            mode,
+            schema_version=self.schema_version,
+            groups=self._groups,
+            hashes=self._hashes,
+            stored_stats=self.stats,
+        )
 
     def _verify_parts(self) -> dict[str, str]:
         """Checks the file-level parts of the version-2 content hash against ``content_parts``; returns them."""
-        stored = _json_attr(self.path, self._f.attrs["content_parts"], "root attribute 'content_parts'")
-        lacking = [name for name in schema.CONTENT_PARTS if not isinstance(stored.get(name), str)]
-        if lacking or set(stored) - set(schema.CONTENT_PARTS):
-            raise CorruptDatasetError(
-                f"{self.path}: root attribute 'content_parts' must map exactly {list(schema.CONTENT_PARTS)} to their "
-                f"hashes; it lacks {lacking} and has {sorted(stored)}: the attribute was damaged or edited, so what "
-                "else changed cannot be told"
-            )
-        parts = schema.file_parts(self._f)
-        for name in schema.CONTENT_PARTS:
-            if parts[name] != stored.get(name):
-                raise HashMismatchError(
-                    f"{self.path}: {_PART_NAMES[name]} was modified after the file was written; its hash does not "
-                    "match the one stored with the file"
-                )
-        return parts
-
-    def _demo_arrays(self, demo_id: int) -> list[tuple[str, np.ndarray]]:
-        grp = self._f["data"][self._groups[demo_id]]
-        items: list[tuple[str, np.ndarray]] = []
-        for path in _array_paths(grp):
-            try:
-                items.append((path, grp[path][()]))
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise _read_error(self.path, demo_id, path, exc) from exc
-        return items
-
-    def _check_stats(self, recomputed: dict[str, RunningStats]) -> None:
-        """Compares the stored normalization statistics with those recomputed from the arrays."""
-        stored = self.stats()
-        if sorted(stored) != sorted(recomputed):
-            raise HashMismatchError(
-                f"{self.path}: /stats has statistics of {sorted(stored)}, the arrays give {sorted(recomputed)}"
-            )
-        for name, want in recomputed.items():
-            have = stored[name]
-            same = have.count == want.count and all(
-                np.allclose(getattr(have, f), getattr(want, f), rtol=_STATS_RTOL, atol=1e-12)
-                for f in ("mean", "m2", "min", "max")
-            )
-            if not same:
-                raise HashMismatchError(
-                    f"{self.path}: the normalization statistics of {name!r} do not match its arrays; "
-                    "the file was modified after it was written"
-                )
+        return verify_parts(self.path, self._f)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -487,67 +392,7 @@ class DatasetFile:
 
     def _index_demos(self) -> None:
         """Reads and checks the demo list (ids, lengths, arrays present)."""
-        data = self._f["data"]
-        first_keys: list[str] | None = None
-        required_attrs = _DEMO_ATTRS if self.schema_version == 1 else _DEMO_ATTRS_V2
-        required_arrays = schema.array_keys(self.domain, self.schema_version)
-        for name, grp in data.items():
-            if not isinstance(grp, h5py.Group):
-                raise CorruptDatasetError(f"{self.path}: data/{name} is not a demo group")
-            missing = [a for a in required_attrs if a not in grp.attrs]
-            if missing:
-                raise CorruptDatasetError(f"{self.path}: data/{name} lacks attribute(s) {missing}")
-            demo_id = int(grp.attrs["demo_id"])
-            if name != schema.demo_group_name(demo_id):
-                raise CorruptDatasetError(
-                    f"{self.path}: group data/{name} has demo_id {demo_id}; "
-                    f"expected data/{schema.demo_group_name(demo_id)}"
-                )
-            n = int(grp.attrs["num_samples"])
-            if self.domain == "real" and "states" in grp:
-                raise CorruptDatasetError(
-                    f"{self.path}: data/{name} of a lab dataset (domain 'real') holds simulator 'states', which lab "
-                    "datasets never store (they reveal the lab's hidden physics); regenerate the file"
-                )
-            for key in required_arrays:
-                if key not in grp:
-                    raise CorruptDatasetError(f"{self.path}: data/{name} lacks the array {key!r}")
-                if grp[key].shape[0] != n:
-                    raise CorruptDatasetError(
-                        f"{self.path}: data/{name}/{key} has {grp[key].shape[0]} rows, num_samples says {n}"
-                    )
-            labels = schema.ACTION_LABELS
-            if labels in required_arrays and grp[labels].shape != grp["actions"].shape:
-                raise CorruptDatasetError(
-                    f"{self.path}: data/{name}/{labels} has shape {grp[labels].shape}, its actions "
-                    f"{grp['actions'].shape}; they must agree"
-                )
-            for sub in ("obs", "next_obs"):
-                if sub not in grp:
-                    raise CorruptDatasetError(f"{self.path}: data/{name} lacks the group {sub!r}")
-            keys = sorted(grp["obs"].keys())
-            if first_keys is None:
-                first_keys = keys
-            elif keys != first_keys:
-                raise CorruptDatasetError(
-                    f"{self.path}: data/{name} has observation keys {keys}, other demos have {first_keys}"
-                )
-            if sorted(grp["next_obs"].keys()) != keys:
-                raise CorruptDatasetError(f"{self.path}: data/{name} has different obs and next_obs keys")
-            self._groups[demo_id] = name
-            self._lengths[demo_id] = n
-            self._hashes[demo_id] = str(grp.attrs["sha256"])
-        if sorted(self._groups) != list(range(len(self._groups))):
-            raise CorruptDatasetError(
-                f"{self.path}: demo ids must be 0..{len(self._groups) - 1}, found {sorted(self._groups)[:10]}..."
-            )
-        total = int(data.attrs["total"])
-        if total != self.num_samples:
-            raise CorruptDatasetError(f"{self.path}: data.attrs['total'] is {total}, the demos hold {self.num_samples}")
-        if int(self._f.attrs["num_demos"]) != self.num_demos:
-            raise CorruptDatasetError(
-                f"{self.path}: num_demos says {int(self._f.attrs['num_demos'])}, the file holds {self.num_demos} demos"
-            )
+        self._groups, self._lengths, self._hashes = index_demos(self.path, self._f, self.schema_version, self.domain)
 
 
 def open_dataset(
@@ -615,39 +460,7 @@ def open_dataset(
 
 
 def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -> DatasetFile:
-    version = f.attrs.get("r2s2r_schema_version")
-    if version is None:
-        raise NotADatasetError(_foreign_message(path, f))
-    # A stored 1.7 must not pass as version 1: only integer types are accepted.
-    if isinstance(version, np.ndarray) and version.shape in ((), (1,)):
-        version = version.reshape(()).item() if version.dtype.kind in "iu" else version
-    if isinstance(version, (bool, np.bool_)) or not isinstance(version, (int, np.integer)):
-        raise CorruptDatasetError(
-            f"{path}: schema version must be an integer, the file stores r2s2r_schema_version = {version!r} "
-            f"({type(version).__name__}); {schema.supported_versions_text()}"
-        )
-    version = int(version)
-    if version not in schema.SUPPORTED_SCHEMA_VERSIONS:
-        newer = version > max(schema.SUPPORTED_SCHEMA_VERSIONS)
-        hint = "upgrade r2s2r_envs to read it" if newer else "regenerate it with this version"
-        raise UnsupportedSchemaError(
-            f"{path} has schema version {version}, which is {'newer than' if newer else 'not'} a supported one: "
-            f"{schema.supported_versions_text()}; {hint}"
-        )
-    # The format mark is outside the content hash: it is checked for its one value instead.
-    if "r2s2r_format" in f.attrs and str(f.attrs["r2s2r_format"]) != schema.FORMAT_NAME:
-        raise CorruptDatasetError(
-            f"{path}: root attribute r2s2r_format is {str(f.attrs['r2s2r_format'])[:80]!r}; an r2s2r_envs dataset "
-            f"has {schema.FORMAT_NAME!r}"
-        )
-    missing = [a for a in (_ROOT_ATTRS if version == 1 else _ROOT_ATTRS_V2) if a not in f.attrs]
-    for group in ("data", "mask", "stats"):
-        if group not in f:
-            missing.append(f"/{group}")
-    if "data" in f:
-        missing += [f"data.attrs[{a!r}]" for a in ("total", "env_args") if a not in f["data"].attrs]
-    if missing:
-        raise CorruptDatasetError(f"{path}: schema version {version} requires {missing}, which are missing")
+    version = check_root(path, f)
     dataset = DatasetFile(path, f)
     if version >= 2 and verify != "none":
         # Before anything is read from the metadata, so an edited domain is reported as an edit.
@@ -669,45 +482,3 @@ def _validate(path: Path, f: h5py.File, verify: VerifyMode, allow_empty: bool) -
         )
     dataset.verify(verify)
     return dataset
-
-
-def _json_attr(path: Path, text: Any, what: str, kind: type = dict) -> Any:
-    """A JSON attribute parsed with the bounded reader (``r2s2r_envs.safe_json``) and of ``kind``; a
-    ``CorruptDatasetError`` naming the attribute otherwise."""
-    try:
-        value = loads(str(text), what=f"{path}: {what}")
-    except JSONFileError as exc:
-        raise CorruptDatasetError(f"{exc}; the file was damaged or edited") from None
-    if not isinstance(value, kind):
-        want = "object" if kind is dict else kind.__name__
-        raise CorruptDatasetError(f"{path}: {what} must be a JSON {want}, got {type(value).__name__}")
-    return value
-
-
-def _foreign_message(path: Path, f: h5py.File) -> str:
-    base = f"{path} is not an r2s2r_envs dataset (no r2s2r_schema_version attribute)"
-    if "data" in f and isinstance(f["data"], h5py.Group):
-        env_name = "unknown env"
-        try:
-            env_name = json.loads(f["data"].attrs["env_args"]).get("env_name", env_name)
-        except (KeyError, ValueError, TypeError, AttributeError):
-            pass
-        base += f"; it looks like a robomimic dataset from {env_name!r}, which robomimic reads directly"
-    return f"{base}. {schema.supported_versions_text()}"
-
-
-def _read_error(path: Path, demo_id: int, array: str, exc: BaseException) -> CorruptDatasetError:
-    text = str(exc)
-    if "checksum" in text.lower() or "filter" in text.lower():
-        why = "its HDF5 checksum fails: the bytes on disk were damaged or altered after writing"
-    else:
-        why = f"HDF5 says: {text}"
-    return CorruptDatasetError(
-        f"{path}: cannot read {array!r} of demo {demo_id}: {why}. Regenerate the file or restore it from a copy"
-    )
-
-
-def _array_paths(grp: h5py.Group) -> list[str]:
-    paths: list[str] = []
-    grp.visititems(lambda name, obj: paths.append(name) if isinstance(obj, h5py.Dataset) else None)
-    return sorted(paths)
