@@ -15,6 +15,10 @@ ranks the rows on one track only: each result's claim is checked again (``tracks
 tracks on one board are refused, and the rows of every other result (off-track, or naming no track) are listed
 apart (``Leaderboard.off_track_rows``, with their reasons), never ranked with the track's.
 
+The board's data types live in :mod:`r2s2r_envs.evaluation.leaderboard_data`, the reading of the result files
+and the checks that they can be ranked together in :mod:`r2s2r_envs.evaluation.leaderboard_results`; this module
+groups them into rows and writes the pages.  Every name of the three is importable from here.
+
 Across rows evaluated both in a simulated env and in the lab with the same task settings, ``ranking.pearson``
 and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab does.  The pages are rendered by
 :mod:`r2s2r_envs.evaluation.leaderboard_pages` (the HTML embeds plotly.js: it opens offline, without a server).
@@ -23,8 +27,8 @@ and ``ranking.mmrv`` say how well the simulator ranks the rows the way the lab d
 from __future__ import annotations
 
 import dataclasses
+import html
 import inspect
-import itertools
 import json
 import math
 import os
@@ -32,282 +36,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.evaluation.leaderboard_data import (
+    NO_VARIANT,
+    Cell,
+    EnvColumn,
+    Leaderboard,
+    LeaderboardError,
+    PanelFigures,
+    RankAgreement,
+    Row,
+    split_mark,
+)
+from r2s2r_envs.evaluation.leaderboard_pages import _md_escape, to_html, to_markdown
+from r2s2r_envs.evaluation.leaderboard_results import (
+    check_one_panel,
+    check_one_protocol,
+    check_one_track,
+    condition_mix,
+    damaged_result_reason,
+    load_results,
+    track_checks,
+)
 from r2s2r_envs.evaluation.panels import lab_agreement, panel_mean
-from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
+from r2s2r_envs.evaluation.protocol import EvaluationResult
 from r2s2r_envs.evaluation.ranking import mmrv, pearson
-from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
-from r2s2r_envs.evaluation.splits import SPLITS
 from r2s2r_envs.evaluation.stats import wilson_interval
-from r2s2r_envs.evaluation.tracks import TRACKS, TrackCheck, check_result
-from r2s2r_envs.safe_json import JSONFileError, read_json
-
-#: What the variant column shows for a row trained without simulated data.
-NO_VARIANT = "none (real only)"
-
-
-class LeaderboardError(ValueError):
-    """Results that cannot be put on a leaderboard: an invalid result file, a duplicate, an empty folder."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class EnvColumn:
-    """An evaluation env as the leaderboard shows it.
-
-    Attributes:
-        label: Column title, e.g. ``PickSort-Real-v0 (lab default)``.
-        env_id: The registered id.
-        is_lab: The env is the lab (``provenance.domain == "real"``).
-        settings: Task settings (``num_objects``, ``episode_steps``) that must match to compare sim and lab.
-    """
-
-    label: str
-    env_id: str
-    is_lab: bool
-    settings: tuple[tuple[str, Any], ...]
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Cell:
-    """A row's results in one env.
-
-    Attributes:
-        seeds: Training seeds evaluated (None for a policy without one).
-        success_rates: Success rate of each seed, same order.
-        mean: Mean success rate over seeds, in [0, 1].
-        seed_std: Sample standard deviation over seeds (None with one seed).
-        successes: Successful episodes over all seeds.
-        episodes: Episodes over all seeds.
-        ci95: Wilson 95% interval of ``successes / episodes`` (episode noise of the pooled episodes).
-        sort_accuracy: Mean sort accuracy over seeds.
-        time_to_sort: Mean time to sort over the successful episodes of all seeds, s (None without a success).
-        policy_failures: Episodes stopped for an unusable action, over all seeds.
-        files: The result files.
-    """
-
-    seeds: tuple[int | None, ...]
-    success_rates: tuple[float, ...]
-    mean: float
-    seed_std: float | None
-    successes: int
-    episodes: int
-    ci95: tuple[float, float]
-    sort_accuracy: float
-    time_to_sort: float | None
-    policy_failures: int
-    files: tuple[str, ...]
-    conditions: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Row:
-    """A way of training a policy, with its cells per env label."""
-
-    method: str
-    variant: str | None
-    real_fraction: float | None
-    n_real_demos: int | None
-    n_sim_demos: int | None
-    datasets: tuple[str, ...]
-    cells: dict[str, Cell]
-    split: str = "legacy"
-    #: The track the row is ranked on (None: a board without tracks, or an off-track row).
-    track: str | None = None
-    #: Why the row is off the board's track (empty for a ranked row); its results' reasons, each once.
-    off_track: tuple[str, ...] = ()
-
-    @property
-    def label(self) -> str:
-        rf = "" if self.real_fraction is None else f" @ real_fraction {self.real_fraction:g}"
-        mark = " [off-track]" if self.off_track else ""
-        return f"{self.method} / {self.variant or NO_VARIANT}{rf}{split_mark(self.split)}{mark}"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class RankAgreement:
-    """How well one simulated env ranks the rows the way one lab env does (same task settings)."""
-
-    sim_env: str
-    lab_env: str
-    rows: tuple[str, ...]
-    sim: tuple[float, ...]
-    lab: tuple[float, ...]
-    pearson: float | None
-    mmrv: float
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PanelFigures:
-    """A lab panel's figures (docs/leaderboard.md#lab-panel), for the lab results of one set of task settings.
-
-    Attributes:
-        label: Column title, e.g. ``panel standard v1 (5 labs)``.
-        name, version: The panel's, as its results record them.
-        labs: The panel's labs (their ``lab=`` names), in its order.
-        settings: Task settings of the lab columns it reads.
-        means: Per row of the board (same order): mean success over the panel's labs, None when the row does not
-            cover every lab.
-        ci95: Per row: t-interval over the labs (``panels.panel_mean``), None with ``means``.
-        missing: Per row: the labs it lacks (empty when it covers the panel).
-        tau: Kendall tau of every pair of labs over the rows covering the panel: ``(lab, lab, tau or None)``.
-        mean_tau: Mean of the defined taus (None when none is).
-    """
-
-    label: str
-    name: str
-    version: int
-    labs: tuple[str, ...]
-    settings: tuple[tuple[str, Any], ...]
-    means: tuple[float | None, ...]
-    ci95: tuple[tuple[float, float] | None, ...]
-    missing: tuple[tuple[str, ...], ...]
-    tau: tuple[tuple[str, str, float | None], ...]
-    mean_tau: float | None
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Leaderboard:
-    """Everything the pages show; :meth:`to_dict` is ``leaderboard.json``."""
-
-    results: tuple[tuple[str, EvaluationResult], ...]
-    envs: tuple[EnvColumn, ...]
-    rows: tuple[Row, ...]
-    ranking: tuple[RankAgreement, ...]
-    skipped: tuple[tuple[str, str], ...]
-    panels: tuple[PanelFigures, ...] = ()
-    #: The track the rows are ranked on (``Track.to_dict``), None on a board without track results.
-    track: dict[str, Any] | None = None
-    #: With a track: the rows of the other results (off-track or naming no track), apart and unranked, each with its
-    #: reasons; their own columns (``off_track_envs``) and files (``off_track_results``).
-    off_track_rows: tuple[Row, ...] = ()
-    off_track_envs: tuple[EnvColumn, ...] = ()
-    off_track_results: tuple[tuple[str, EvaluationResult], ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "track": self.track,
-            "envs": [dataclasses.asdict(e) | {"settings": dict(e.settings)} for e in self.envs],
-            "rows": [_row_dict(r) for r in self.rows],
-            "ranking": [dataclasses.asdict(a) for a in self.ranking],
-            "panels": [dataclasses.asdict(p) | {"settings": dict(p.settings)} for p in self.panels],
-            "off_track_envs": [dataclasses.asdict(e) | {"settings": dict(e.settings)} for e in self.off_track_envs],
-            "off_track_rows": [_row_dict(r) for r in self.off_track_rows],
-            "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
-        }
-
-
-def _row_dict(row: Row) -> dict[str, Any]:
-    return {
-        **{k: v for k, v in dataclasses.asdict(row).items() if k != "cells"},
-        "label": row.label,
-        "cells": {k: dataclasses.asdict(c) for k, c in row.cells.items()},
-    }
-
-
-# ---------------------------------------------------------------------- reading
-def load_results(
-    results_dir: str | os.PathLike[str], *, skip_damaged: bool = False
-) -> tuple[list[tuple[str, EvaluationResult]], list]:
-    """Every evaluation result under ``results_dir`` (recursively, ``*.json``), checked against the schema.
-
-    JSON files that are not evaluation results (no ``format`` of one: training configs, logs) are skipped and
-    returned with the reason; a file that claims to be a result but is invalid is an error, and so is a skipped
-    file that looks like a damaged result (invalid JSON or a wrong ``format`` in a file holding most of a result's
-    keys, see :func:`damaged_result_reason`) unless ``skip_damaged``: one flipped byte must not make a result vanish
-    from the board unnoticed.
-
-    Args:
-        results_dir: the folder searched.
-        skip_damaged: skip files that look like damaged results (each listed with the reason) instead of failing.
-
-    Raises:
-        LeaderboardError: no such folder, an invalid result file, or files that look like damaged results (the
-            message names each file and what is wrong).
-    """
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise LeaderboardError(f"results folder {root} does not exist (expected a folder of result JSON files)")
-    results, skipped, damaged = [], [], []
-    for path in sorted(root.rglob("*.json")):
-        if not path.is_file():  # a folder named x.json, a dangling link
-            what = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "not a file"
-            skipped.append((str(path), f"{what}, not a result file"))
-            continue
-        try:
-            data = read_json(path)
-        except JSONFileError as e:
-            skipped.append((str(path), f"not read ({e})"))
-            if why := damaged_result_reason(path, None):
-                damaged.append((str(path), f"not read ({e}), and {why}"))
-            continue
-        if not isinstance(data, dict) or data.get("format") != RESULT_FORMAT:
-            skipped.append((str(path), f"not an evaluation result (no format {RESULT_FORMAT!r})"))
-            if why := damaged_result_reason(path, data):
-                found = repr(data["format"]) if isinstance(data, dict) and "format" in data else "missing"
-                damaged.append((str(path), f"field 'format' is {found}, not {RESULT_FORMAT!r}, but {why}"))
-            continue
-        try:
-            results.append((str(path), EvaluationResult.from_dict(data)))
-        except ResultSchemaError as e:
-            raise LeaderboardError(f"{path}: {e}") from e
-    if damaged and not skip_damaged:
-        listed = "; ".join(f"{p}: {why}" for p, why in damaged)
-        raise LeaderboardError(
-            f"{len(damaged)} file(s) under {root} look like damaged evaluation results and would be left off the "
-            f"board: {listed}. Restore or re-run them, remove them, or pass --skip-damaged (skip_damaged=True) to "
-            "build without them"
-        )
-    return results, skipped
-
-
-#: A result file's top-level keys (its schema's ``required``): a file holding most of them is a result.
-_RESULT_KEYS: tuple[str, ...] = tuple(result_schema()["required"])
-#: Bytes of an unreadable file searched for a result's keys.
-_DAMAGE_SCAN_BYTES = 1 << 20
-
-
-def damaged_result_reason(path: Path, data: Any) -> str | None:
-    """Why a file the leaderboard skips looks like a damaged evaluation result, or None.
-
-    A result's keys survive a flipped byte elsewhere: a file skipped for invalid JSON (``data`` None: its first MiB
-    is searched for the keys as quoted strings) or for a ``format`` other than the result's, that holds at least
-    half of a result's top-level keys or a ``format`` near :data:`RESULT_FORMAT` (at most 3 characters off), is
-    one. Training configs, logs and other JSON files hold neither.
-    """
-    if data is None:
-        try:
-            with open(path, "rb") as fh:
-                text = fh.read(_DAMAGE_SCAN_BYTES).decode("utf-8", "replace")
-        except OSError:
-            return None
-        keys = [k for k in _RESULT_KEYS if f'"{k}"' in text]
-        near = RESULT_FORMAT in text
-    elif isinstance(data, dict):
-        keys = [k for k in _RESULT_KEYS if k in data]
-        near = any(
-            isinstance(v, str) and _within_edits(v, RESULT_FORMAT, 3) for k, v in data.items() if k != "content_sha256"
-        )
-    else:
-        return None
-    if 2 * len(keys) >= len(_RESULT_KEYS):
-        return f"it holds {len(keys)} of a result's {len(_RESULT_KEYS)} top-level keys"
-    if near:
-        return f"it holds a format near {RESULT_FORMAT!r}"
-    return None
-
-
-def _within_edits(a: str, b: str, limit: int) -> bool:
-    """Whether the edit distance of ``a`` and ``b`` is at most ``limit``."""
-    if abs(len(a) - len(b)) > limit:
-        return False
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(current) > limit:
-            return False
-        previous = current
-    return previous[-1] <= limit
+from r2s2r_envs.evaluation.tracks import TRACKS, TrackCheck
 
 
 def _defaults() -> dict[str, Any]:
@@ -392,119 +146,6 @@ def _condition_figures(results: Sequence[EvaluationResult]) -> dict[str, dict[st
             "ci95": wilson_interval(successes, episodes),
         }
     return out
-
-
-def split_mark(split: str) -> str:
-    """What a row's label says about its split: dev rows are marked ``[dev]`` (their figures are not for
-    reporting), rows of the other splits are not."""
-    return " [dev]" if split == "dev" else ""
-
-
-def condition_mix(result: EvaluationResult) -> tuple[tuple[str, float], ...]:
-    """A result's conditions with their shares of its episodes, e.g. ``(("nominal", 0.5), ("fast-belt", 0.25), ...)``:
-    results of one ranking have the same mix."""
-    return tuple((c.condition, round(c.episodes / result.episodes, 3)) for c in result.conditions)
-
-
-def _describe_mix(mix: tuple[tuple[str, float], ...]) -> str:
-    return ", ".join(f"{name} {share:.0%}" for name, share in mix)
-
-
-def check_one_protocol(results: Sequence[tuple[str, EvaluationResult]]) -> None:
-    """Refuse results that one ranking cannot hold: another split, another mix of conditions, or conditions made by
-    another version of their definitions than the first result's (docs/protocol.md#dev-and-test-splits).
-
-    Raises:
-        LeaderboardError: names both files and both splits, mixes or versions.
-    """
-    first_path, first = results[0]
-    check_one_panel(results)
-    for path, result in results[1:]:
-        if result.conditions_version != first.conditions_version:
-            raise LeaderboardError(
-                f"{path} was evaluated under conditions of protocol version {result.conditions_version}, {first_path} "
-                f"under version {first.conditions_version}: results of two versions of the conditions do not "
-                "compare; rank each version's results apart"
-            )
-        if result.split != first.split:
-            raise LeaderboardError(
-                f"{path} is on the {result.split!r} split, {first_path} on the {first.split!r} split: one ranking "
-                f"never mixes splits (splits {list(SPLITS)}, docs/protocol.md#dev-and-test-splits); rank each "
-                "split's results apart"
-            )
-        if condition_mix(result) != condition_mix(first):
-            raise LeaderboardError(
-                f"{path} was evaluated under {_describe_mix(condition_mix(result))}, {first_path} under "
-                f"{_describe_mix(condition_mix(first))}: one ranking holds one mix of conditions; rank each mix's "
-                "results apart"
-            )
-
-
-def _panel_key(result: EvaluationResult) -> tuple[str, int, tuple[tuple[str, str, str], ...]] | None:
-    if result.panel is None:
-        return None
-    labs = tuple((e["lab"], e["name"], e["config_sha256"]) for e in result.panel["labs"])
-    return result.panel["name"], result.panel["version"], labs
-
-
-def check_one_panel(results: Sequence[tuple[str, EvaluationResult]]) -> None:
-    """Refuse results of two lab panels, two versions of one, or one version whose labs differ (a lab changed
-    without a version bump) in one ranking.
-
-    Raises:
-        LeaderboardError: names both files and both panels (name, version and the lab that differs).
-    """
-    tagged = [(path, _panel_key(r)) for path, r in results if r.panel is not None]
-    if not tagged:
-        return
-    first_path, first = tagged[0]
-    for path, key in tagged[1:]:
-        assert first is not None and key is not None
-        if key == first:
-            continue
-        if key[:2] != first[:2]:
-            why = f"lab panel {key[0]!r} version {key[1]}, {first_path} on panel {first[0]!r} version {first[1]}"
-        else:
-            diff = next((a, b) for a, b in itertools.zip_longest(key[2], first[2]) if a != b)
-            why = (
-                f"panel {key[0]!r} version {key[1]} with lab {diff[0]}, {first_path} on the same version with lab "
-                f"{diff[1]} (a lab changed without a new panel version)"
-            )
-        raise LeaderboardError(
-            f"{path} was evaluated on {why}: one ranking holds one panel; rank each panel's results apart "
-            "(docs/leaderboard.md#lab-panel)"
-        )
-
-
-def track_checks(results: Sequence[tuple[str, EvaluationResult]]) -> dict[str, TrackCheck | None]:
-    """Each result's track claim checked again with this package's definitions (``tracks.check_result``), by file;
-    None for a result that names no track."""
-    return {path: check_result(result) for path, result in results}
-
-
-def check_one_track(
-    results: Sequence[tuple[str, EvaluationResult]], checks: dict[str, TrackCheck | None] | None = None
-) -> tuple[str, int] | None:
-    """The one track (name, version) the on-track results are on, or None when none is on a track.
-
-    Raises:
-        LeaderboardError: results on two tracks, or two versions of one (names both files and both tracks).
-    """
-    checks = track_checks(results) if checks is None else checks
-    first: tuple[str, str, int] | None = None
-    for path, _ in results:
-        check = checks[path]
-        if check is None or not check.on_track:
-            continue
-        if first is None:
-            first = (path, check.name, check.version)
-        elif (check.name, check.version) != first[1:]:
-            raise LeaderboardError(
-                f"{path} is on track {check.name!r} version {check.version}, {first[0]} on track {first[1]!r} version "
-                f"{first[2]}: one ranking holds one track; rank each track's results apart "
-                "(docs/leaderboard.md#tracks)"
-            )
-    return None if first is None else (first[1], first[2])
 
 
 def _off_track_reasons(check: TrackCheck | None, track: str) -> tuple[str, ...]:
@@ -679,8 +320,6 @@ def off_track_markdown(board: Leaderboard) -> str:
     """The section listing the off-track rows under ``leaderboard.md``'s ranking ("" without one)."""
     if not board.off_track_rows or board.track is None:
         return ""
-    from r2s2r_envs.evaluation.leaderboard_pages import _md_escape
-
     header, body = _off_track_table(board)
     track = f"{board.track['name']} v{board.track['version']}"
     lines = ["", f"## Off-track rows (not ranked on track {track})", "", OFF_TRACK_NOTE, ""]
@@ -694,8 +333,6 @@ def off_track_html(board: Leaderboard) -> str:
     """The same section for ``index.html`` ("" without one); every text escaped."""
     if not board.off_track_rows or board.track is None:
         return ""
-    import html
-
     header, body = _off_track_table(board)
     track = html.escape(f"{board.track['name']} v{board.track['version']}")
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -762,8 +399,6 @@ def build_leaderboard(
         LeaderboardError: see :func:`load_results` and :func:`group_results`; an output folder that is a file or
             cannot be written.
     """
-    from r2s2r_envs.evaluation.leaderboard_pages import to_html, to_markdown
-
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise LeaderboardError(f"--out {out} is a file; the leaderboard is written into a folder")
@@ -786,6 +421,7 @@ def build_leaderboard(
 
 
 __all__ = [
+    "NO_VARIANT",
     "Cell",
     "EnvColumn",
     "Leaderboard",

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from r2s2r_envs.evaluation.intervals import MIN_TRAINING_SEEDS, column_mdd
-from r2s2r_envs.evaluation.leaderboard import NO_VARIANT, Cell, EnvColumn, Leaderboard, PanelFigures, Row, split_mark
+from r2s2r_envs.evaluation.leaderboard_data import (
+    NO_VARIANT,
+    Cell,
+    EnvColumn,
+    Leaderboard,
+    PanelFigures,
+    Row,
+    split_mark,
+)
 from r2s2r_envs.extras import require
 
 #: The protocol's minimum of training seeds per row (``intervals.MIN_TRAINING_SEEDS``): rows under it are flagged on
