@@ -70,6 +70,7 @@ import numpy as np
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.scripted import PlannerConfig
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
+from r2s2r_envs.behavior.simulator_view import reads_simulator, simulator_view
 from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.envs.hand import N_FINGER, down_quat
 from r2s2r_envs.world import constants as C
@@ -208,6 +209,7 @@ class HumanlikeGenerator:
         world: Mapping[str, Any] | WorldKnowledge | None = None,
     ) -> None:
         base: Any = env.unwrapped  # a PickSort env (gym.Env declares none of the attributes read here)
+        self._env = base
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
         choice = model if model is not None else getattr(base, "behavior", DEFAULT_MODEL)
@@ -255,8 +257,12 @@ class HumanlikeGenerator:
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         tcp = np.asarray(obs["eef_pos"], dtype=float)
-        # Where the objects are, by what this world is known to add to their perceived positions.
-        pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3) - self._perception_offset
+        # Where the objects are: in a world that models perception, as the simulator knows them
+        # (``behavior.simulator_view``); else by what this world is known to add to their perceived positions.
+        offset = self._perception_offset
+        if reads_simulator(self._env):
+            obs, offset = simulator_view(self._env, obs), np.zeros(3)
+        pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3) - offset
         vel = np.asarray(obs["object_vel"], dtype=float).reshape(-1, 6)[:, :3]
         quat = np.asarray(obs["object_quat"], dtype=float).reshape(-1, 4)
         cats = np.asarray(obs["object_category"], dtype=float).reshape(-1, len(C.CATEGORIES)).argmax(axis=1)
