@@ -67,26 +67,28 @@ def test_planner_success_on_ungrounded():
 PERCEIVING = {"perception_delay": 0.08, "object_dropout": 0.05, "hand_occlusion_radius": 0.04}
 
 
-def test_simulated_demonstrators_read_the_simulator_where_the_world_perceives():
-    from r2s2r_envs.behavior.simulator_view import reads_simulator, simulator_view
+def test_simulated_worlds_give_demonstrators_the_true_objects_where_the_world_perceives():
+    from r2s2r_envs.behavior.simulator_view import demonstrator_view
 
     sim = gym.make("PickSort-Ungrounded-v0", world=PERCEIVING)
     nominal = gym.make("PickSort-Ungrounded-v0")
     lab = gym.make("PickSort-Real-v0", lab="v3")
     try:
-        assert reads_simulator(sim.unwrapped) and not reads_simulator(nominal.unwrapped)
-        assert not reads_simulator(lab.unwrapped)  # the lab is never read beyond its observations
+        for env in (nominal, lab):  # no estimator to see past; the lab never gives its state
+            obs, _ = env.reset(seed=3)
+            assert env.unwrapped.simulator_objects() is None
+            assert demonstrator_view(env.unwrapped, obs) == (obs, False)
         obs, _ = sim.reset(seed=3)
         for _ in range(30):  # the belt has moved the objects for longer than the estimator's delay
             obs, *_ = sim.step(np.zeros(sim.action_space.shape, dtype=np.float32))
         base = sim.unwrapped
-        view = simulator_view(base, obs)
+        view, true_state = demonstrator_view(base, obs)
         true_pos = base.scene.object_pos(base.data).ravel()
+        assert true_state
         np.testing.assert_allclose(view["object_pos"], true_pos, atol=1e-6)
         assert np.abs(obs["object_pos"] - true_pos).max() > 1e-3  # the observation stays the estimator's
-        assert (
-            view["object_pos"].dtype == obs["object_pos"].dtype and view["object_pos"].shape == obs["object_pos"].shape
-        )
+        for key in ("object_pos", "object_quat", "object_vel", "object_category"):
+            assert view[key].dtype == obs[key].dtype and view[key].shape == obs[key].shape, key
         assert view["object_category"].reshape(-1, 3).sum(axis=1).tolist() == [1.0] * base.scene.num_objects
         assert set(view) == set(obs)
     finally:
@@ -94,8 +96,8 @@ def test_simulated_demonstrators_read_the_simulator_where_the_world_perceives():
             env.close()
 
 
-def test_planner_acts_on_the_simulator_view_in_a_perceiving_world():
-    from r2s2r_envs.behavior.simulator_view import simulator_view
+def test_planner_acts_on_the_true_objects_in_a_perceiving_world():
+    from r2s2r_envs.behavior.simulator_view import demonstrator_view
 
     env = gym.make("PickSort-Ungrounded-v0", world=PERCEIVING)
     try:
@@ -103,8 +105,8 @@ def test_planner_acts_on_the_simulator_view_in_a_perceiving_world():
         planner, reference = make_demonstrator(env), make_demonstrator(env)
         for _ in range(40):
             action = planner.act(obs)
-            # The same planner fed the simulator's view by hand: its reads are the same, its actions too.
-            np.testing.assert_array_equal(action, reference.act(simulator_view(env.unwrapped, obs)))
+            # The same planner fed the true objects by hand acts the same.
+            np.testing.assert_array_equal(action, reference.act(demonstrator_view(env.unwrapped, obs)[0]))
             obs, *_ = env.step(action)
     finally:
         env.close()

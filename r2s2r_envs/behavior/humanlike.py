@@ -70,7 +70,7 @@ import numpy as np
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.scripted import PlannerConfig
 from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
-from r2s2r_envs.behavior.simulator_view import reads_simulator, simulator_view
+from r2s2r_envs.behavior.simulator_view import demonstrator_view
 from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.envs.hand import N_FINGER, down_quat
 from r2s2r_envs.world import constants as C
@@ -259,9 +259,8 @@ class HumanlikeGenerator:
         tcp = np.asarray(obs["eef_pos"], dtype=float)
         # Where the objects are: in a world that models perception, as the simulator knows them
         # (``behavior.simulator_view``); else by what this world is known to add to their perceived positions.
-        offset = self._perception_offset
-        if reads_simulator(self._env):
-            obs, offset = simulator_view(self._env, obs), np.zeros(3)
+        obs, true_state = demonstrator_view(self._env, obs)
+        offset = np.zeros(3) if true_state else self._perception_offset
         pos = np.asarray(obs["object_pos"], dtype=float).reshape(-1, 3) - offset
         vel = np.asarray(obs["object_vel"], dtype=float).reshape(-1, 6)[:, :3]
         quat = np.asarray(obs["object_quat"], dtype=float).reshape(-1, 4)

@@ -1,11 +1,11 @@
 """Scripted planner: the demonstrator that comes with the simulated PickSort variants.
 
 It works from the state observation (so it meets the lab's latency and sensor errors like any policy), except in
-a simulated world that models camera-based perception, where it reads the objects' true state from the simulator
-(``behavior.simulator_view``: a planner that waits for a delayed estimate of an object its own hand hides cannot
-grasp it).  It predicts where the next object will be from its position and velocity, moves the open hand above
-the intercept point, descends while matching the belt's motion, pinches, lifts, carries the object to the bin
-of its category and releases it.  Motions are straight lines in task space, executed through the env's
+a simulated world that models camera-based perception, where it acts on the objects' true state as the env's
+simulator gives it (``behavior.simulator_view``: a planner that waits for a delayed estimate of an object its own
+hand hides cannot grasp it).  It predicts where the next object will be from its position and velocity, moves the
+open hand above the intercept point, descends while matching the belt's motion, pinches, lifts, carries the object
+to the bin of its category and releases it.  Motions are straight lines in task space, executed through the env's
 task-space controller with a proportional law plus belt-velocity feed-forward.
 """
 
@@ -18,7 +18,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from r2s2r_envs.behavior.simulator_view import reads_simulator, simulator_view
+from r2s2r_envs.behavior.simulator_view import demonstrator_view
 from r2s2r_envs.envs import hand
 from r2s2r_envs.envs.controller import finger_command_for_range
 from r2s2r_envs.envs.demonstrators import register_demonstrator
@@ -120,8 +120,7 @@ class ScriptedPlanner:
 
     # ------------------------------------------------------------------ policy
     def act(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        if reads_simulator(self._env):
-            obs = simulator_view(self._env, obs)
+        obs, _ = demonstrator_view(self._env, obs)
         cfg = self.config
         tcp = obs["eef_pos"].astype(float)
         pos = obs["object_pos"].reshape(-1, 3).astype(float)

@@ -346,6 +346,26 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
         """The simulation state."""
         return self._data
 
+    def simulator_objects(self) -> dict[str, np.ndarray] | None:
+        """The objects' observation keys as the simulator knows them (true ``object_pos``, ``object_quat``,
+        ``object_vel`` and ``object_category``, float32 and flat like the observation's) where this world models the
+        camera-based estimator (``WorldParams.perceives``), else ``None``: the observation is then all there is.
+
+        For simulated demonstrators, as a simulator's scripted expert reads the true state
+        (``behavior.simulator_view``); the lab never gives them (``PickSort-Real-v0`` returns ``None``).
+        """
+        if not self._world.perceives:
+            return None
+        scene, data, f32 = self.scene, self._data, np.float32
+        one_hot = np.zeros((scene.num_objects, len(C.CATEGORIES)), dtype=f32)
+        one_hot[np.arange(scene.num_objects), self._categories] = 1.0
+        return {
+            "object_pos": scene.object_pos(data).astype(f32).ravel(),
+            "object_quat": scene.object_quat(data).astype(f32).ravel(),
+            "object_vel": scene.object_vel(data).astype(f32).ravel(),
+            "object_category": one_hot.ravel(),
+        }
+
     def set_world(self, world: WorldParams | Mapping[str, Any] | str | Path) -> None:
         """Change the world (same forms as the ``world`` argument); takes effect at the next ``reset``.
 

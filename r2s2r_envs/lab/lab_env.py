@@ -106,6 +106,10 @@ class LabEnv(PickSortEnv):
     def data(self) -> NoReturn:  # type: ignore[override]
         self._refuse("simulation state (MjData)")
 
+    def simulator_objects(self) -> None:
+        """Never the true state: a demonstrator in the lab acts on what its cameras give."""
+        return None
+
     def get_state(self) -> NoReturn:
         self._refuse("simulator state")
 
