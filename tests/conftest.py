@@ -144,3 +144,15 @@ BLOCK_TORCH = (
     "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
     "sys.meta_path.insert(0, NoTorch())\n"
 )
+
+
+def true_trajectory(env: gym.Env, seed: int, actions: list[np.ndarray]) -> np.ndarray:
+    """The true object positions and arm joint angles after each of ``actions`` from ``reset(seed=seed)``: what the
+    physics did, whatever the sensors reported."""
+    base = env.unwrapped
+    env.reset(seed=seed)
+    poses = []
+    for a in actions:
+        env.step(a)
+        poses.append(np.concatenate([base.scene.object_pos(base._data).ravel(), base.scene.arm_qpos(base._data)]))
+    return np.array(poses)

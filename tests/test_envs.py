@@ -1,4 +1,5 @@
-"""Every registered PickSort id: API conformance, determinism, serialization, bad input, divergence, images."""
+"""Every registered PickSort id: API conformance, determinism, serialization, bad input, divergence, images; the
+registry, one time limit, the joint control mode, the scene view and validated arguments."""
 
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ import pytest
 from conftest import ENV_IDS, STATE_KEYS, assert_obs_equal, random_actions
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
+
+import r2s2r_envs
+
+SIM = "PickSort-Ungrounded-v0"
+REAL = "PickSort-Real-v0"
 
 # Warnings check_env may give that are not defects.  Same list as Gymnasium's own tests/envs/test_envs.py:
 # joint velocities and object positions/velocities have no physical bound, so their Boxes are (-inf, inf),
@@ -380,3 +386,121 @@ def test_check_env_id_and_make_env_are_the_one_gate():
         assert env.spec.id == ENV_IDS[0]
     finally:
         env.close()
+
+
+# ---------------------------------------------------------------------- registry
+def test_env_ids_come_from_the_registry():
+    gym.register(id="PickSort-TestVariant-v0", entry_point="r2s2r_envs.envs.pick_sort:PickSortEnv")
+    try:
+        assert "PickSort-TestVariant-v0" in r2s2r_envs.registered_ids()
+    finally:
+        del gym.registry["PickSort-TestVariant-v0"]
+    assert set(ENV_IDS) >= {SIM, REAL}
+    assert "PickSort-TestVariant-v0" not in r2s2r_envs.registered_ids()
+
+
+# ---------------------------------------------------------------------- one time limit
+def test_registered_ids_carry_no_outer_time_limit(env_id, make_env):
+    env = make_env(env_id)
+    wrapper = env
+    while isinstance(wrapper, gym.Wrapper):
+        assert not isinstance(wrapper, gym.wrappers.TimeLimit), f"{env_id} is wrapped in a TimeLimit"
+        wrapper = wrapper.env
+
+
+@pytest.mark.parametrize("limit", [1, 37, 600])
+def test_any_limit_ends_with_every_object_given_an_outcome(limit, make_env):
+    # 8 objects at the widest spacing: the last one is still upstream after 30 s, so 600 steps end by the limit.
+    env = make_env(SIM, episode_steps=limit, num_objects=8, randomization={"object_gap": (0.4, 0.4)})
+    env.reset(seed=0)
+    steps, done = 0, False
+    while not done:
+        _, _, terminated, truncated, info = env.step(np.zeros(22, dtype=np.float32))
+        steps += 1
+        done = terminated or truncated
+    assert steps == limit and truncated and not terminated
+    assert "pending" not in info["object_outcomes"]
+    assert "timeout" in info["object_outcomes"] and info["failure_cause"] is not None
+
+
+def test_step_before_reset_raises(env_id):
+    env = gym.make(env_id)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.unwrapped.step(np.zeros(22, dtype=np.float32))
+    env.close()
+
+
+# ---------------------------------------------------------------------- joint control mode
+def test_joint_control_mode_reaches_joint_targets(make_env):
+    env = make_env(SIM, control_mode="joint", num_objects=1)
+    assert env.action_space.shape == (23,)
+    base = env.unwrapped
+    env.reset(seed=0)
+    lo, hi = base.scene.arm_range[:, 0], base.scene.arm_range[:, 1]
+    target = np.array([0.3, -0.2, 0.1, -2.0, 0.2, 1.8, 0.5])
+    action = np.zeros(23, dtype=np.float32)
+    action[:7] = 2.0 * (target - lo) / (hi - lo) - 1.0
+    for _ in range(40):
+        env.step(action)
+    np.testing.assert_allclose(base.scene.arm_qpos(base.data), target, atol=0.02)
+    with pytest.raises(ValueError, match=r"\(23,\)"):
+        env.unwrapped.step(np.zeros(22, dtype=np.float32))
+
+
+def test_unknown_control_mode_lists_valid():
+    with pytest.raises(ValueError, match="'task'.*'joint'"):
+        gym.make(SIM, control_mode="torque")
+
+
+# ---------------------------------------------------------------------- the scene view
+def test_scene_view_names(make_env):
+    env = make_env(SIM, num_objects=2)
+    base = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    scene = base.scene
+    np.testing.assert_array_equal(scene.arm_qpos(base.data).astype(np.float32), obs["arm_qpos"])
+    np.testing.assert_array_equal(scene.object_pos(base.data).ravel().astype(np.float32), obs["object_pos"])
+    assert scene.joint_qpos(base.data, "arm/joint4") == pytest.approx(float(obs["arm_qpos"][3]), abs=1e-6)
+    with pytest.raises(KeyError, match="arm/joint1"):
+        scene.joint_qpos(base.data, "elbow")
+    scene.set_object_pose(base.data, 1, (0.25, 0.0, 0.05))
+    np.testing.assert_array_equal(scene.object_pos(base.data)[1], (0.25, 0.0, 0.05))
+
+
+# ---------------------------------------------------------------------- validated arguments
+def test_eight_objects_all_start_on_the_belt(make_env):
+    env = make_env(SIM, num_objects=8)
+    env.reset(seed=0)
+    for _ in range(20):
+        _, _, _, _, info = env.step(np.zeros(22, dtype=np.float32))
+    assert info["object_outcomes"] == ["pending"] * 8
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_objects": 9}, "num_objects"),
+        ({"num_objects": 0}, "num_objects"),
+        ({"num_objects": 6, "randomization": {"object_gap": (0.6, 0.6)}}, "belt"),
+        ({"render_size": (0, 0)}, "render_size"),
+        ({"render_size": (1000, 1000)}, "render_size"),
+        ({"image_size": 1024}, "image_size"),
+        ({"image_size": True}, "image_size"),
+        ({"randomization": {"object_gap": (0.4, 0.2)}}, "object_gap"),
+        ({"randomization": {"category_weights": (0.0, 0.0, 0.0)}}, "category_weights"),
+        ({"randomization": {"category_weights": (float("nan"), 1.0, 1.0)}}, "category_weights"),
+        ({"randomization": {"lateral_offset": (-0.5, 0.5)}}, "lateral_offset"),
+        ({"world": {"belt_speed": -0.1}}, "belt_speed"),
+    ],
+)
+def test_bad_arguments_name_the_field(kwargs, match):
+    with pytest.raises((ValueError, TypeError)) as err:
+        gym.make(SIM, **kwargs)
+    assert match in str(err.value)
+
+
+def test_wrong_types_name_the_field():
+    with pytest.raises(TypeError, match="randomization.yaw"):
+        gym.make(SIM, randomization={"yaw": "wide"})
+    with pytest.raises(TypeError, match="WorldParams.belt_speed"):
+        gym.make(SIM, world={"belt_speed": "fast"})

@@ -1,10 +1,16 @@
-"""The native vector env (``envs.vector``): ``gym.make_vec`` gives N envs bit-identical to N single envs."""
+"""The native vector env (``envs.vector``): ``gym.make_vec`` gives N envs bit-identical to N single envs; async
+vector envs with images."""
 
 from __future__ import annotations
+
+import multiprocessing as mp
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 from gymnasium.vector import AutoresetMode
 
 import r2s2r_envs
@@ -315,3 +321,36 @@ def test_make_vector_env_serves_ids_registered_without_a_vector_entry_point():
         assert isinstance(vec, PickSortVectorEnv) and vec.unwrapped.envs[0].num_objects == 2
     finally:
         del gym.registry["PickSort-TestNoVector-v0"]
+
+
+# ---------------------------------------------------------------------- vector envs with images
+VECTOR_SCRIPT = """
+import gymnasium as gym, numpy as np, r2s2r_envs
+if __name__ == "__main__":
+    env = gym.make("PickSort-Ungrounded-v0", obs_mode="rgb", image_size=16)
+    env.reset(seed=0)  # the parent renders first
+    env.close()
+    kwargs = {} if "{context}" == "fork" else {"context": "{context}"}
+    envs = gym.make_vec("PickSort-Ungrounded-v0", num_envs=2, vectorization_mode="async", vector_kwargs=kwargs,
+                        obs_mode="rgb", image_size=16)
+    try:
+        obs, _ = envs.reset(seed=[0, 1])
+        print("shape", obs["scene_image"].shape)
+    except Exception as e:
+        print("error", e)
+    envs.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_async_rgb_after_parent_rendered(tmp_path, context):
+    if context == "fork" and "fork" not in mp.get_all_start_methods():
+        pytest.fail("this platform has no fork start method; the fork check cannot be exercised")
+    script = tmp_path / "vec.py"
+    script.write_text(VECTOR_SCRIPT.replace("{context}", context))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    if context == "spawn":
+        assert "shape (2, 16, 16, 3)" in out.stdout, out.stdout + out.stderr
+    else:  # forked children cannot create a GL context: a clear error naming the fix, not a hang
+        assert "error" in out.stdout and "spawn" in out.stdout, out.stdout + out.stderr

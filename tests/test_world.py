@@ -1,4 +1,5 @@
-"""WorldParams validation and the MjSpec builder writing every parameter into the compiled model."""
+"""WorldParams validation, the MjSpec builder writing every parameter into the compiled model, sensing as part of
+the world, and ``load_world`` / ``set_world``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+from conftest import random_actions, true_trajectory
 
+from r2s2r_envs.world import available_worlds, load_world
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import asset_path, build_model
 from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
+
+SIM = "PickSort-Ungrounded-v0"
 
 SEQUENCE_FIELDS = {
     "object_mass": len(C.CATEGORIES),
@@ -238,3 +243,149 @@ def test_compiled_models_are_private_copies():
     belt = a.geom(C.BELT_GEOM).id
     a.geom_surfacevel[belt, 1] = -5.0
     assert b.geom_surfacevel[belt, 1] == pytest.approx(-nominal().belt_speed)
+
+
+# ---------------------------------------------------------------------- sensing is part of the world
+def test_sim_simulates_sensor_noise_and_offset(make_env):
+    offset = (0.01, -0.02, 0.005)
+    env = make_env(SIM, world={"object_pos_noise": 0.004, "joint_pos_noise": 0.002, "object_pos_offset": offset})
+    base = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    errors, joint_errors = [], []
+    for _ in range(60):
+        obs, *_ = env.step(np.zeros(22, dtype=np.float32))
+        errors.append(obs["object_pos"].reshape(-1, 3) - base.scene.object_pos(base.data))
+        joint_errors.append(obs["arm_qpos"] - base.scene.arm_qpos(base.data))
+    errors = np.concatenate(errors)
+    np.testing.assert_allclose(errors.mean(axis=0), offset, atol=0.0015)
+    np.testing.assert_allclose(errors.std(axis=0), 0.004, rtol=0.2)
+    assert np.std(joint_errors) == pytest.approx(0.002, rel=0.2)
+
+
+def test_nominal_world_measures_truth(make_env):
+    env = make_env(SIM)
+    base = env.unwrapped
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.zeros(22, dtype=np.float32))
+    np.testing.assert_allclose(obs["object_pos"].reshape(-1, 3), base.scene.object_pos(base.data), atol=1e-6)
+
+
+def test_belt_fluctuation_is_a_world_parameter(make_env):
+    def belt_speeds(world):
+        env = make_env(SIM, world=world, num_objects=1)
+        env.reset(seed=4)
+        speeds = []
+        for _ in range(60):
+            env.step(np.zeros(22, dtype=np.float32))
+            speeds.append(-env.unwrapped.model.geom_surfacevel[env.unwrapped.scene.belt_geom, 1])
+        return np.array(speeds)
+
+    steady = belt_speeds({})
+    assert np.all(steady == nominal().belt_speed)
+    wobbly = belt_speeds({"belt_speed_fluctuation": 0.1, "belt_fluctuation_time": 0.5})
+    assert wobbly.std() > 0.002 and abs(wobbly.mean() - nominal().belt_speed) < 0.02
+
+
+# ---------------------------------------------------------------------- load_world and set_world
+def test_load_world_forms(tmp_path):
+    assert "nominal" in available_worlds()
+    assert load_world("nominal") == load_world() == load_world({}) == nominal()
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"name": "mine", "description": "a test world", "world": {"belt_speed": 0.05}}))
+    assert load_world(path).belt_speed == 0.05
+    assert load_world(str(path)) == load_world({"belt_speed": 0.05})
+    assert load_world(WorldParams(belt_speed=0.07)).belt_speed == 0.07
+    with pytest.raises(FileNotFoundError, match="nominal"):
+        load_world("no_such_world")
+    with pytest.raises(KeyError, match="belt_speed"):
+        load_world({"belt_sped": 0.1})
+    with pytest.raises(TypeError, match="preset name"):
+        load_world(3.5)
+
+
+def test_env_world_argument_accepts_every_form(tmp_path, make_env):
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"world": {"belt_speed": 0.05}}))
+    for world in ("nominal", str(path), {"belt_speed": 0.05}, WorldParams(belt_speed=0.05)):
+        env = make_env(SIM, world=world)
+        assert env.unwrapped.world_params == load_world(world)
+
+
+WORLD_CHANGES = [
+    {"belt_speed": 0.1, "object_friction": 0.5, "arm_damping": [3.0] * 7, "finger_kp": 2.5},  # in place
+    {"arm_armature": [0.2] * 7, "arm_kp": [3000.0] * 7, "arm_force_limit": [50.0] * 7, "object_mass": [0.3] * 3},
+    {"control_latency": 0.03},  # 0 -> 30 ms: a delay buffer appears (rebuild)
+    {"object_size_scale": 1.1},  # geometry (rebuild)
+    {"joint_pos_noise": 0.01, "belt_speed_fluctuation": 0.05},  # sensing and belt only: the model is untouched
+]
+
+
+@pytest.mark.parametrize("change", WORLD_CHANGES)
+def test_set_world_equals_a_fresh_env(change):
+    world = WorldParams.from_dict(change)
+    actions = random_actions(gym.make(SIM), 40, seed=9)
+    fresh = gym.make(SIM, world=world)
+    changed = gym.make(SIM)
+    true_trajectory(changed, 0, actions[:5])  # used before the change
+    changed.unwrapped.set_world(change)
+    assert changed.unwrapped.world_params == world
+    np.testing.assert_array_equal(true_trajectory(changed, 7, actions), true_trajectory(fresh, 7, actions))
+    obs_a, _ = fresh.reset(seed=3)
+    obs_b, _ = changed.reset(seed=3)
+    for k in obs_a:
+        np.testing.assert_array_equal(obs_a[k], obs_b[k])
+
+
+def test_set_world_latency_in_place_matches_a_fresh_env():
+    # 30 -> 29 ms keeps the delay buffer's length (15 physics steps): the in-place path writes the delay.
+    actions = random_actions(gym.make(SIM), 30, seed=1)
+    changed = gym.make(SIM, world={"control_latency": 0.03})
+    model_before = changed.unwrapped.model
+    changed.unwrapped.set_world({"control_latency": 0.029})
+    assert changed.unwrapped.model is model_before
+    fresh = gym.make(SIM, world={"control_latency": 0.029})
+    np.testing.assert_array_equal(true_trajectory(changed, 1, actions), true_trajectory(fresh, 1, actions))
+
+
+def test_reset_option_world(make_env):
+    env = make_env(SIM)
+    env.reset(seed=0, options={"world": {"belt_speed": 0.12}})
+    assert env.unwrapped.world_params.belt_speed == 0.12
+    with pytest.raises(ValueError, match="world"):
+        env.reset(seed=0, options={"wrld": {}})
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"belt_sped": 0.1}, KeyError),
+        ({"belt_speed": float("nan")}, ValueError),
+        ({"object_size_scale": 5.0}, ValueError),
+        ({"arm_kp": [1.0] * 6}, ValueError),
+        ({"finger_kp": "x"}, TypeError),
+    ],
+)
+def test_bad_set_world_leaves_the_env_unchanged(bad, error):
+    actions = random_actions(gym.make(SIM), 20, seed=2)
+    env = gym.make(SIM, world={"belt_speed": 0.09})
+    before = true_trajectory(env, 5, actions)
+    with pytest.raises(error, match=next(iter(bad)).rstrip("d") if error is KeyError else next(iter(bad))):
+        env.unwrapped.set_world(bad)
+    assert env.unwrapped.world_params == WorldParams(belt_speed=0.09)
+    np.testing.assert_array_equal(true_trajectory(env, 5, actions), before)
+
+
+# ---------------------------------------------------------------------- sensing and the compiled model
+def test_world_params_dataclass_is_frozen_and_hashable():
+    w = load_world({"object_pos_offset": [0.01, 0.0, -0.01]})
+    assert isinstance(w.object_pos_offset, tuple)
+    hash(w)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.belt_speed = 0.1  # type: ignore[misc]
+    assert w.sha256() == load_world(w.to_dict()).sha256() != nominal().sha256()
+
+
+def test_sensing_changes_share_one_compiled_model():
+    a = build_model(nominal(), 1)
+    b = build_model(WorldParams(joint_pos_noise=0.01, belt_speed_fluctuation=0.1), 1)
+    assert np.array_equal(a.dof_damping, b.dof_damping) and a.nq == b.nq
