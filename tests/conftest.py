@@ -156,3 +156,27 @@ def true_trajectory(env: gym.Env, seed: int, actions: list[np.ndarray]) -> np.nd
         env.step(a)
         poses.append(np.concatenate([base.scene.object_pos(base._data).ravel(), base.scene.arm_qpos(base._data)]))
     return np.array(poses)
+
+
+#: The smallest training settings that still exercise every stage (tests of ``r2s2r train`` on toy data).
+TINY_TRAIN: dict[str, int] = dict(
+    steps=6, batch_size=16, hidden_dim=32, layers=2, feature_dim=16, action_chunk=4, execute_steps=2
+)
+
+
+def policy_toy_data(root: Path) -> dict[str, Path]:
+    """Two synthetic datasets with PickSort's keys under ``root``: ``real`` (4 demos) and ``sim`` (10 demos)."""
+    from r2s2r_envs.datasets.toy import write_synthetic_dataset
+
+    paths = {"real": root / "real.hdf5", "sim": root / "sim.hdf5"}
+    write_synthetic_dataset(paths["real"], [12, 9, 15, 10], domain="real", seed=1)
+    write_synthetic_dataset(paths["sim"], [14, 8, 11, 13, 10, 9, 12, 10, 11, 9], domain="sim", seed=2)
+    return paths
+
+
+def tiny_train_config(data: dict[str, Path], out: Path, method: str = "flow", **kw: object):
+    """A ``TrainConfig`` on ``policy_toy_data`` with ``TINY_TRAIN`` settings (``kw`` overrides them)."""
+    from r2s2r_envs.policies.config import TrainConfig
+
+    settings = {"real": (str(data["real"]),), "sim": (str(data["sim"]),), **TINY_TRAIN, "progress": False, **kw}
+    return TrainConfig(method=method, real_fraction=settings.pop("real_fraction", 0.5), out=str(out), **settings)
