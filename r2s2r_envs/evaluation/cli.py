@@ -16,9 +16,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +30,7 @@ from r2s2r_envs.evaluation.panels import (
     evaluate_panel,
     get_panel,
 )
+from r2s2r_envs.evaluation.policy import ClassPolicy, PolicySpecError  # noqa: F401  (re-exported)
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
     EnvArgumentError,
@@ -48,122 +46,8 @@ from r2s2r_envs.evaluation.protocol import (
 from r2s2r_envs.evaluation.splits import SPLITS, STANDARD
 from r2s2r_envs.evaluation.tracks import TRACKS, get_track
 from r2s2r_envs.paths import check_output_file
+from r2s2r_envs.policies.policy_spec import DirectoryPolicy, resolve_policy_spec  # noqa: F401  (re-exported)
 from r2s2r_envs.workers import WorkerDiedError
-
-
-class PolicySpecError(PolicyError, ValueError):
-    """A ``--policy`` that names no policy directory and no importable ``module:factory`` (a ``PolicyError``, so
-    the protocol passes it on as it is)."""
-
-
-class DirectoryPolicy:
-    """Factory ``f(env) -> Policy`` for a ``r2s2r train --out DIR`` checkpoint (``r2s2r_envs.policies.load_policy``).
-
-    Picklable (it holds only the path), so each worker process loads its own copy; ``threads`` caps torch's
-    intra-op threads there, so parallel workers do not oversubscribe the cores. ``settings`` are passed to
-    ``load_policy`` (``execute_steps``, ``temporal_ensemble``).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], threads: int | None = None, **settings: Any) -> None:
-        self.path = os.fspath(path)
-        self.threads = threads
-        self.settings = settings
-
-    def __call__(self, env: Any) -> Any:
-        try:
-            from r2s2r_envs.policies import load_policy
-        except ImportError as e:
-            raise PolicySpecError(
-                f"cannot load the policy directory {self.path}: r2s2r_envs.policies.load_policy is not available "
-                f"({e}); install the torch extra (pip install 'r2s2r_envs[torch]')"
-            ) from e
-        try:
-            policy = load_policy(self.path, **self.settings)
-        except (FileNotFoundError, ImportError, ValueError) as e:  # CheckpointError is a ValueError
-            raise PolicySpecError(f"cannot load the policy directory {self.path}: {e}") from e
-        if self.threads is not None and "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(self.threads)
-        return policy
-
-
-def resolve_policy_spec(spec: str, *, threads: int | None = None, **settings: Any) -> Any:
-    """What ``--policy`` names: a checkpoint directory (a :class:`DirectoryPolicy`), ``zoo:NAME`` (a reference
-    checkpoint shipped with the package) or ``module:attribute``.
-
-    ``module:attribute`` (or ``path/to/file.py:attribute``) is imported (the current directory, or the file's
-    folder, first on ``sys.path``, as ``python -m`` does) and
-    may be a factory ``f(env) -> Policy``, a policy class (:class:`ClassPolicy`) or a policy object. ``settings``
-    (execution settings of a checkpoint: ``execute_steps``, ``temporal_ensemble``) apply to checkpoints only.
-
-    Raises:
-        PolicySpecError: neither an existing directory nor an importable ``module:attribute``, or an attribute that
-            is neither callable nor a policy.
-    """
-    if spec.startswith("zoo:"):  # a reference checkpoint that ships with the package
-        from r2s2r_envs.policies.zoo import ZooError, resolve_checkpoint
-
-        try:
-            return DirectoryPolicy(resolve_checkpoint(spec), threads=threads, **settings)
-        except ZooError as e:
-            raise PolicySpecError(f"--policy {spec!r}: {e}") from e
-    path = Path(spec)
-    if path.is_dir():
-        return DirectoryPolicy(path, threads=threads, **settings)
-    if settings:
-        raise PolicySpecError(f"--policy {spec!r}: {sorted(settings)} apply to a checkpoint (a directory or zoo:NAME)")
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise PolicySpecError(
-            f"--policy {spec!r} is neither a policy directory (r2s2r train --out DIR) nor module:factory "
-            "(e.g. my_policies:make_policy, a function f(env) -> Policy)"
-        )
-    search_dir = os.getcwd()
-    if module_name.endswith(".py"):  # a file: its folder goes on sys.path, so worker processes import it too
-        file = Path(module_name)
-        if not file.is_file():
-            raise PolicySpecError(f"--policy {spec!r}: no such file {module_name!r}")
-        search_dir, module_name = str(file.resolve().parent), file.stem
-    if search_dir not in sys.path:
-        sys.path.insert(0, search_dir)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise PolicySpecError(f"--policy {spec!r}: cannot import module {module_name!r} ({e})") from e
-    target: Any = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            public = sorted(n for n in dir(module) if not n.startswith("_"))
-            raise PolicySpecError(f"--policy {spec!r}: module {module_name!r} has no {attribute!r}; it has {public}")
-        target = getattr(target, part)
-    if isinstance(target, type):
-        return ClassPolicy(target)
-    if not callable(target) and not (hasattr(target, "reset") and hasattr(target, "act")):
-        raise PolicySpecError(
-            f"--policy {spec!r} names a {type(target).__name__}; it must name a factory f(env) -> Policy, a policy "
-            "class or a policy object (with methods reset(seed) and act(obs))"
-        )
-    return target
-
-
-class ClassPolicy:
-    """Factory for a policy class named by ``--policy module:Class``: ``Class()``, or ``Class(env)`` when its
-    constructor needs an argument.  Picklable (the class is pickled by reference)."""
-
-    def __init__(self, cls: type) -> None:
-        self.cls = cls
-        # Messages about this factory name the class it makes.
-        self.__module__, self.__qualname__ = cls.__module__, cls.__qualname__
-
-    def __call__(self, env: Any) -> Any:
-        try:
-            required: list[inspect.Parameter | None] = [
-                p
-                for p in inspect.signature(self.cls).parameters.values()
-                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ]
-        except (TypeError, ValueError):  # no signature to read (a builtin): pass the env
-            required = [None]
-        return self.cls(env) if required else self.cls()
 
 
 def _format_summary(result: EvaluationResult) -> str:

@@ -1,14 +1,20 @@
 """What the evaluation protocol runs: the :class:`Policy` interface, how a policy or factory becomes the policy of an
-env (:func:`resolve_policy`), the opt-in sensors it asks for, and which of its actions the env cannot take.
+env (:func:`resolve_policy`), the opt-in sensors it asks for, and which of its actions the env cannot take; and a
+policy named by ``module:factory`` (:func:`import_policy`).
 
 The protocol itself is :mod:`r2s2r_envs.evaluation.protocol` (docs/protocol.md); a policy spec of ``r2s2r evaluate``
 (a checkpoint directory, ``zoo:NAME`` or ``module:factory``) becomes a policy or factory in
-:mod:`r2s2r_envs.evaluation.cli`.
+:func:`r2s2r_envs.policies.policy_spec.resolve_policy_spec`, which knows the checkpoints.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import os
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -18,6 +24,11 @@ import numpy as np
 class PolicyError(TypeError):
     """A policy the protocol cannot run: not a Policy and not callable, or a factory that raised or returned
     something that is not a Policy; the message names the factory and what went wrong."""
+
+
+class PolicySpecError(PolicyError, ValueError):
+    """A policy spec (``--policy``) that names no policy directory and no importable ``module:factory`` (a
+    ``PolicyError``, so the protocol passes it on as it is)."""
 
 
 @runtime_checkable
@@ -137,3 +148,69 @@ def action_problem(action: Any, shape: tuple[int, ...]) -> str | None:
     if bad.size:
         return f"the action has NaN/inf at indices {bad[:8].tolist()}{' ...' if bad.size > 8 else ''}"
     return None
+
+
+def import_policy(spec: str) -> Any:
+    """What ``module:attribute`` (or ``path/to/file.py:attribute``) names: a factory ``f(env) -> Policy``, a policy
+    class (as a :class:`ClassPolicy`) or a policy object.
+
+    The module is imported with the current directory, or the file's folder, first on ``sys.path`` (as
+    ``python -m`` does), so worker processes import it too.
+
+    Raises:
+        PolicySpecError: not of the form ``module:attribute``, a module that cannot be imported, no such attribute,
+            or an attribute that is neither callable nor a policy.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise PolicySpecError(
+            f"--policy {spec!r} is neither a policy directory (r2s2r train --out DIR) nor module:factory "
+            "(e.g. my_policies:make_policy, a function f(env) -> Policy)"
+        )
+    search_dir = os.getcwd()
+    if module_name.endswith(".py"):  # a file: its folder goes on sys.path, so worker processes import it too
+        file = Path(module_name)
+        if not file.is_file():
+            raise PolicySpecError(f"--policy {spec!r}: no such file {module_name!r}")
+        search_dir, module_name = str(file.resolve().parent), file.stem
+    if search_dir not in sys.path:
+        sys.path.insert(0, search_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise PolicySpecError(f"--policy {spec!r}: cannot import module {module_name!r} ({e})") from e
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_"))
+            raise PolicySpecError(f"--policy {spec!r}: module {module_name!r} has no {attribute!r}; it has {public}")
+        target = getattr(target, part)
+    if isinstance(target, type):
+        return ClassPolicy(target)
+    if not callable(target) and not (hasattr(target, "reset") and hasattr(target, "act")):
+        raise PolicySpecError(
+            f"--policy {spec!r} names a {type(target).__name__}; it must name a factory f(env) -> Policy, a policy "
+            "class or a policy object (with methods reset(seed) and act(obs))"
+        )
+    return target
+
+
+class ClassPolicy:
+    """Factory for a policy class named by ``--policy module:Class``: ``Class()``, or ``Class(env)`` when its
+    constructor needs an argument.  Picklable (the class is pickled by reference)."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        # Messages about this factory name the class it makes.
+        self.__module__, self.__qualname__ = cls.__module__, cls.__qualname__
+
+    def __call__(self, env: Any) -> Any:
+        try:
+            required: list[inspect.Parameter | None] = [
+                p
+                for p in inspect.signature(self.cls).parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        except (TypeError, ValueError):  # no signature to read (a builtin): pass the env
+            required = [None]
+        return self.cls(env) if required else self.cls()
