@@ -1,4 +1,6 @@
-"""The lab (``PickSort-Real-v0``): config loading, overrides, errors, hidden parameters, and the gap to nominal."""
+"""The lab (``PickSort-Real-v0``): config loading, overrides, errors, hidden parameters, and the gap to nominal;
+the shipped ``v3`` lab: its cameras, late commands, finger backlash and contact, and the config sections that
+hold them."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from conftest import random_actions
 
 import r2s2r_envs.lab.config
 from r2s2r_envs.lab import LabConfig, UnmodeledEffects, available_labs, load_lab
-from r2s2r_envs.world.params import WorldParams, nominal
+from r2s2r_envs.lab.config import LabContact, LabPerception
+from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
 
 REAL = "PickSort-Real-v0"
+GROUNDING = "r2s2r_envs/grounding/groundings/default.json"
 
 
 def _walk_keys(obj):
@@ -309,3 +313,133 @@ def test_objects_vary_from_piece_to_piece(make_env):
     cats = obs["object_category"].reshape(8, 3).argmax(axis=1)
     for i, c in enumerate(cats):
         assert base._model.body_mass[base.scene.object_body[i]] == pytest.approx(load_lab().world.object_mass[c])
+
+
+# ---------------------------------------------------------------------- the v3 lab and its sections
+class _Fixed:
+    """A stand-in random stream: ``random()`` returns the given values in turn."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0)
+
+
+def test_v3_is_shipped_with_every_structural_section():
+    lab = load_lab("v3")
+    assert lab.name == "v3"
+    assert len(lab.perception.cameras) == 2 and lab.perception.delay_jitter > 0
+    assert lab.contact != LabContact()
+    assert lab.effects.late_command_probability > 0 and lab.effects.finger_backlash > 0
+    assert all(getattr(lab.world, f) != 0 for f in PERCEPTION_FIELDS if f != "object_pos_rotation")
+    assert load_lab(lab.to_dict()) == lab  # the canonical form round-trips
+
+
+def test_default_lab_keeps_the_hash_its_grounding_names():
+    # The sections and effects added for v3 are written only when on: the v2 lab is the lab it was.
+    lab = load_lab("default")
+    assert lab.perception == LabPerception() and lab.contact == LabContact()
+    assert not {"perception", "contact"} & set(lab.to_dict())
+    with open(GROUNDING) as f:
+        assert json.load(f)["provenance"]["lab"]["config_sha256"] == lab.sha256()
+
+
+@pytest.mark.parametrize(
+    "patch,match",
+    [
+        ({"perception": {"cameras": [{"name": "c", "position": [0, 0, 1], "tilt": 1}]}}, "unknown key.*tilt"),
+        ({"perception": {"cameras": [{"position": [0, 0, 1]}]}}, "missing key.*name"),
+        (
+            {"perception": {"cameras": [{"name": "c", "position": [0, 0, 1], "rotation_error": [0, 0, 0.2]}]}},
+            "rotation_error",
+        ),
+        ({"perception": {"delay_jitter": 0.5}}, "delay_jitter"),
+        ({"perception": {"exposure": 1}}, "unknown lab perception key"),
+        ({"contact": {"object_timeconst": 0.001}}, "object_timeconst"),
+        ({"contact": {"cone": "pyramidal"}}, "unknown lab contact key"),
+        ({"effects": {"late_command_probability": 0.9}}, "late_command_probability"),
+        ({"world": {"perception_delay": 2.0}}, "perception_delay"),
+    ],
+)
+def test_bad_new_sections_are_refused_naming_the_field(patch, match):
+    with pytest.raises((KeyError, TypeError, ValueError), match=match):
+        load_lab(patch)
+
+
+def test_contact_and_cameras_reach_the_lab_env():
+    env = gym.make(REAL, lab="v3")
+    try:
+        base = env.unwrapped
+        geoms = base.scene.object_geoms.reshape(-1)
+        assert np.all(base._model.geom_condim[geoms] == 6)
+        assert np.allclose(base._model.geom_solref[geoms, 0], load_lab("v3").contact.object_timeconst)
+        assert base._perception is not None and base._perception.num_cameras == 2
+    finally:
+        env.close()
+
+
+def test_a_late_command_holds_the_last_one_then_comes_with_the_next():
+    env = gym.make(REAL, lab={"effects": {"late_command_probability": 0.2}})
+    try:
+        base = env.unwrapped
+        env.reset(seed=0)
+        first, second, third = (np.full(base.action_space.shape, v, dtype=np.float64) for v in (0.1, 0.3, 0.5))
+        base._effects_rng = _Fixed(0.9, 0.0, 0.9)  # on time, late, on time
+        assert np.array_equal(base._late_command(first), first)
+        held = base._late_command(second)
+        assert np.all(held[:6] == 0.0) and np.array_equal(held[6:], first[6:])  # no new step, last fingers
+        joined = base._late_command(third)
+        assert np.allclose(joined[:6], 0.8) and np.array_equal(joined[6:], third[6:])  # the late step comes too
+    finally:
+        env.close()
+
+
+def test_finger_backlash_ignores_a_reversal_within_the_band():
+    env = gym.make(REAL, lab={"effects": {"finger_backlash": 0.05}})
+    try:
+        base = env.unwrapped
+        env.reset(seed=0)
+        close = np.zeros(base.action_space.shape)
+        close[6:] = 0.5
+        env.step(close)
+        executed = base._ctrl[base.scene.hand_u].copy()
+        close[6:] = 0.48  # a small reversal: inside the dead band for every joint
+        env.step(close)
+        assert np.array_equal(base._ctrl[base.scene.hand_u], executed)
+    finally:
+        env.close()
+
+
+def test_a_policy_trained_with_visibility_asks_for_it_and_is_evaluated_with_it(tmp_path):
+    """Lab demos recorded with ``object_visible`` train a ``task`` policy that reads it; the protocol then makes
+    the lab with that sensor (and records it). Data without the key beside it: the run warns and goes without."""
+    pytest.importorskip("torch")
+    from r2s2r_envs.datasets.generate import generate
+    from r2s2r_envs.evaluation.protocol import evaluate
+    from r2s2r_envs.policies import load_policy
+    from r2s2r_envs.policies.config import TrainConfig
+    from r2s2r_envs.policies.train import train
+
+    small = {"num_objects": 1, "episode_steps": 30, "lab": "v3"}
+    real, sim = tmp_path / "lab.hdf5", tmp_path / "sim.hdf5"
+    generate(REAL, 3, real, seed=5, progress=False, env_kwargs={**small, "sensors": ["object_visible"]})
+    generate(
+        "PickSort-Ungrounded-v0", 3, sim, seed=5, progress=False, env_kwargs={"num_objects": 1, "episode_steps": 30}
+    )
+    tiny = dict(steps=4, batch_size=8, hidden_dim=16, layers=2, feature_dim=8, action_chunk=4, execute_steps=2)
+    base = dict(method="bc", features="task", demos="all", val_fraction=0.0, progress=False, **tiny)
+    result = train(TrainConfig(real=(str(real),), real_fraction=1.0, out=str(tmp_path / "p"), **base))
+    policy = load_policy(result.out)
+    assert policy.sensors == ("object_visible",) and "object_visible" in policy.pipeline.obs_keys
+    assert policy.pipeline.stage.visibility
+
+    evaluated = evaluate(REAL, policy, episodes=2, conditions="nominal", split="dev", env_kwargs=small, progress=False)
+    assert evaluated.env_kwargs["sensors"] == ["object_visible"]
+    assert len(evaluated.records) == 2
+
+    with pytest.warns(UserWarning, match=r"object_visible only when every dataset has it.*sim\.hdf5"):
+        mixed = train(
+            TrainConfig(real=(str(real),), sim=(str(sim),), real_fraction=0.5, out=str(tmp_path / "q"), **base)
+        )
+    assert load_policy(mixed.out).sensors == ()

@@ -345,3 +345,40 @@ def test_practice_in_very_short_episodes_keeps_the_habits():
     teleop = make_demonstrator(env)
     assert teleop.calibration.practice_episodes == 2
     assert teleop.calibration.lag_steps == Calibration().lag_steps  # too short to measure a lag
+
+
+# ---------------------------------------------------------------------- a hand that hides what it holds (lab v3)
+def test_operator_tells_a_held_estimate_without_the_visibility_key():
+    env = gym.make("PickSort-Real-v0", lab="v3")
+    try:
+        operator = Teleoperator(env, calibration=Calibration(lag_steps=3))  # no practice needed here
+        obs, _ = env.reset(seed=1)
+        meas = obs["object_pos"].reshape(-1, 3).astype(float)
+        assert operator._visibility(obs, meas).all()
+        again = operator._visibility(obs, meas.copy())  # the same estimate again: the estimator holds it
+        assert not again.any()
+        with_key = {**obs, "object_visible": np.array([1.0, 0.0, 1.0], dtype=np.float32)}
+        assert operator._visibility(with_key, meas).tolist() == [True, False, True]
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_operator_sorts_in_v3():
+    # Practice and a few episodes in the lab whose hand hides what it holds: the operator keeps sorting.
+    env = gym.make("PickSort-Real-v0", lab="v3")
+    try:
+        operator = Teleoperator(env)
+        sorted_objects = 0
+        for seed in range(3):
+            obs, _ = env.reset(seed=seed)
+            operator.reset(seed=seed)
+            done = False
+            while not done:
+                obs, _, terminated, truncated, info = env.step(operator.act(obs))
+                done = terminated or truncated
+            sorted_objects += info["object_outcomes"].count("sorted")
+        assert sorted_objects >= 5  # of 9
+        assert isinstance(operator.calibration.lag_steps, int)
+    finally:
+        env.close()
