@@ -64,7 +64,7 @@ def test_the_standard_panel_is_the_default_lab_and_the_first_four_draws():
 def test_an_unknown_panel_is_refused_listing_the_panels(capsys):
     with pytest.raises(PanelError, match=r"unknown lab panel 'nope'; panels: \['standard'\]"):
         get_panel("nope")
-    assert main(["evaluate", "--policy", "tests/test_panel.py:ZeroPolicy", "--env", LAB, "--panel", "nope"]) == 2
+    assert main(["evaluate", "--policy", "tests/test_panels.py:ZeroPolicy", "--env", LAB, "--panel", "nope"]) == 2
     assert "unknown lab panel 'nope'" in capsys.readouterr().err
 
 
@@ -77,7 +77,7 @@ def test_an_unknown_panel_is_refused_listing_the_panels(capsys):
     ],
 )
 def test_a_panel_with_a_simulator_a_lab_or_a_video_is_refused(extra, message, capsys):
-    assert main(["evaluate", "--policy", "tests/test_panel.py:ZeroPolicy", *extra]) == 2
+    assert main(["evaluate", "--policy", "tests/test_panels.py:ZeroPolicy", *extra]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -91,7 +91,7 @@ def test_evaluate_panel_refuses_a_lab_beside_the_panel():
 # ---------------------------------------------------------------------- end to end
 def test_evaluate_panel_writes_one_result_per_lab_that_the_leaderboard_reads(tmp_path, capsys):
     out = tmp_path / "panel"
-    argv = ["evaluate", "--policy", "tests/test_panel.py:ZeroPolicy", "--env", LAB, "--panel", "--split", "dev"]
+    argv = ["evaluate", "--policy", "tests/test_panels.py:ZeroPolicy", "--env", LAB, "--panel", "--split", "dev"]
     argv += ["--conditions", "nominal=1", "--num-objects", "1", "--episode-steps", "20", "--no-progress"]
     assert main([*argv, "--out", str(out)]) == 0
     files = sorted(out.glob("*.json"))
