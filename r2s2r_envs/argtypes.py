@@ -1,9 +1,11 @@
-"""What the ``r2s2r`` subcommands share: argument types (argparse ``type=`` callables) and exit codes."""
+"""What the ``r2s2r`` subcommands share: argument types (argparse ``type=`` callables), exit codes and the usage
+error, with the one way every command reports an error."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 #: Exit codes of every ``r2s2r`` subcommand: done; the command ran but failed (or, for ``course check``, the answer
@@ -12,6 +14,23 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    """Bad usage or input of a command, found before any work (an option the env does not take, a lab or grounding
+    that does not load): every ``r2s2r`` command reports it as ``r2s2r COMMAND: error: MESSAGE`` with exit code
+    :data:`EXIT_USAGE`, the message naming what was wrong and what is accepted."""
+
+
+def report_error(command: str, error: BaseException | str, code: int = EXIT_ERROR) -> int:
+    """Prints ``error`` as every ``r2s2r`` command reports one, ``r2s2r COMMAND: error: MESSAGE`` on stderr, and
+    returns ``code`` (:data:`EXIT_USAGE` for bad input found before any work, :data:`EXIT_ERROR` for a failed run).
+
+    A ``KeyError`` prints its message, not its quoted repr.
+    """
+    message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    print(f"r2s2r {command}: error: {message}", file=sys.stderr)
+    return code
 
 
 def positive_int(text: str) -> int:

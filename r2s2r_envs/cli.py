@@ -25,13 +25,23 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
 import r2s2r_envs  # registers the envs and demonstrators
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.argtypes import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    non_negative_int,
+    positive_int,
+    report_error,
+)
+from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
+from r2s2r_envs.env_cli import check_grounding as check_grounding  # re-exported: what every --grounding accepts
+from r2s2r_envs.env_cli import check_lab as check_lab  # re-exported: what every --lab accepts
 from r2s2r_envs.evaluation import protocol
 from r2s2r_envs.evaluation.protocol import (
     EVALUATION_BASE_SEED,
@@ -54,45 +64,6 @@ LAB_ENV_ID = "PickSort-Real-v0"
 def registered_env_ids() -> list[str]:
     """Every PickSort id in Gymnasium's registry (the shipped ones plus any registered later)."""
     return protocol.picksort_env_ids()
-
-
-class UsageError(ValueError):
-    """A bad command-line choice (a lab or grounding the env does not take); reported without a traceback."""
-
-
-def shipped_labs() -> list[str]:
-    """Names of the labs shipped with the package (``r2s2r_envs.lab.available_labs()``)."""
-    from r2s2r_envs.lab import available_labs
-
-    return available_labs()
-
-
-def check_lab(env_id: str, lab: str) -> None:
-    """Raise ``UsageError`` unless ``env_id`` is the lab env and ``lab`` a shipped lab name or a JSON file."""
-    if env_id != LAB_ENV_ID:
-        raise UsageError(
-            f"--lab selects the lab of {LAB_ENV_ID}; {env_id} is a simulator whose physics come from "
-            "its world, not from a lab"
-        )
-    if lab not in shipped_labs() and not Path(lab).is_file():
-        raise UsageError(
-            f"unknown lab {lab!r}: expected a shipped lab name {shipped_labs()} or the path of a lab JSON file"
-        )
-
-
-def check_grounding(env_id: str, grounding: str) -> None:
-    """Raise ``UsageError`` unless ``env_id`` takes a grounding file and ``grounding`` names a loadable one."""
-    takes = sorted(k for k in registered_env_ids() if "grounding" in gym.spec(k).kwargs)
-    if "grounding" not in gym.spec(env_id).kwargs:
-        raise UsageError(
-            f"--grounding selects the grounding file of a world-grounded env {takes}; {env_id} does not take one"
-        )
-    from r2s2r_envs.grounding.result import GroundingFileError, load_grounding
-
-    try:
-        load_grounding(grounding)
-    except (FileNotFoundError, GroundingFileError) as e:
-        raise UsageError(str(e)) from e
 
 
 def default_episode_steps(env_id: str) -> int:
@@ -218,12 +189,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if args.video is not None:
             check_output_file(args.video, option="--video", suffix=".mp4")
         check_env_id(args.env)  # a non-PickSort Gymnasium id has no demonstrator either
-        if args.lab is not None:
-            check_lab(args.env, args.lab)
-            env_kwargs["lab"] = args.lab
-        if args.grounding is not None:
-            check_grounding(args.env, args.grounding)
-            env_kwargs["grounding"] = args.grounding
+        env_kwargs = env_source_kwargs(args.env, env_kwargs, lab=args.lab, grounding=args.grounding)
         from r2s2r_envs.behavior import make_demonstrator
 
         result = evaluate(
@@ -307,20 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T",
         help="time limit of an episode in control steps (default: the env's, 500)",
     )
-    demo.add_argument(
-        "--lab",
-        default=None,
-        metavar="LAB",
-        help=f"the lab of {LAB_ENV_ID}: a shipped lab name (default: 'default'; a wrong name lists "
-        "them) or the path of a lab JSON file",
-    )
-    demo.add_argument(
-        "--grounding",
-        default=None,
-        metavar="FILE",
-        help="the grounding of a world-grounded env (PickSort-WorldGrounded-v0): a shipped name (default: "
-        "'default', the default lab's) or a grounding file written by `r2s2r sysid --out FILE`",
-    )
+    add_env_source_options(demo)
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     demo.add_argument(
         "--workers",
@@ -373,9 +326,11 @@ def _add_module_subcommands(sub: argparse._SubParsersAction) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``r2s2r``; returns the exit code (0 ok, 1 error, 2 usage error).
 
-    A ``ValueError``, ``TypeError``, ``KeyError`` or ``OSError`` that a subcommand did not report itself is printed
-    as one line (``r2s2r COMMAND: error: ...``, exit code 1), and so is a missing module of an extra, with the
-    command that installs the extra (:mod:`r2s2r_envs.extras`); with ``R2S2R_TRACEBACK=1`` it is raised instead.
+    A :class:`~r2s2r_envs.argtypes.UsageError` that a subcommand did not report itself is printed as
+    ``r2s2r COMMAND: error: ...`` with exit code 2.  A ``ValueError``, ``TypeError``, ``KeyError`` or ``OSError``
+    that a subcommand did not report itself is printed as one line (``r2s2r COMMAND: error: ...``, exit code 1),
+    and so is a missing module of an extra, with the command that installs the extra (:mod:`r2s2r_envs.extras`);
+    with ``R2S2R_TRACEBACK=1`` it is raised instead.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -396,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = str(e) if isinstance(e, MissingExtraError) else f"{e}; {install_hint(extra)}"
         print(f"r2s2r {args.command}: error: {text} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
         return EXIT_ERROR
+    except UsageError as e:  # bad input a handler left to the shell: reported as every command reports it
+        return report_error(args.command, e, EXIT_USAGE)
     except (ValueError, TypeError, KeyError, OSError) as e:
         # The last resort for bad input a handler did not catch: one line, not a traceback (TRACEBACK_ENV shows it).
         if os.environ.get(TRACEBACK_ENV):

@@ -353,3 +353,71 @@ def test_demo_all_refuses_single_env_options(capsys):
     assert cli.main(["demo", "--env", "all", "--lab", "default", "--episodes", "1"]) == 2
     err = capsys.readouterr().err
     assert "--lab" in err and "--env all" in err
+
+
+# ---------------------------------------------------------------------- --lab and --grounding: one helper
+def test_env_source_kwargs_accepts_what_the_envs_take(tmp_path):
+    from r2s2r_envs.env_cli import env_source_kwargs
+
+    lab = lab_file(tmp_path, "helper_lab")
+    for value in ("default", lab, "draw:3"):
+        assert env_source_kwargs("PickSort-Real-v0", {"num_objects": 1}, lab=value) == {"num_objects": 1, "lab": value}
+    assert env_source_kwargs("PickSort-WorldGrounded-v0", grounding="default") == {"grounding": "default"}
+    assert env_source_kwargs("PickSort-Ungrounded-v0", {"num_objects": 2}) == {"num_objects": 2}
+
+
+@pytest.mark.parametrize(
+    "env_id, options, message",
+    [
+        ("PickSort-Ungrounded-v0", {"lab": "default"}, "--lab applies to the envs that take a lab ['PickSort-Real-"),
+        ("PickSort-Real-v0", {"grounding": "default"}, "; PickSort-Real-v0 does not take one"),
+        ("PickSort-Real-v0", {"lab": "no-such-lab"}, "--lab 'no-such-lab': no such lab; expected a shipped lab name"),
+        ("PickSort-Real-v0", {"lab": "draw:x"}, "--lab 'draw:x': "),
+        ("PickSort-WorldGrounded-v0", {"grounding": "nope.json"}, "no such grounding; expected a shipped grounding"),
+    ],
+)
+def test_env_source_kwargs_names_what_was_wrong_and_what_is_accepted(env_id, options, message):
+    from r2s2r_envs.argtypes import UsageError
+    from r2s2r_envs.env_cli import env_source_kwargs
+
+    with pytest.raises(UsageError) as err:
+        env_source_kwargs(env_id, **options)
+    assert message in str(err.value)
+
+
+def test_env_source_kwargs_refuses_an_option_set_twice():
+    from r2s2r_envs.argtypes import UsageError
+    from r2s2r_envs.env_cli import env_source_kwargs
+
+    with pytest.raises(UsageError, match="--lab and --env-kwargs both set 'lab': give it once"):
+        env_source_kwargs("PickSort-Real-v0", {"lab": "default"}, lab="default")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--env", "PickSort-Real-v0", "--lab", "no-such-lab"],
+        ["evaluate", "--policy", "r2s2r_envs.behavior:make_demonstrator", "--env", "PickSort-Real-v0", "--lab", "nope"],
+        ["evaluate", "--policy", "x:y", "--env", "PickSort-Ungrounded-v0", "--grounding", "default"],
+        ["generate", "PickSort-Real-v0", "--episodes", "1", "--out", "{tmp}/x.hdf5", "--lab", "no-such-lab"],
+        ["generate", "PickSort-Ungrounded-v0", "--episodes", "1", "--out", "{tmp}/x.hdf5", "--lab", "default"],
+        ["tune-planner", "--env", "PickSort-Ungrounded-v0", "--grounding", "default", "--episodes", "1"],
+    ],
+)
+def test_every_command_reports_a_bad_lab_or_grounding_alike(argv, tmp_path, capsys):
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"r2s2r {argv[0]}: error: --") and err.count("\n") == 1
+    assert "--lab" in err or "--grounding" in err
+    assert not (tmp_path / "x.hdf5").exists()
+
+
+def test_an_unreported_usage_error_exits_2(monkeypatch, capsys):
+    from r2s2r_envs.argtypes import UsageError
+
+    def fail(args):
+        raise UsageError("--x 'y': no such thing; expected a z")
+
+    monkeypatch.setattr(cli, "_cmd_envs", fail)
+    assert cli.main(["envs"]) == 2
+    assert capsys.readouterr().err == "r2s2r envs: error: --x 'y': no such thing; expected a z\n"

@@ -410,7 +410,7 @@ def test_cli_evaluates_a_policy_directory(tmp_path, monkeypatch, capsys):
         (["--policy", "no_such_module:f"], "cannot import module 'no_such_module'"),
         (["--policy", "test_evaluate_cli:nothing"], "has no 'nothing'"),
         (["--policy", "just-a-word"], "neither a policy directory"),
-        (["--policy", "test_evaluate_cli:make_zero", "--lab", "default"], "--lab selects the lab"),
+        (["--policy", "test_evaluate_cli:make_zero", "--lab", "default"], "--lab applies to the envs that take a lab"),
         (["--policy", "test_evaluate_cli:make_zero", "--env", "PickSort-Nope-v0"], "registered PickSort ids"),
     ],
 )

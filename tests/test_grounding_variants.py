@@ -360,12 +360,12 @@ def test_generate_takes_lab_and_grounding_options(capsys, tmp_path, grounding_fi
     with open_dataset(out) as f:
         assert f.provenance["world"]["lab"]["name"] == "cli-lab"
     capsys.readouterr()
-    # Options that do not apply, or given twice, are refused before anything runs.
+    # Options that do not apply, or given twice, are refused before anything runs: usage errors, exit code 2.
     argv = [*base[:1], "PickSort-Ungrounded-v0", *base[1:], "--grounding", str(grounding_file)]
-    assert cli.main([*argv, "--out", str(tmp_path / "x.hdf5")]) == 1
+    assert cli.main([*argv, "--out", str(tmp_path / "x.hdf5")]) == 2
     assert "--grounding applies to the envs that take a grounding" in capsys.readouterr().err
     argv = ["generate", "PickSort-Real-v0", "--episodes", "1", "--env-kwargs", '{"lab": "default"}', "--lab", "x"]
-    assert cli.main([*argv, "--out", str(tmp_path / "y.hdf5")]) == 1
+    assert cli.main([*argv, "--out", str(tmp_path / "y.hdf5")]) == 2
     assert "both set 'lab'" in capsys.readouterr().err
     assert not (tmp_path / "x.hdf5").exists() and not (tmp_path / "y.hdf5").exists()
 

@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, json_object
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, json_object
 from r2s2r_envs.datasets.schema import DatasetError
+from r2s2r_envs.env_cli import ENV_SOURCE_OPTIONS, add_env_source_options, env_source_kwargs, envs_taking
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +51,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     gen.add_argument(
         "--env-kwargs", type=json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
     )
-    _add_env_source_options(gen)
+    add_env_source_options(gen)
     gen.add_argument(
         "--episode-steps",
         "--max-episode-steps",
@@ -116,7 +117,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
     )
     make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
-    _add_env_source_options(make, datasets=True)
+    add_env_source_options(
+        make,
+        which="of the datasets whose env takes one",
+        note="; the datasets are built as '<name>+<LAB or FILE stem>.hdf5', unpinned (the spec's hashes are the "
+        "shipped ones')",
+    )
     make.add_argument("--update-spec", action="store_true", help="write missing hashes into the spec (a checkout's)")
     make.add_argument(
         "--rebuild-stale",
@@ -177,7 +183,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from r2s2r_envs.datasets.generate import GenerationError, generate
 
     try:
-        env_kwargs = with_env_sources(args.env_id, args.env_kwargs, lab=args.lab, grounding=args.grounding)
+        env_kwargs = env_source_kwargs(args.env_id, args.env_kwargs, lab=args.lab, grounding=args.grounding)
         result = generate(
             args.env_id,
             args.episodes,
@@ -196,6 +202,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=not args.no_progress,
         )
+    except UsageError as exc:
+        return _fail(exc, args, EXIT_USAGE)
     except (DatasetError, GenerationError, ValueError, FileExistsError, FileNotFoundError) as exc:
         return _fail(exc, args)
     if result.interrupted:
@@ -408,57 +416,6 @@ def cmd_datasets_export(args: argparse.Namespace) -> int:
 
 # -- --lab and --grounding -------------------------------------------------------------------------
 
-#: Env arguments that choose where an env's physics come from, and the command-line option of each.
-ENV_SOURCE_OPTIONS = {"lab": "--lab", "grounding": "--grounding"}
-
-
-def _add_env_source_options(parser: argparse.ArgumentParser, datasets: bool = False) -> None:
-    which = " of the datasets whose env takes one" if datasets else ""
-    note = (
-        "; the datasets are built as '<name>+<LAB or FILE stem>.hdf5', unpinned (the spec's hashes are the shipped "
-        "ones')"
-        if datasets
-        else ""
-    )
-    parser.add_argument(
-        "--lab",
-        default=None,
-        metavar="LAB",
-        help=f"the lab{which} (PickSort-Real-v0): a shipped lab name or a lab JSON file{note}",
-    )
-    parser.add_argument(
-        "--grounding",
-        default=None,
-        metavar="FILE",
-        help=f"the grounding{which} (PickSort-WorldGrounded-v0): a shipped name or a grounding file written by "
-        f"`r2s2r sysid --out FILE`{note}",
-    )
-
-
-def with_env_sources(
-    env_id: str, env_kwargs: dict[str, Any], *, lab: str | None = None, grounding: str | None = None
-) -> dict[str, Any]:
-    """``env_kwargs`` plus ``lab`` / ``grounding`` given as options.
-
-    Raises:
-        ValueError: the env does not take that argument (the message names the ids that do), or ``env_kwargs``
-            already sets it.
-    """
-    import gymnasium as gym
-
-    kwargs = dict(env_kwargs)
-    for key, value in (("lab", lab), ("grounding", grounding)):
-        if value is None:
-            continue
-        option = ENV_SOURCE_OPTIONS[key]
-        if key in kwargs:
-            raise ValueError(f"{option} and --env-kwargs both set {key!r}: give it once")
-        if env_id in gym.registry and key not in gym.spec(env_id).kwargs:
-            takes = sorted(k for k in gym.registry if k.startswith("PickSort-") and key in gym.spec(k).kwargs)
-            raise ValueError(f"{option} applies to the envs that take a {key} {takes}; {env_id} does not")
-        kwargs[key] = value
-    return kwargs
-
 
 def _scratch_dir(args: argparse.Namespace) -> Path:
     from r2s2r_envs.datasets.canonical import default_cache_dir
@@ -490,14 +447,15 @@ def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
             env_id = item.get("env_id")
             if env_id not in gym.registry or key not in gym.spec(env_id).kwargs:
                 continue
-            item["env_kwargs"] = with_env_sources(env_id, item.get("env_kwargs") or {}, **{key: value})
+            item["env_kwargs"] = env_source_kwargs(env_id, item.get("env_kwargs") or {}, **{key: value})
             item["file"] = f"{item['name']}+{stem}.hdf5"
             item["sha256"] = None
             item.pop("command", None)  # recomputed from the fields
             hit.append(item["name"])
         if not hit:
-            raise ValueError(
-                f"{ENV_SOURCE_OPTIONS[key]} applies to datasets whose env takes a {key}; none of the selected does"
+            raise UsageError(
+                f"{ENV_SOURCE_OPTIONS[key]} applies to datasets whose env takes a {key} ({envs_taking(key)}); none "
+                "of the selected does"
             )
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / ".spec-with-env-sources.json"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
 from r2s2r_envs.evaluation.panels import (
     DEFAULT_PANEL,
     LAB_ENV_ID,
@@ -171,6 +172,7 @@ def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
         get_panel(args.panel)
         check_env_id(args.env)
         check_panel_call(args.env, env_kwargs, args.video)
+        env_kwargs = env_source_kwargs(args.env, env_kwargs, grounding=args.grounding)
         files = panel_outputs(args.panel, args.out)
         settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
         policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
@@ -239,7 +241,7 @@ def _check_track_args(args: argparse.Namespace) -> None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     env_kwargs: dict[str, Any] = {}
-    for key in ("num_objects", "episode_steps", "grounding"):
+    for key in ("num_objects", "episode_steps"):
         if getattr(args, key) is not None:
             env_kwargs[key] = getattr(args, key)
     if args.track is not None:
@@ -257,10 +259,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if args.video is not None:
             check_output_file(args.video, option="--video", suffix=".mp4")
         check_env_id(args.env)
-        if args.lab is not None:
-            if args.env != LAB_ENV_ID:
-                raise PolicySpecError(f"--lab selects the lab of {LAB_ENV_ID}; {args.env} is a simulator")
-            env_kwargs["lab"] = args.lab
+        env_kwargs = env_source_kwargs(args.env, env_kwargs, lab=args.lab, grounding=args.grounding)
         settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
         policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
         result = evaluate(
@@ -341,7 +340,6 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "f(env) -> Policy, a policy class or object importable from the current directory (docs/byo_method.md)",
     )
     ev.add_argument("--env", required=True, metavar="ID", help=f"env id, one of {picksort_env_ids()}")
-    ev.add_argument("--lab", default=None, metavar="LAB", help=f"the lab of {LAB_ENV_ID}: a shipped name or a file")
     ev.add_argument(
         "--panel",
         nargs="?",
@@ -351,12 +349,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help=f"run on every lab of a lab panel (default {DEFAULT_PANEL}; one of {sorted(PANELS)}), {LAB_ENV_ID} only; "
         "--out is then a folder taking one result per lab; costs one evaluation per lab (docs/protocol.md#lab-panel)",
     )
-    ev.add_argument(
-        "--grounding",
-        default=None,
-        metavar="FILE",
-        help="grounding file of a world-grounded env (its grounding= argument; default: the shipped one)",
-    )
+    add_env_source_options(ev)
     ev.add_argument(
         "--conditions",
         default=None,

@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, positive_int, report_error
+from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
 from r2s2r_envs.grounding import fit_cli
 
 
@@ -52,9 +53,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     tune.add_argument(
         "--env", default="PickSort-WorldGrounded-v0", metavar="ID", help="simulated env id (default: %(default)s)"
     )
-    tune.add_argument(
-        "--grounding", default=None, metavar="FILE", help="grounding file for a grounded env (default: the shipped)"
-    )
+    add_env_source_options(tune, lab=False)
     tune.add_argument(
         "--grid",
         default=None,
@@ -116,6 +115,10 @@ def _tune_planner(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    try:
+        env_kwargs = env_source_kwargs(args.env, grounding=args.grounding)
+    except UsageError as exc:
+        return report_error("tune-planner", exc, EXIT_USAGE)
     start = time.perf_counter()
     settings = {
         "grid": DEFAULT_GRID,
@@ -130,7 +133,6 @@ def _tune_planner(args: argparse.Namespace) -> int:
         if args.update_grounding:
             _, tuning = tune_grounding(args.grounding, **settings)
         else:
-            env_kwargs = {} if args.grounding is None else {"grounding": args.grounding}
             tuning = tune_planner(args.env, env_kwargs=env_kwargs, **settings)
     except (TuningError, GroundingFileError) as exc:
         print(f"r2s2r tune-planner: {exc}", file=sys.stderr)
