@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import platform
 
+from r2s2r_envs.mappings import check_keys
+
 #: The packages a provenance record may name, in the order every record lists them.
 VERSION_NAMES: tuple[str, ...] = ("r2s2r_envs", "mujoco", "gymnasium", "numpy", "h5py", "python")
 
@@ -22,9 +24,7 @@ def versions(*names: str) -> dict[str, str]:
     Raises:
         ValueError: a name not in ``VERSION_NAMES`` (the message lists them).
     """
-    unknown = [n for n in names if n not in VERSION_NAMES]
-    if unknown:
-        raise ValueError(f"unknown version name(s) {unknown}; valid: {list(VERSION_NAMES)}")
+    check_keys(names, VERSION_NAMES, what="version name", error=ValueError)
     wanted = set(names or VERSION_NAMES)
     return {name: _version_of(name) for name in VERSION_NAMES if name in wanted}
 

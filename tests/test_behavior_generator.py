@@ -174,15 +174,13 @@ def test_an_old_schema_model_is_refused_with_the_refit_command(tmp_path, fitted)
 def test_unknown_keys_are_refused_with_the_field_named(tmp_path, fitted):
     model = json.loads(fitted.read_text())
     src = model["sources"][0]
-    _refused(tmp_path, {**model, "extra": 1}, r"unknown key\(s\) \['extra'\] in the model")
-    _refused(
-        tmp_path, {**model, "limits": {**model["limits"], "speed": 2}}, r"unknown key\(s\) \['speed'\] in 'limits'"
-    )
-    _refused(tmp_path, {**model, "sources": [{**src, "style": "fast"}]}, r"unknown key\(s\) \['style'\] in source 0")
+    _refused(tmp_path, {**model, "extra": 1}, r"the model: unknown key\(s\) \['extra'\]; valid: \[")
+    _refused(tmp_path, {**model, "limits": {**model["limits"], "speed": 2}}, r"'limits': unknown key\(s\) \['speed'\]")
+    _refused(tmp_path, {**model, "sources": [{**src, "style": "fast"}]}, r"source 0: unknown key\(s\) \['style'\]")
     bad_seg = {**src, "close": {**src["close"], "force": [1.0]}}
-    _refused(tmp_path, {**model, "sources": [bad_seg]}, r"\['force'\] in source 0 'close'")
+    _refused(tmp_path, {**model, "sources": [bad_seg]}, r"source 0 'close': unknown key\(s\) \['force'\]")
     no_delay = {k: v for k, v in src.items() if k != "delay_s"}
-    _refused(tmp_path, {**model, "sources": [no_delay]}, r"source 0 lacks the key\(s\) \['delay_s'\]")
+    _refused(tmp_path, {**model, "sources": [no_delay]}, r"source 0: missing key\(s\) \['delay_s'\]")
 
 
 def test_physically_absurd_values_are_refused_with_the_field_named(tmp_path, fitted):

@@ -146,7 +146,7 @@ def test_infinite_interval_ends_are_written_as_null(tmp_path):
         (lambda d: d.update(demonstrator=_tuned(settings={"warp": 1.0})), "unknown planner setting(s) ['warp']"),
         (lambda d: d.update(demonstrator=_tuned(settings={"position_gain": "high"})), "at demonstrator"),
         (lambda d: d["world"].pop("belt_speed"), "world lacks field(s) ['belt_speed']"),
-        (lambda d: d["world"].update(warp_drive=1.0), "world has unknown field(s) ['warp_drive']"),
+        (lambda d: d["world"].update(warp_drive=1.0), "world: unknown WorldParams field(s) ['warp_drive']"),
         (lambda d: d["world"].update(belt_speed=-1.0), "WorldParams.belt_speed must be"),
         (lambda d: d["world"].update(object_mass=[0.1, 0.1]), "object_mass"),
         (lambda d: d["intervals"].update(belt_speed=[0.05, 0.06]), "excludes the field's value 0.095"),

@@ -9,6 +9,7 @@ from typing import cast
 
 from r2s2r_envs.ablation.specs import LAB_ENV_ID, VARIANTS, DesignError, policy_label
 from r2s2r_envs.ablation.study import AblationDesign
+from r2s2r_envs.mappings import check_choice, check_keys
 
 
 def check_design(design: AblationDesign) -> None:
@@ -19,20 +20,16 @@ def check_design(design: AblationDesign) -> None:
     """
     from r2s2r_envs.policies.config import METHODS, ConfigError, Method, TrainConfig, check_config
 
-    unknown = [v for v in design.variants if v not in VARIANTS]
-    if unknown:
-        raise DesignError(f"unknown variant(s) {unknown}; the grounding variants are {list(VARIANTS)}")
+    check_keys(design.variants, VARIANTS, what="variant", error=DesignError)
     if not design.variants:
         raise DesignError(f"no variant selected; choose from {list(VARIANTS)}")
-    if design.sweep_variant is not None and design.sweep_variant not in VARIANTS:
-        raise DesignError(f"unknown sweep variant {design.sweep_variant!r}; choose from {list(VARIANTS)}")
+    if design.sweep_variant is not None:
+        check_choice(design.sweep_variant, VARIANTS, what="sweep variant", error=DesignError)
     missing = [v for v in design._sim_variants_used() if v not in dict(design.sim)]
     if missing:
         raise DesignError(f"no sim data given for variant(s) {missing}")
     for name in ("methods", "sweep_methods", "mixture_methods"):
-        bad = [m for m in getattr(design, name) if m not in METHODS]
-        if bad:
-            raise DesignError(f"unknown method(s) {bad} in {name}; choose from {list(METHODS)}")
+        check_keys(getattr(design, name), METHODS, what="method", where=name, error=DesignError)
     device = design.train.get("device", "cpu")
     gpus = design.train_gpus
     if isinstance(gpus, bool) or not isinstance(gpus, (int, float)) or not 0 <= gpus <= 1:

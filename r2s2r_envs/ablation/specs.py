@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.mappings import check_choice
 
 #: The four grounding variants, in the order of the 2 x 2 table: (world grounded?, behavior grounded?).
 VARIANTS: tuple[str, ...] = ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded")
@@ -114,9 +115,7 @@ def canonical_recipe(name: str, episodes: int, label: str) -> DataSpec:
     from r2s2r_envs.datasets.canonical import load_spec
 
     entries = {e.name: e for e in load_spec()}
-    if name not in entries:
-        raise DesignError(f"no canonical dataset {name!r}; the spec lists {sorted(entries)}")
-    entry = entries[name]
+    entry = entries[check_choice(name, sorted(entries), what="canonical dataset", error=DesignError)]
     extra: dict[str, Any] = {"obs_mode": entry.obs_mode}
     if entry.demonstrator:
         extra["demonstrator"] = entry.demonstrator

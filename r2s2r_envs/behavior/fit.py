@@ -40,6 +40,7 @@ from r2s2r_envs.behavior.segments import (
     load_demos,
     object_yaw,
 )
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, JSONFileError, check_content_hash, read_json, with_content_hash
 from r2s2r_envs.world import constants as C
@@ -376,11 +377,8 @@ def _check_keys(model: dict[str, Any], where: str) -> None:
     def check(obj: Any, accepted: set[str], what: str) -> None:
         if not isinstance(obj, dict):
             raise BehaviorModelError(f"{where}: {what} must be an object with keys {sorted(accepted)}")
-        unknown, missing = sorted(set(obj) - accepted), sorted(accepted - set(obj))
-        if unknown:
-            raise BehaviorModelError(f"{where}: unknown key(s) {unknown} in {what}; its keys: {sorted(accepted)}")
-        if missing:
-            raise BehaviorModelError(f"{where}: {what} lacks the key(s) {missing}; its keys: {sorted(accepted)}")
+        keys = sorted(accepted)
+        check_keys(obj, keys, what="key", where=f"{where}: {what}", required=keys, error=BehaviorModelError)
 
     check(model, _TOP_KEYS, "the model")
     check(model["provenance"], _PROVENANCE_KEYS, "'provenance'")

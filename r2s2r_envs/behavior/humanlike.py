@@ -73,6 +73,7 @@ from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
 from r2s2r_envs.behavior.simulator_view import demonstrator_view
 from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.envs.hand import N_FINGER, down_quat
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import WorldParams
@@ -176,10 +177,8 @@ def world_knowledge(env: gym.Env, world: Mapping[str, Any] | WorldKnowledge | No
     if world is not None:
         if not isinstance(world, Mapping):
             raise ValueError(f"world must be a mapping of WorldKnowledge fields, got {world!r}")
-        fields = {f.name for f in dataclasses.fields(WorldKnowledge)}
-        unknown = sorted(set(world) - fields)
-        if unknown:
-            raise ValueError(f"world knowledge: unknown field(s) {unknown}; fields: {sorted(fields)}")
+        fields = sorted(f.name for f in dataclasses.fields(WorldKnowledge))
+        check_keys(world, fields, what="field", where="world knowledge", error=ValueError)
         return WorldKnowledge(**world)
     grounding = getattr(env.unwrapped, "grounding", None)
     if grounding is not None and hasattr(grounding, "world"):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import SCHEMA_VERSION, DatasetError
+from r2s2r_envs.mappings import check_keys
 
 SPEC_VERSION = 1
 #: Environment variable naming the cache directory.
@@ -181,14 +182,12 @@ def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDatas
     if not isinstance(raw, dict) or raw.get("spec_version") != SPEC_VERSION:
         version = raw.get("spec_version") if isinstance(raw, dict) else None
         raise ValueError(f"{where}: spec_version {version!r}; this code reads version {SPEC_VERSION}")
-    fields = {f.name for f in dataclasses.fields(CanonicalDataset)}
+    fields = sorted(f.name for f in dataclasses.fields(CanonicalDataset))
     entries: list[CanonicalDataset] = []
     for i, item in enumerate(raw.get("datasets", [])):
         if not isinstance(item, dict):
             raise ValueError(f"{where}: datasets[{i}] must be a JSON object, got {item!r}")
-        unknown = sorted(set(item) - fields)
-        if unknown:
-            raise ValueError(f"{where}: datasets[{i}] has unknown field(s) {unknown}; known: {sorted(fields)}")
+        check_keys(item, fields, what="field", where=f"{where}: datasets[{i}]", error=ValueError)
         demonstrator = item.get("demonstrator")
         if demonstrator is not None and not (isinstance(demonstrator, str) and _NAME_PATTERN.fullmatch(demonstrator)):
             raise ValueError(
@@ -261,10 +260,8 @@ def make_datasets(
     entries = load_spec(spec_path)
     by_name = {e.name: e for e in entries}
     if names:
-        unknown = [n for n in names if n not in by_name]
-        if unknown:
-            where = spec_path if spec_path is not None else "the canonical datasets spec"
-            raise KeyError(f"no dataset(s) {unknown} in {where}; it lists {sorted(by_name)}")
+        where = str(spec_path) if spec_path is not None else "the canonical datasets spec"
+        check_keys(names, sorted(by_name), what="dataset", where=where)
         selected = [by_name[n] for n in names]
     else:
         selected = entries

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from r2s2r_envs.mappings import check_choice
 from r2s2r_envs.world.builder import ObjectShape
 from r2s2r_envs.world.constants import CATEGORIES
 from r2s2r_envs.world.params import WorldParams
@@ -140,9 +141,7 @@ def get_condition(name: object) -> Condition:
     Raises:
         ValueError: an unknown name (the message lists the valid ones).
     """
-    if not isinstance(name, str) or name not in CONDITIONS:
-        raise ValueError(f"unknown condition {name!r}; valid: {list(CONDITIONS)}")
-    return CONDITIONS[name]
+    return CONDITIONS[str(check_choice(name, CONDITIONS, what="condition"))]
 
 
 def apply_condition(condition: str | Condition, world: WorldParams) -> WorldParams:

@@ -34,6 +34,7 @@ from r2s2r_envs.evaluation.schema import (
 )
 from r2s2r_envs.evaluation.splits import CUSTOM_SPLIT, LEGACY_BASE_SEED, SPLITS, ConditionRun, condition_base_seed
 from r2s2r_envs.evaluation.stats import summarize_episodes
+from r2s2r_envs.mappings import check_keys
 
 #: Failure cause (and object outcome) of an episode the protocol stopped because the policy emitted an action
 #: the env cannot take: the wrong shape, NaN/inf or not a number (the record's ``policy_error`` says which).
@@ -102,12 +103,7 @@ class EpisodeRecord:
             ResultSchemaError: missing or unknown keys; the message lists the expected ones.
         """
         names = [f.name for f in dataclasses.fields(cls)]
-        missing = [k for k in names if k not in data]
-        unknown = sorted(set(data) - set(names))
-        if missing or unknown:
-            raise ResultSchemaError(
-                f"episode record has missing keys {missing} / unknown keys {unknown}; expected keys: {names}"
-            )
+        check_keys(data, names, what="key", where="episode record", required=names, error=ResultSchemaError)
         return cls(**{k: data[k] for k in names})
 
 

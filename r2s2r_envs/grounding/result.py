@@ -41,6 +41,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.mappings import check_choice, check_keys
 from r2s2r_envs.safe_json import (
     CONTENT_HASH_FIELD,
     MAX_BYTES,
@@ -199,8 +200,7 @@ class Grounding:
 
     def interval(self, field: str) -> Any:
         """The 95% interval of ``field`` (``[low, high]`` or a list of them), or None if it has none."""
-        if field not in WorldParams.field_names():
-            raise KeyError(f"unknown WorldParams field {field!r}; valid fields: {list(WorldParams.field_names())}")
+        check_choice(field, WorldParams.field_names(), what="WorldParams field", error=KeyError)
         return self.intervals.get(field)
 
 
@@ -358,12 +358,7 @@ def validate_grounding(data: Any, *, where: str = "grounding") -> None:
     _check_identity(data, where)
     version = data["schema_version"]
     known = [k for k in grounding_schema()["properties"] if version >= 2 or k != "demonstrator"]
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise GroundingFileError(f"{where}: unknown field(s) {unknown}; a grounding file has exactly {known}")
-    missing = [k for k in known if k not in data]
-    if missing:
-        raise GroundingFileError(f"{where}: missing field(s) {missing}; a grounding file has exactly {known}")
+    check_keys(data, known, what="field", where=where, required=known, error=GroundingFileError)
     validator = jsonschema.Draft202012Validator(grounding_schema_for(version))
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
@@ -378,10 +373,8 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
     world = data["world"]
     # The estimator's fields (added in 0.3) appear only where not nominal: a file without them grounds a world that
     # perceives exactly (docs/grounding.md#file-format).
+    check_keys(world, fields, what="WorldParams field", where=f"{where}: world", error=GroundingFileError)
     missing = [f for f in fields if f not in world and f not in PERCEPTION_FIELDS]
-    unknown = sorted(set(world) - set(fields))
-    if unknown:
-        raise GroundingFileError(f"{where}: world has unknown field(s) {unknown}; WorldParams fields: {list(fields)}")
     if missing:
         raise GroundingFileError(
             f"{where}: world lacks field(s) {missing}; a grounding file lists every WorldParams field (fields not "
@@ -409,10 +402,9 @@ def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:
 
     fields = [f.name for f in dataclasses.fields(PlannerConfig)]
     settings = section["settings"]
-    if unknown := sorted(set(settings) - set(fields)):
-        raise GroundingFileError(
-            f"{where}: demonstrator.settings has unknown planner setting(s) {unknown}; PlannerConfig fields: {fields}"
-        )
+    check_keys(
+        settings, fields, what="planner setting", where=f"{where}: demonstrator.settings", error=GroundingFileError
+    )
     from r2s2r_envs.grounding.tuning import check_planner_setting
 
     for name, value in settings.items():

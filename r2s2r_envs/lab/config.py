@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.envs.config import replace_checked
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import MAX_BYTES, loads
 from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_number
 from r2s2r_envs.world.presets import read_json_config
@@ -220,10 +221,7 @@ def replace_checked_camera(raw: Any) -> LabCamera:
     valid = [f.name for f in dataclasses.fields(LabCamera)]
     if not isinstance(raw, Mapping):
         raise TypeError(f"lab perception camera must be a mapping with keys {valid}, got {raw!r}")
-    unknown = sorted(set(raw) - set(valid))
-    missing = [k for k in ("name", "position") if k not in raw]
-    if unknown or missing:
-        raise KeyError(f"lab perception camera: unknown key(s) {unknown}, missing key(s) {missing}; keys: {valid}")
+    check_keys(raw, valid, what="key", where="lab perception camera", required=("name", "position"))
     values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
     return LabCamera(**values)
 
@@ -438,18 +436,11 @@ def _effects(raw: Any, base: UnmodeledEffects) -> UnmodeledEffects:
 
 
 def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
-    unknown = sorted(set(raw) - set(_TOP_KEYS))
-    if unknown:
-        raise KeyError(f"unknown lab key(s) {unknown}; valid keys: {list(_TOP_KEYS)}")
+    check_keys(raw, _TOP_KEYS, what="lab key")
     if "name" in raw and not isinstance(raw["name"], str):
         raise TypeError(f"lab name must be a string, got {raw['name']!r}")
     if base is None:
-        missing = [k for k in _REQUIRED_KEYS if k not in raw]
-        if missing:
-            raise KeyError(
-                f"lab config is missing key(s) {missing}; a full lab has {list(_REQUIRED_KEYS)} "
-                "and optionally 'operator'"
-            )
+        check_keys(raw, _TOP_KEYS, what="lab key", where="lab config", required=_REQUIRED_KEYS)
         world = WorldParams.from_dict(raw["world"])
         return LabConfig(
             name=raw["name"],

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
 
 #: World fields: ``("uniform", low, high)`` draws the value; ``("scale", low, high)`` multiplies each nominal value
@@ -250,10 +251,12 @@ def _draw_v2(seed: int, *, name: str | None, operator: bool) -> dict[str, Any]:
 
 
 def _check_tables() -> None:
+    # A new world field must get a range here (an import-time error, caught by the tests).
+    fields = WorldParams.field_names()
     for table_name, table in (("WORLD_DRAW", WORLD_DRAW), ("WORLD_DRAW_V2", WORLD_DRAW_V2)):
-        missing = set(WorldParams.field_names()) ^ set(table)
-        if missing:  # a new world field must get a range here (an import-time error, caught by the tests)
-            raise RuntimeError(f"lab.draw.{table_name} does not match WorldParams' fields: {sorted(missing)}")
+        check_keys(
+            table, fields, what="WorldParams field", where=f"lab.draw.{table_name}", required=fields, error=RuntimeError
+        )
 
 
 _check_tables()

@@ -12,6 +12,8 @@ import re
 import typing
 from typing import Any, Literal
 
+from r2s2r_envs.mappings import check_keys
+
 #: Training methods: behaviour cloning (an MLP, unimodal), flow matching over action chunks, and flow matching
 #: with domain-aware co-training: classifier-free guidance on a domain label (cfg), an adversarial domain
 #: discriminator on the encoder features (adda) or both (cfg-adda). docs/baselines.md describes each.
@@ -262,10 +264,8 @@ class TrainConfig:
         A config written before recipes existed (no ``recipe`` field) reads as the ``v1`` recipe, whose values
         were then the defaults.
         """
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown training config field(s) {unknown}; known: {sorted(known)}")
+        known = sorted(f.name for f in dataclasses.fields(cls))
+        check_keys(data, known, what="training config field", error=ValueError)
         kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         kwargs.setdefault("recipe", LEGACY_RECIPE)
         return cls(**kwargs)

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.constants import CATEGORIES
 
 N_ARM_JOINTS = 7
@@ -227,9 +228,7 @@ class WorldParams:
         """
         if not isinstance(values, Mapping):
             raise TypeError(f"WorldParams.from_dict needs a mapping of field names to values, got {values!r}")
-        unknown = sorted(set(values) - set(cls.field_names()))
-        if unknown:
-            raise KeyError(f"unknown WorldParams field(s) {unknown}; valid fields: {list(cls.field_names())}")
+        check_keys(values, cls.field_names(), what="WorldParams field")
         return dataclasses.replace(base if base is not None else nominal(), **dict(values))
 
 
