@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -15,8 +16,8 @@ from conftest import random_actions
 
 import r2s2r_envs.lab.config
 from r2s2r_envs.lab import LabConfig, UnmodeledEffects, available_labs, load_lab
-from r2s2r_envs.lab.config import LabContact, LabPerception
-from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
+from r2s2r_envs.lab.config import InterfaceFaults, LabCamera, LabContact, LabPerception, OperatorStyle
+from r2s2r_envs.world.params import FIELD_BOUNDS, FIELD_UNITS, PERCEPTION_FIELDS, WorldParams, nominal
 
 REAL = "PickSort-Real-v0"
 GROUNDING = "r2s2r_envs/grounding/groundings/default.json"
@@ -197,6 +198,32 @@ def test_lab_files_with_implausible_values_name_file_field_and_range(tmp_path, c
     with pytest.raises(ValueError) as err:
         load_lab(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_docs_world_bounds_are_the_declared_ones():
+    """docs/lab.md#world-bounds lists each field's range and unit as ``WorldParams`` declares them."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "lab.md").read_text()
+    table = text[text.index('<a id="world-bounds">') :]
+    table = table[: table.index("\n\n", table.index("| group |"))]
+    for name, bound in FIELD_BOUNDS.items():
+        m = re.search(rf"`{name}`(?:(?:,| and) `\w+`)* ([\[(])(-?[\d.]+), (-?[\d.]+)\]([^;|]*)", table)
+        assert m, f"docs/lab.md#world-bounds does not give the range of {name}"
+        assert (m[1], float(m[2]), float(m[3])) == ("(" if bound.strict else "[", bound.minimum, bound.maximum), name
+        unit = FIELD_UNITS[name]
+        assert unit in ("dimensionless", "probability") or m[4].startswith(f" {unit}"), f"{name}: {unit} in {m[0]!r}"
+
+
+@pytest.mark.parametrize(
+    "cls", [UnmodeledEffects, OperatorStyle, LabCamera, LabPerception, LabContact, InterfaceFaults]
+)
+def test_every_lab_setting_declares_what_it_accepts(cls):
+    """Each setting carries its bound and unit (or its choices) on its field: one declaration, checked on
+    construction."""
+    for f in dataclasses.fields(cls):
+        if f.name in ("name", "cameras", "arm_joint_order"):  # checked by the class itself
+            continue
+        assert f.metadata.get("bound") or f.metadata.get("choices"), f"{cls.__name__}.{f.name} declares no bound"
+        assert f.metadata.get("choices") or f.metadata.get("unit"), f"{cls.__name__}.{f.name} declares no unit"
 
 
 @pytest.mark.parametrize(

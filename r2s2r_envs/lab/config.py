@@ -26,7 +26,7 @@ from typing import Any
 from r2s2r_envs.envs.config import replace_checked
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import MAX_BYTES, loads
-from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_number
+from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_fields, field_metadata, param
 from r2s2r_envs.world.presets import read_json_config
 
 DEFAULT_LAB = "default"
@@ -65,15 +65,16 @@ class UnmodeledEffects:
             gear backlash and tendon slack of a low-cost dexterous hand, a few hundredths of a radian.
     """
 
-    arm_command_gain: tuple[float, ...] = (1.0,) * N_ARM_JOINTS
-    object_mass_variation: float = 0.0
-    object_friction_variation: float = 0.0
-    late_command_probability: float = 0.0
-    finger_backlash: float = 0.0
+    arm_command_gain: tuple[float, ...] = param(
+        (1.0,) * N_ARM_JOINTS, "dimensionless", Bound(length=N_ARM_JOINTS, strict=True, maximum=2.0)
+    )
+    object_mass_variation: float = param(0.0, "relative", Bound(maximum=0.3))
+    object_friction_variation: float = param(0.0, "relative", Bound(maximum=0.3))
+    late_command_probability: float = param(0.0, "probability", Bound(maximum=0.5))
+    finger_backlash: float = param(0.0, "rad", Bound(maximum=0.1))
 
     def __post_init__(self) -> None:
-        for name, bound in _EFFECT_BOUNDS.items():
-            object.__setattr__(self, name, check_number("lab effects", name, getattr(self, name), bound))
+        check_fields(self, "lab effects")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -99,51 +100,43 @@ class OperatorStyle:
             the cell's timing and its camera offset (0-10; 0 = no practice, sim-tuned habits).
     """
 
-    reaction_time: float = 0.3
-    speed: float = 1.0
-    approach: str = "above"
-    grasp: str = "wrap"
-    release: str = "drop"
-    variability: float = 0.4
-    practice_episodes: int = 3
+    reaction_time: float = param(0.3, "s", Bound(minimum=0.1, maximum=1.0))
+    speed: float = param(1.0, "dimensionless", Bound(minimum=0.4, maximum=1.6))
+    approach: str = param("above", choices=("above", "follow"))
+    grasp: str = param("wrap", choices=("wrap", "pinch"))
+    release: str = param("drop", choices=("drop", "place"))
+    variability: float = param(0.4, "dimensionless", Bound(maximum=1.0))
+    practice_episodes: int = param(3, "episodes", Bound(maximum=10.0))
 
     def __post_init__(self) -> None:
-        for name, bound in _OPERATOR_BOUNDS.items():
-            object.__setattr__(self, name, check_number("lab operator", name, getattr(self, name), bound))
-        for name, choices in OPERATOR_CHOICES.items():
-            value = getattr(self, name)
-            if value not in choices:
-                raise ValueError(f"lab operator.{name} must be one of {list(choices)}, got {value!r}")
+        check_fields(self, "lab operator")
+        check_choices(self, "lab operator")
         episodes = self.practice_episodes
         if isinstance(episodes, bool) or not float(episodes).is_integer():
             raise ValueError(f"lab operator.practice_episodes must be an integer in [0, 10], got {episodes!r}")
         object.__setattr__(self, "practice_episodes", int(episodes))
 
 
-#: Accepted values of the operator's categorical settings.
-OPERATOR_CHOICES: dict[str, tuple[str, ...]] = {
-    "approach": ("above", "follow"),
-    "grasp": ("wrap", "pinch"),
-    "release": ("drop", "place"),
-}
+def check_choices(obj: Any, owner: str) -> None:
+    """Check every categorical field of ``obj`` (``param(choices=...)``), in declaration order.
 
-_OPERATOR_BOUNDS: dict[str, Bound] = {
-    "reaction_time": Bound(minimum=0.1, maximum=1.0),
-    "speed": Bound(minimum=0.4, maximum=1.6),
-    "variability": Bound(maximum=1.0),
-    "practice_episodes": Bound(maximum=10.0),
-}
+    Raises:
+        ValueError: a value not among its field's choices; the message names ``owner.field`` and lists them.
+    """
+    for name, choices in field_metadata(type(obj), "choices").items():
+        value = getattr(obj, name)
+        if value not in choices:
+            raise ValueError(f"{owner}.{name} must be one of {list(choices)}, got {value!r}")
 
 
-_EFFECT_BOUNDS: dict[str, Bound] = {
-    "arm_command_gain": Bound(length=N_ARM_JOINTS, strict=True, maximum=2.0),
-    "object_mass_variation": Bound(maximum=0.3),
-    "object_friction_variation": Bound(maximum=0.3),
-    "late_command_probability": Bound(maximum=0.5),
-    "finger_backlash": Bound(maximum=0.1),
-}
+#: Accepted values of the operator's categorical settings (declared with the fields).
+OPERATOR_CHOICES: dict[str, tuple[str, ...]] = field_metadata(OperatorStyle, "choices")
+
 # Effects added in 0.3: written only when on, so a lab without them keeps its dict and hash.
 _NEW_EFFECTS = {"late_command_probability": 0.0, "finger_backlash": 0.0}
+
+
+_CALIBRATION_ERROR = Bound(length=3, minimum=-0.05, maximum=0.05)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -159,23 +152,16 @@ class LabCamera:
     """
 
     name: str
-    position: tuple[float, float, float]
-    rotation_error: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    translation_error: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    position: tuple[float, float, float] = dataclasses.field(
+        metadata={"unit": "m", "bound": Bound(length=3, minimum=-3.0, maximum=3.0)}  # within the room
+    )
+    rotation_error: tuple[float, float, float] = param((0.0, 0.0, 0.0), "rad", _CALIBRATION_ERROR)
+    translation_error: tuple[float, float, float] = param((0.0, 0.0, 0.0), "m", _CALIBRATION_ERROR)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"lab perception camera name must be a non-empty string, got {self.name!r}")
-        where = f"lab perception camera {self.name!r}"
-        for field, bound in _CAMERA_BOUNDS.items():
-            object.__setattr__(self, field, check_number(where, field, getattr(self, field), bound))
-
-
-_CAMERA_BOUNDS: dict[str, Bound] = {
-    "position": Bound(length=3, minimum=-3.0, maximum=3.0),  # m: within the room
-    "rotation_error": Bound(length=3, minimum=-0.05, maximum=0.05),  # rad
-    "translation_error": Bound(length=3, minimum=-0.05, maximum=0.05),  # m
-}
+        check_fields(self, f"lab perception camera {self.name!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -192,7 +178,7 @@ class LabPerception:
     """
 
     cameras: tuple[LabCamera, ...] = ()
-    delay_jitter: float = 0.0
+    delay_jitter: float = param(0.0, "s", Bound(maximum=0.05))
 
     def __post_init__(self) -> None:
         cameras = self.cameras
@@ -203,8 +189,7 @@ class LabPerception:
             )
         parsed = tuple(c if isinstance(c, LabCamera) else replace_checked_camera(c) for c in cameras)
         object.__setattr__(self, "cameras", parsed)
-        jitter = check_number("lab perception", "delay_jitter", self.delay_jitter, Bound(maximum=0.05))
-        object.__setattr__(self, "delay_jitter", jitter)
+        check_fields(self, "lab perception")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,9 +211,6 @@ def replace_checked_camera(raw: Any) -> LabCamera:
     return LabCamera(**values)
 
 
-_TIMECONST = Bound(maximum=0.1)  # s
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LabContact:
     """Contact physics of the lab's objects that no simulator parameter expresses (docs/lab.md#contact).
@@ -240,19 +222,16 @@ class LabContact:
             real parts do not roll freely on a belt or in a hand.
     """
 
-    object_timeconst: float = 0.0
-    rolling_friction: float = 0.0
+    object_timeconst: float = param(0.0, "s", Bound(maximum=0.1))
+    rolling_friction: float = param(0.0, "m", Bound(maximum=0.01))
 
     def __post_init__(self) -> None:
-        timeconst = float(check_number("lab contact", "object_timeconst", self.object_timeconst, _TIMECONST))  # type: ignore[arg-type]
-        if 0.0 < timeconst < 0.004:
+        check_fields(self, "lab contact")
+        if 0.0 < self.object_timeconst < 0.004:
             raise ValueError(
                 f"lab contact.object_timeconst must be 0 (the simulator's) or within [0.004, 0.1] s (at least twice "
-                f"the physics step), got {timeconst!r}"
+                f"the physics step), got {self.object_timeconst!r}"
             )
-        object.__setattr__(self, "object_timeconst", timeconst)
-        rolling = check_number("lab contact", "rolling_friction", self.rolling_friction, Bound(maximum=0.01))
-        object.__setattr__(self, "rolling_friction", rolling)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -275,9 +254,9 @@ class InterfaceFaults:
     """
 
     arm_joint_order: tuple[int, ...] = tuple(range(N_ARM_JOINTS))
-    arm_joint_units: str = "rad"
-    task_action_scale: float = 1.0
-    camera_channels: str = "rgb"
+    arm_joint_units: str = param("rad", choices=("rad", "deg"))
+    task_action_scale: float = param(1.0, "dimensionless", Bound(strict=True, maximum=4.0))
+    camera_channels: str = param("rgb", choices=("rgb", "bgr"))
 
     def __post_init__(self) -> None:
         order = self.arm_joint_order
@@ -290,12 +269,8 @@ class InterfaceFaults:
                 f"{list(range(N_ARM_JOINTS))} (0-based), got {order!r}"
             )
         object.__setattr__(self, "arm_joint_order", tuple(int(i) for i in order))
-        scale = check_number("lab interface", "task_action_scale", self.task_action_scale, _ACTION_SCALE)
-        object.__setattr__(self, "task_action_scale", scale)
-        for name, choices in INTERFACE_CHOICES.items():
-            value = getattr(self, name)
-            if value not in choices:
-                raise ValueError(f"lab interface.{name} must be one of {list(choices)}, got {value!r}")
+        check_fields(self, "lab interface")
+        check_choices(self, "lab interface")
 
     @property
     def faulty(self) -> bool:
@@ -303,9 +278,8 @@ class InterfaceFaults:
         return self != InterfaceFaults()
 
 
-#: Accepted values of the interface's categorical settings.
-INTERFACE_CHOICES: dict[str, tuple[str, ...]] = {"arm_joint_units": ("rad", "deg"), "camera_channels": ("rgb", "bgr")}
-_ACTION_SCALE = Bound(strict=True, maximum=4.0)
+#: Accepted values of the interface's categorical settings (declared with the fields).
+INTERFACE_CHOICES: dict[str, tuple[str, ...]] = field_metadata(InterfaceFaults, "choices")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.mappings import check_choice, check_keys
 from r2s2r_envs.world.constants import CATEGORIES
 
 N_ARM_JOINTS = 7
@@ -92,6 +92,59 @@ def _is_numpy_number(v: Any) -> bool:
     return isinstance(v, np.generic) and np.issubdtype(type(v), np.number)
 
 
+#: The groups of the sensing fields of ``WorldParams`` (``param(group=...)``): the sensors' white noise, the
+#: perception camera's calibration, the object estimator.  A field without a group is the dynamics' (physics,
+#: timing, the belt).
+FIELD_GROUPS: tuple[str, ...] = ("sensor noise", "calibration", "perception")
+
+
+def param(
+    default: Any,
+    unit: str | None = None,
+    bound: Bound | None = None,
+    *,
+    group: str | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A config field with its metadata, declared once: its unit, what it accepts and its group.
+
+    Args:
+        default: The field's default value (immutable: a number, a string or a tuple).
+        unit: Its unit, as its docstring states it (``"m/s"``, ``"dimensionless"``); None for a categorical field.
+        bound: What a number (or each number of a sequence) accepts, checked by :func:`check_fields`.
+        group: One of ``FIELD_GROUPS`` (``WorldParams``' sensing fields), else None.
+        choices: The values a categorical field accepts.
+    """
+    if group is not None:
+        check_choice(group, FIELD_GROUPS, what="field group")
+    metadata = {"unit": unit, "bound": bound, "group": group, "choices": choices}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def check_fields(obj: Any, owner: str) -> None:
+    """Check every field of the frozen dataclass ``obj`` that declares a bound (:func:`param`), in declaration
+    order, and store it back as a float (or a tuple of floats).
+
+    Raises:
+        TypeError / ValueError: as :func:`check_number`, naming ``owner.field``.
+    """
+    for f in dataclasses.fields(obj):
+        bound = f.metadata.get("bound")
+        if bound is not None:
+            object.__setattr__(obj, f.name, check_number(owner, f.name, getattr(obj, f.name), bound))
+
+
+def field_metadata(cls: Any, key: str) -> dict[str, Any]:
+    """``{field: metadata[key]}`` for the fields of the dataclass ``cls`` that declare ``key``, in declaration
+    order."""
+    return {f.name: f.metadata[key] for f in dataclasses.fields(cls) if f.metadata.get(key) is not None}
+
+
+def fields_in(cls: Any, *groups: str) -> tuple[str, ...]:
+    """Names of the fields of ``cls`` in any of ``groups``, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("group") in groups)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class WorldParams:
     """Physical, sensing and timing parameters of a PickSort world.
@@ -156,42 +209,76 @@ class WorldParams:
             (0: the hand hides nothing).  A hidden object keeps its last estimate and reads as not visible.
     """
 
-    belt_speed: float = 0.08
-    belt_speed_fluctuation: float = 0.0
-    belt_fluctuation_time: float = 1.0
-    object_mass: tuple[float, float, float] = (0.10, 0.12, 0.20)
-    object_friction: float = 0.8
-    object_size_scale: float = 1.0
-    arm_damping: tuple[float, ...] = (1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5)
-    arm_armature: tuple[float, ...] = (0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05)
-    arm_frictionloss: tuple[float, ...] = (0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1)
-    arm_kp: tuple[float, ...] = (4500.0, 4500.0, 3500.0, 3500.0, 2000.0, 2000.0, 2000.0)
-    arm_kv: tuple[float, ...] = (450.0, 450.0, 350.0, 350.0, 200.0, 200.0, 200.0)
-    arm_force_limit: tuple[float, ...] = (87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0)
-    finger_kp: float = 4.0
-    finger_kv: float = 0.05
-    finger_force_limit: float = 0.95
-    control_latency: float = 0.0
-    joint_pos_noise: float = 0.0
-    joint_vel_noise: float = 0.0
-    eef_pos_noise: float = 0.0
-    object_pos_noise: float = 0.0
-    object_vel_noise: float = 0.0
-    object_pos_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    arm_torque_noise: float = 0.0
-    finger_current_noise: float = 0.0
-    perception_delay: float = 0.0
-    object_pos_noise_speed: float = 0.0
-    object_pos_noise_occlusion: float = 0.0
-    object_pos_rotation: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    object_quat_noise: float = 0.0
-    object_dropout: float = 0.0
-    category_confusion: float = 0.0
-    hand_occlusion_radius: float = 0.0
+    # Ref: picking conveyors run at 0.05-0.3 m/s; at 0.5 m/s an object crosses the arm's reach in under 2 s.
+    belt_speed: float = param(0.08, "m/s", Bound(maximum=0.5))
+    belt_speed_fluctuation: float = param(0.0, "dimensionless", Bound(maximum=0.5))  # relative std
+    belt_fluctuation_time: float = param(1.0, "s", Bound(minimum=0.01, maximum=100.0))
+    # Ref: the Panda's rated payload, 3 kg; the nominal parts weigh 0.1-0.2 kg.
+    object_mass: tuple[float, float, float] = param(
+        (0.10, 0.12, 0.20), "kg", Bound(length=len(CATEGORIES), strict=True, maximum=3.0)
+    )
+    # Ref: rubber on rubber reaches ~2; MuJoCo's default is 1.
+    object_friction: float = param(0.8, "dimensionless", Bound(strict=True, maximum=3.0))
+    object_size_scale: float = param(1.0, "dimensionless", Bound(minimum=0.5, maximum=2.0))
+    # Ref: Gaz et al. 2019 identify damping ~0.1-1, armature ~0.1-0.3, friction ~0.1-1 for the Panda's joints;
+    # the bounds allow 30-100x that.
+    arm_damping: tuple[float, ...] = param(
+        (1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5), "N*m*s/rad", Bound(length=N_ARM_JOINTS, maximum=100.0)
+    )
+    arm_armature: tuple[float, ...] = param(
+        (0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.05), "kg*m^2", Bound(length=N_ARM_JOINTS, maximum=10.0)
+    )
+    arm_frictionloss: tuple[float, ...] = param(
+        (0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1), "N*m", Bound(length=N_ARM_JOINTS, maximum=20.0)
+    )
+    # Ref: MuJoCo Menagerie's Panda servos, kp 2000-4500 with kv a tenth of it; a servo without damping (kv 0)
+    # oscillates, so kv is strictly positive.
+    arm_kp: tuple[float, ...] = param(
+        (4500.0, 4500.0, 3500.0, 3500.0, 2000.0, 2000.0, 2000.0),
+        "N*m/rad",
+        Bound(length=N_ARM_JOINTS, strict=True, maximum=20000.0),
+    )
+    arm_kv: tuple[float, ...] = param(
+        (450.0, 450.0, 350.0, 350.0, 200.0, 200.0, 200.0),
+        "N*m*s/rad",
+        Bound(length=N_ARM_JOINTS, strict=True, maximum=2000.0),
+    )
+    # Ref: Franka datasheet, 87 / 12 N*m.
+    arm_force_limit: tuple[float, ...] = param(
+        (87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0), "N*m", Bound(length=N_ARM_JOINTS, strict=True, maximum=200.0)
+    )
+    # Ref: Dynamixel XC330 in current-limited position mode, linearised (kp ~4, stall torque ~0.95 N*m).
+    finger_kp: float = param(4.0, "N*m/rad", Bound(strict=True, maximum=50.0))
+    finger_kv: float = param(0.05, "N*m*s/rad", Bound(maximum=2.0))
+    finger_force_limit: float = param(0.95, "N*m", Bound(strict=True, maximum=10.0))
+    control_latency: float = param(0.0, "s", Bound(maximum=0.5))
+    # Sensor noise: ten or more times what cheap encoders, cameras and torque sensors show.
+    joint_pos_noise: float = param(0.0, "rad", Bound(maximum=0.1), group="sensor noise")
+    joint_vel_noise: float = param(0.0, "rad/s", Bound(maximum=2.0), group="sensor noise")
+    eef_pos_noise: float = param(0.0, "m", Bound(maximum=0.05), group="sensor noise")
+    object_pos_noise: float = param(0.0, "m", Bound(maximum=0.05), group="sensor noise")
+    object_vel_noise: float = param(0.0, "m/s", Bound(maximum=0.5), group="sensor noise")
+    # Ref: a camera's extrinsic calibration error beyond 10 cm would miss the belt.
+    object_pos_offset: tuple[float, float, float] = param(
+        (0.0, 0.0, 0.0), "m", Bound(length=3, minimum=-0.1, maximum=0.1), group="calibration"
+    )
+    arm_torque_noise: float = param(0.0, "N*m", Bound(maximum=10.0), group="sensor noise")
+    finger_current_noise: float = param(0.0, "N*m", Bound(maximum=1.0), group="sensor noise")
+    # Ref: a pose estimate older than half a second is useless on a moving belt.
+    perception_delay: float = param(0.0, "s", Bound(maximum=0.5), group="perception")
+    object_pos_noise_speed: float = param(0.0, "s", Bound(maximum=0.5), group="perception")  # m per m/s
+    object_pos_noise_occlusion: float = param(0.0, "m", Bound(maximum=0.05), group="perception")
+    # Ref: 0.1 rad (5.7 degrees) of extrinsic rotation moves the belt by 10 cm as the camera sees it.
+    object_pos_rotation: tuple[float, float, float] = param(
+        (0.0, 0.0, 0.0), "rad", Bound(length=3, minimum=-0.1, maximum=0.1), group="perception"
+    )
+    object_quat_noise: float = param(0.0, "rad", Bound(maximum=0.5), group="perception")
+    object_dropout: float = param(0.0, "probability", Bound(maximum=0.5), group="perception")
+    category_confusion: float = param(0.0, "probability", Bound(maximum=0.5), group="perception")
+    hand_occlusion_radius: float = param(0.0, "m", Bound(maximum=0.2), group="perception")
 
     def __post_init__(self) -> None:
-        for name, bound in FIELD_BOUNDS.items():
-            object.__setattr__(self, name, check_number("WorldParams", name, getattr(self, name), bound))
+        check_fields(self, "WorldParams")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -236,123 +323,23 @@ class WorldParams:
 #: ranges are what is physically plausible for a tabletop conveyor cell with a Panda-class arm and a LEAP-class
 #: hand, wide enough for every lab the suite draws (``r2s2r_envs.lab.draw``, 0.5-3x the
 #: nominal arm values) and every fit's own bounds (``grounding.identify``), narrow enough that a typo (a mass of
-#: 1e6 kg, a gain of 1e12) is refused rather than simulated (docs/lab.md#world-bounds).
-FIELD_BOUNDS: dict[str, Bound] = {
-    # Ref: picking conveyors run at 0.05-0.3 m/s; at 0.5 m/s an object crosses the arm's reach in under 2 s.
-    "belt_speed": Bound(maximum=0.5),  # m/s
-    "belt_speed_fluctuation": Bound(maximum=0.5),  # dimensionless (relative std)
-    "belt_fluctuation_time": Bound(minimum=0.01, maximum=100.0),  # s
-    # Ref: the Panda's rated payload, 3 kg; the nominal parts weigh 0.1-0.2 kg.
-    "object_mass": Bound(length=len(CATEGORIES), strict=True, maximum=3.0),  # kg
-    # Ref: rubber on rubber reaches ~2; MuJoCo's default is 1.
-    "object_friction": Bound(strict=True, maximum=3.0),  # dimensionless
-    "object_size_scale": Bound(minimum=0.5, maximum=2.0),  # dimensionless
-    # Ref: Gaz et al. 2019 identify damping ~0.1-1, armature ~0.1-0.3, friction ~0.1-1 for the Panda's joints;
-    # the bounds allow 30-100x that.
-    "arm_damping": Bound(length=N_ARM_JOINTS, maximum=100.0),  # N*m*s/rad
-    "arm_armature": Bound(length=N_ARM_JOINTS, maximum=10.0),  # kg*m^2
-    "arm_frictionloss": Bound(length=N_ARM_JOINTS, maximum=20.0),  # N*m
-    # Ref: MuJoCo Menagerie's Panda servos, kp 2000-4500 with kv a tenth of it; a servo without damping (kv 0)
-    # oscillates, so kv is strictly positive.
-    "arm_kp": Bound(length=N_ARM_JOINTS, strict=True, maximum=20000.0),  # N*m/rad
-    "arm_kv": Bound(length=N_ARM_JOINTS, strict=True, maximum=2000.0),  # N*m*s/rad
-    # Ref: Franka datasheet, 87 / 12 N*m.
-    "arm_force_limit": Bound(length=N_ARM_JOINTS, strict=True, maximum=200.0),  # N*m
-    # Ref: Dynamixel XC330 in current-limited position mode, linearised (kp ~4, stall torque ~0.95 N*m).
-    "finger_kp": Bound(strict=True, maximum=50.0),  # N*m/rad
-    "finger_kv": Bound(maximum=2.0),  # N*m*s/rad
-    "finger_force_limit": Bound(strict=True, maximum=10.0),  # N*m
-    "control_latency": Bound(maximum=0.5),  # s
-    # Sensor noise: ten or more times what cheap encoders, cameras and torque sensors show.
-    "joint_pos_noise": Bound(maximum=0.1),  # rad
-    "joint_vel_noise": Bound(maximum=2.0),  # rad/s
-    "eef_pos_noise": Bound(maximum=0.05),  # m
-    "object_pos_noise": Bound(maximum=0.05),  # m
-    "object_vel_noise": Bound(maximum=0.5),  # m/s
-    # Ref: a camera's extrinsic calibration error beyond 10 cm would miss the belt.
-    "object_pos_offset": Bound(length=3, minimum=-0.1, maximum=0.1),  # m
-    "arm_torque_noise": Bound(maximum=10.0),  # N*m
-    "finger_current_noise": Bound(maximum=1.0),  # N*m
-    # Ref: a pose estimate older than half a second is useless on a moving belt.
-    "perception_delay": Bound(maximum=0.5),  # s
-    "object_pos_noise_speed": Bound(maximum=0.5),  # s (m per m/s)
-    "object_pos_noise_occlusion": Bound(maximum=0.05),  # m
-    # Ref: 0.1 rad (5.7 degrees) of extrinsic rotation moves the belt by 10 cm as the camera sees it.
-    "object_pos_rotation": Bound(length=3, minimum=-0.1, maximum=0.1),  # rad
-    "object_quat_noise": Bound(maximum=0.5),  # rad
-    "object_dropout": Bound(maximum=0.5),  # probability
-    "category_confusion": Bound(maximum=0.5),  # probability
-    "hand_occlusion_radius": Bound(maximum=0.2),  # m
-}
+#: 1e6 kg, a gain of 1e12) is refused rather than simulated (docs/lab.md#world-bounds).  Declared with each field.
+FIELD_BOUNDS: dict[str, Bound] = field_metadata(WorldParams, "bound")
 
-#: The unit of every field, as its docstring states it (tests/test_world.py checks both agree); a new field needs
-#: its unit here.
-FIELD_UNITS = {
-    "belt_speed": "m/s",
-    "belt_speed_fluctuation": "dimensionless",
-    "belt_fluctuation_time": "s",
-    "object_mass": "kg",
-    "object_friction": "dimensionless",
-    "object_size_scale": "dimensionless",
-    "arm_damping": "N*m*s/rad",
-    "arm_armature": "kg*m^2",
-    "arm_frictionloss": "N*m",
-    "arm_kp": "N*m/rad",
-    "arm_kv": "N*m*s/rad",
-    "arm_force_limit": "N*m",
-    "finger_kp": "N*m/rad",
-    "finger_kv": "N*m*s/rad",
-    "finger_force_limit": "N*m",
-    "control_latency": "s",
-    "joint_pos_noise": "rad",
-    "joint_vel_noise": "rad/s",
-    "eef_pos_noise": "m",
-    "object_pos_noise": "m",
-    "object_vel_noise": "m/s",
-    "object_pos_offset": "m",
-    "arm_torque_noise": "N*m",
-    "finger_current_noise": "N*m",
-    "perception_delay": "s",
-    "object_pos_noise_speed": "s",
-    "object_pos_noise_occlusion": "m",
-    "object_pos_rotation": "rad",
-    "object_quat_noise": "rad",
-    "object_dropout": "probability",
-    "category_confusion": "probability",
-    "hand_occlusion_radius": "m",
-}
+#: The unit of every field, as its docstring states it (tests/test_world.py checks both agree); declared with each
+#: field.
+FIELD_UNITS: dict[str, str] = field_metadata(WorldParams, "unit")
 
-#: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
-SENSING_FIELDS: tuple[str, ...] = (
-    "joint_pos_noise",
-    "joint_vel_noise",
-    "eef_pos_noise",
-    "object_pos_noise",
-    "object_vel_noise",
-    "object_pos_offset",
-    "arm_torque_noise",
-    "finger_current_noise",
-    "perception_delay",
-    "object_pos_noise_speed",
-    "object_pos_noise_occlusion",
-    "object_pos_rotation",
-    "object_quat_noise",
-    "object_dropout",
-    "category_confusion",
-    "hand_occlusion_radius",
-)
+#: Standard deviations of the sensors' white noise (joints, TCP, objects, torques, finger currents).
+SENSOR_NOISE_FIELDS: tuple[str, ...] = fields_in(WorldParams, "sensor noise")
 
 #: The camera-based estimator's fields (``envs.perception``): nominal (zero) in a world that perceives exactly.
-PERCEPTION_FIELDS: tuple[str, ...] = (
-    "perception_delay",
-    "object_pos_noise_speed",
-    "object_pos_noise_occlusion",
-    "object_pos_rotation",
-    "object_quat_noise",
-    "object_dropout",
-    "category_confusion",
-    "hand_occlusion_radius",
-)
+PERCEPTION_FIELDS: tuple[str, ...] = fields_in(WorldParams, "perception")
+
+#: Fields that describe the sensors (measurement, not dynamics): changing them never touches the MuJoCo model.
+#: The sensor noise, the camera's calibration offset and the estimator's fields, in declaration order.
+SENSING_FIELDS: tuple[str, ...] = fields_in(WorldParams, "sensor noise", "calibration", "perception")
+
 _NOMINAL_PERCEPTION: dict[str, Any] = {
     f.name: f.default for f in dataclasses.fields(WorldParams) if f.name in PERCEPTION_FIELDS
 }
