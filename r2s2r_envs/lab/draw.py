@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.mappings import check_keys
-from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
+from r2s2r_envs.world.params import N_ARM_JOINTS, PERCEPTION_FIELDS, WorldParams, nominal
 
 #: World fields: ``("uniform", low, high)`` draws the value; ``("scale", low, high)`` multiplies each nominal value
 #: by its own uniform draw; ``("offset", high)`` draws each axis in ``[-high, high]``; ``("nominal",)`` keeps the
@@ -86,8 +86,6 @@ OPERATOR_DRAW: dict[str, tuple[Any, ...]] = {
     "release": ("drop", "place"),
     "variability": (0.2, 0.5),
 }
-_ARM_JOINTS = 7
-
 #: The version ``draw_lab(seed)`` and ``"draw:SEED"`` draw (frozen: recorded results name these labs).
 DRAW_VERSION = 1
 #: Every version ``draw_lab`` accepts, and the lab string and name of each (``SEED`` the seed).
@@ -177,15 +175,11 @@ def draw_lab(
     if version == 2:
         return _draw_v2(int(seed), name=name, operator=operator)
     rng = np.random.default_rng(int(seed))
-    u = rng.uniform
     world = _draw_world(rng, WORLD_DRAW)
-    low, high = EFFECT_DRAW["arm_command_gain"]
-    effects: dict[str, Any] = {"arm_command_gain": [float(u(low, high)) for _ in range(_ARM_JOINTS)]}
-    effects.update({k: float(u(*r)) for k, r in EFFECT_DRAW.items() if k != "arm_command_gain"})
     config: dict[str, Any] = {
         "name": f"drawn-{int(seed)}" if name is None else name,
         "world": world,
-        "effects": effects,
+        "effects": _draw_effects(rng, EFFECT_DRAW),
     }
     if operator:
         config["operator"] = _draw_operator(rng)
@@ -207,6 +201,14 @@ def _draw_world(rng: np.random.Generator, table: dict[str, tuple[Any, ...]]) -> 
     return world
 
 
+def _draw_effects(rng: np.random.Generator, table: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    # arm_command_gain one value per arm joint, first; the others one value each, in the table's order.
+    low, high = table["arm_command_gain"]
+    effects: dict[str, Any] = {"arm_command_gain": [float(rng.uniform(low, high)) for _ in range(N_ARM_JOINTS)]}
+    effects.update({k: float(rng.uniform(*r)) for k, r in table.items() if k != "arm_command_gain"})
+    return effects
+
+
 def _draw_operator(rng: np.random.Generator, table: dict[str, tuple[Any, ...]] = OPERATOR_DRAW) -> dict[str, Any]:
     style: dict[str, Any] = {}
     for field, values in table.items():
@@ -223,9 +225,7 @@ def _draw_v2(seed: int, *, name: str | None, operator: bool) -> dict[str, Any]:
     rng = np.random.default_rng([seed, 2])
     u = rng.uniform
     world = _draw_world(rng, WORLD_DRAW_V2)
-    low, high = EFFECT_DRAW_V2["arm_command_gain"]
-    effects: dict[str, Any] = {"arm_command_gain": [float(u(low, high)) for _ in range(_ARM_JOINTS)]}
-    effects.update({k: float(u(*r)) for k, r in EFFECT_DRAW_V2.items() if k != "arm_command_gain"})
+    effects = _draw_effects(rng, EFFECT_DRAW_V2)
     rotation, translation = PERCEPTION_DRAW_V2["rotation_error"], PERCEPTION_DRAW_V2["translation_error"]
     cameras = [
         {
