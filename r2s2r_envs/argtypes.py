@@ -58,3 +58,31 @@ def json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"num_objects\": 1}}', got {text!r}")
     return value
+
+
+def comma_list(text: str) -> list[str]:
+    """Comma-separated items, blanks dropped: ``"a, b,"`` -> ``["a", "b"]``."""
+    return [item for item in (part.strip() for part in text.split(",")) if item]
+
+
+# -- options that mean the same in every command -------------------------------------------------------------------
+
+
+def add_workers_option(parser: argparse.ArgumentParser, help: str = "worker processes (default 1)") -> None:
+    """``--workers W``: processes that share the work, an integer >= 1 (default 1)."""
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="W", help=help)
+
+
+def add_seed_option(parser: argparse.ArgumentParser, default: int | None, help: str) -> None:
+    """``--seed S``: the base seed of the command's randomness, an integer >= 0."""
+    parser.add_argument("--seed", type=non_negative_int, default=default, metavar="S", help=help)
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--json``: print ``what`` as JSON on stdout instead of the text report."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of text")
+
+
+def add_no_progress_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``: no progress bar on stderr (``args.no_progress``)."""
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -31,15 +31,17 @@ import gymnasium as gym
 
 import r2s2r_envs  # registers the envs and demonstrators
 from r2s2r_envs.argtypes import (
-    EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    non_negative_int,
+    add_json_option,
+    add_no_progress_option,
+    add_seed_option,
+    add_workers_option,
     positive_int,
     report_error,
 )
-from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
+from r2s2r_envs.env_cli import add_env_source_options, add_task_options, env_source_kwargs, task_kwargs
 from r2s2r_envs.env_cli import check_grounding as check_grounding  # re-exported: what every --grounding accepts
 from r2s2r_envs.env_cli import check_lab as check_lab  # re-exported: what every --lab accepts
 from r2s2r_envs.evaluation import protocol
@@ -137,43 +139,17 @@ def _format_side_by_side(results: list[EvaluationResult]) -> str:
     return "\n".join(lines)
 
 
-def _task_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """Env arguments of ``demo``'s task options (``--num-objects``, ``--episode-steps``) that were given."""
-    env_kwargs: dict[str, Any] = {}
-    if args.num_objects is not None:
-        env_kwargs["num_objects"] = args.num_objects
-    if args.episode_steps is not None:
-        env_kwargs["episode_steps"] = args.episode_steps
-    return env_kwargs
-
-
 def _cmd_demo_all(args: argparse.Namespace) -> int:
     unsupported = [f"--{n.replace('_', '-')}" for n in ("lab", "grounding", "video") if getattr(args, n) is not None]
     if unsupported:
-        print(
-            f"r2s2r demo: error: {', '.join(unsupported)} apply to one env; with --env all every id runs with its "
-            "registered defaults (give one --env ID to change them)",
-            file=sys.stderr,
+        message = (
+            f"{', '.join(unsupported)} apply to one env; with --env all every id runs with its registered defaults "
+            "(give one --env ID to change them)"
         )
-        return EXIT_USAGE
-    from r2s2r_envs.behavior import make_demonstrator
-
-    env_kwargs = _task_kwargs(args)
+        return report_error("demo", message, EXIT_USAGE)
     ids = registered_env_ids()
     ordered = [i for i in SHOWCASE_ORDER if i in ids] + [i for i in ids if i not in SHOWCASE_ORDER]
-    results = []
-    for env_id in ordered:
-        results.append(
-            evaluate(
-                env_id,
-                make_demonstrator,
-                episodes=args.episodes,
-                base_seed=args.seed,
-                env_kwargs=env_kwargs,
-                progress=not args.no_progress,
-                workers=args.workers,
-            )
-        )
+    results = [_evaluate_demonstrator(args, env_id, task_kwargs(args)) for env_id in ordered]
     if args.json:
         print("[" + ",".join(r.to_json() for r in results) + "]")
     else:
@@ -181,30 +157,34 @@ def _cmd_demo_all(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _evaluate_demonstrator(args: argparse.Namespace, env_id: str, env_kwargs: dict[str, Any]) -> EvaluationResult:
+    """``demo``'s evaluation of the demonstrator that comes with ``env_id``."""
+    from r2s2r_envs.behavior import make_demonstrator
+
+    return evaluate(
+        env_id,
+        make_demonstrator,
+        episodes=args.episodes,
+        base_seed=args.seed,
+        env_kwargs=env_kwargs,
+        progress=not args.no_progress,
+        video=args.video,  # None with --env all
+        workers=args.workers,
+    )
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.env == ALL_ENVS:
         return _cmd_demo_all(args)
-    env_kwargs = _task_kwargs(args)
+    env_kwargs = task_kwargs(args)
     try:
         if args.video is not None:
             check_output_file(args.video, option="--video", suffix=".mp4")
         check_env_id(args.env)  # a non-PickSort Gymnasium id has no demonstrator either
         env_kwargs = env_source_kwargs(args.env, env_kwargs, lab=args.lab, grounding=args.grounding)
-        from r2s2r_envs.behavior import make_demonstrator
-
-        result = evaluate(
-            args.env,
-            make_demonstrator,
-            episodes=args.episodes,
-            base_seed=args.seed,
-            env_kwargs=env_kwargs,
-            progress=not args.no_progress,
-            video=args.video,
-            workers=args.workers,
-        )
+        result = _evaluate_demonstrator(args, args.env, env_kwargs)
     except (UsageError, UnknownEnvError, EnvArgumentError, RenderError, ValueError) as e:
-        print(f"r2s2r demo: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("demo", e, EXIT_USAGE)
     print(result.to_json() if args.json else _format_summary(result))
     return EXIT_OK
 
@@ -252,46 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"env id, one of {registered_env_ids()}, or 'all': every id side by side (each with its own demonstrator)",
     )
     demo.add_argument("--episodes", type=positive_int, default=10, metavar="N", help="episodes (default 10)")
-    demo.add_argument(
-        "--seed",
-        type=non_negative_int,
-        default=EVALUATION_BASE_SEED,
-        metavar="S",
-        help=f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)",
-    )
-    demo.add_argument(
-        "--num-objects",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help="objects per episode (default: the env's default, 3)",
-    )
-    demo.add_argument(
-        "--episode-steps",
-        type=positive_int,
-        default=None,
-        metavar="T",
-        help="time limit of an episode in control steps (default: the env's, 500)",
-    )
+    add_seed_option(demo, EVALUATION_BASE_SEED, f"base seed (default {EVALUATION_BASE_SEED}, the fixed protocol's)")
+    add_task_options(demo)
     add_env_source_options(demo)
     demo.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
-    demo.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        metavar="W",
-        help="worker processes (default 1; the result does not depend on it)",
-    )
-    demo.add_argument(
-        "--json",
-        action="store_true",
-        help="print the evaluation result (one JSON object, per-episode records included)",
-    )
-    demo.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_workers_option(demo, "worker processes (default 1; the result does not depend on it)")
+    add_json_option(demo, "the evaluation result (one object, per-episode records included)")
+    add_no_progress_option(demo)
     demo.set_defaults(func=_cmd_demo)
 
     envs = sub.add_parser("envs", help="list the registered PickSort env ids")
-    envs.add_argument("--json", action="store_true", help="print a JSON list")
+    add_json_option(envs, "the list")
     envs.set_defaults(func=_cmd_envs)
 
     _add_module_subcommands(sub)
@@ -349,16 +300,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra is None or os.environ.get(TRACEBACK_ENV):
             raise
         text = str(e) if isinstance(e, MissingExtraError) else f"{e}; {install_hint(extra)}"
-        print(f"r2s2r {args.command}: error: {text} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error(args.command, f"{text} (set {TRACEBACK_ENV}=1 for the traceback)")
     except UsageError as e:  # bad input a handler left to the shell: reported as every command reports it
         return report_error(args.command, e, EXIT_USAGE)
     except (ValueError, TypeError, KeyError, OSError) as e:
         # The last resort for bad input a handler did not catch: one line, not a traceback (TRACEBACK_ENV shows it).
         if os.environ.get(TRACEBACK_ENV):
             raise
-        print(f"r2s2r {args.command}: error: {_one_line(e)} (set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error(args.command, f"{_one_line(e)} (set {TRACEBACK_ENV}=1 for the traceback)")
 
 
 #: Set to show the traceback of an error the command reports in one line.

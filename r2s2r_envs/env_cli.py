@@ -1,5 +1,7 @@
 """``--lab`` and ``--grounding``: the options of the ``r2s2r`` commands that choose where an env's physics come from,
-turned into env arguments in one place (``demo``, ``evaluate``, ``generate``, ``datasets make``, ``tune-planner``).
+turned into env arguments in one place (``demo``, ``evaluate``, ``generate``, ``datasets make``, ``tune-planner``);
+and the task options ``--num-objects`` / ``--episode-steps`` of the commands that run episodes (``demo``,
+``evaluate``).
 
 :func:`env_source_kwargs` checks each option given, before any work, and raises :class:`~r2s2r_envs.argtypes.UsageError`
 (reported as ``r2s2r COMMAND: error: ...``, exit code 2) for an env that does not take it, an option that
@@ -15,7 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from r2s2r_envs.argtypes import UsageError
+from r2s2r_envs.argtypes import UsageError, positive_int
 
 #: Env arguments that choose where an env's physics come from, and the command-line option of each.
 ENV_SOURCE_OPTIONS = {"lab": "--lab", "grounding": "--grounding"}
@@ -45,6 +47,26 @@ def add_env_source_options(
             help=f"the {key} {which or 'of the env'} (envs {', '.join(envs_taking(key))}): "
             f"{ENV_SOURCE_VALUES[key]}{note}",
         )
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--num-objects K`` and ``--episode-steps T`` (default ``None``: the env's own); :func:`task_kwargs`
+    reads them."""
+    parser.add_argument(
+        "--num-objects", type=positive_int, default=None, metavar="K", help="objects per episode (default: the env's)"
+    )
+    parser.add_argument(
+        "--episode-steps",
+        type=positive_int,
+        default=None,
+        metavar="T",
+        help="time limit of an episode in control steps (default: the env's)",
+    )
+
+
+def task_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The env arguments of the task options (:func:`add_task_options`) that were given."""
+    return {key: getattr(args, key) for key in ("num_objects", "episode_steps") if getattr(args, key) is not None}
 
 
 def envs_taking(key: str) -> list[str]:

@@ -421,3 +421,40 @@ def test_an_unreported_usage_error_exits_2(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_cmd_envs", fail)
     assert cli.main(["envs"]) == 2
     assert capsys.readouterr().err == "r2s2r envs: error: --x 'y': no such thing; expected a z\n"
+
+
+# ---------------------------------------------------------------------- options shared by the commands
+def _options_of(parser):
+    return {o: a for a in parser._actions for o in a.option_strings}
+
+
+def test_workers_and_seed_mean_the_same_in_every_command():
+    from r2s2r_envs.argtypes import non_negative_int, positive_int
+
+    commands = dict(_subcommands())
+    commands["datasets make"] = commands["datasets"]._actions[-1].choices["make"]
+    workers = {n: _options_of(p)["--workers"] for n, p in commands.items() if "--workers" in _options_of(p)}
+    seeds = {n: _options_of(p)["--seed"] for n, p in commands.items() if "--seed" in _options_of(p)}
+    assert {"demo", "evaluate", "generate", "datasets make", "tune-planner", "sysid", "dagger"} <= set(workers)
+    assert {"demo", "evaluate", "generate", "log-lab", "tune-planner", "fit-behavior", "dagger"} <= set(seeds)
+    ray_cpus = workers.pop("ablation")  # the CPUs of a local Ray, default all: another option of the same name
+    seeds.pop("train")  # train's options are TrainConfig's fields, checked by check_config
+    assert ray_cpus.default is None
+    assert all(a.type is positive_int and a.default == 1 and a.metavar == "W" for a in workers.values()), workers
+    assert all(a.type is non_negative_int and a.metavar == "S" for a in seeds.values()), seeds
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["log-lab", "--out", "{tmp}/f"], "r2s2r log-lab: error: --out {tmp}/f exists and is not a directory"),
+        (["tune-planner", "--out", "{tmp}"], "r2s2r tune-planner: error: --out {tmp} is a directory"),
+        (["compare-behavior", "a.hdf5", "b.hdf5", "--traits", "nope"], "r2s2r compare-behavior: error: unknown trait"),
+        (["fit-behavior", "--demos", "a.hdf5", "--out", "m.json", "--max-sources", "0"], "r2s2r fit-behavior: error: "),
+    ],
+)
+def test_every_command_reports_usage_errors_in_one_shape(argv, message, tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message.format(tmp=tmp_path)) and err.count("\n") == 1

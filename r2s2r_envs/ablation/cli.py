@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, DesignError, lab_design
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, positive_int
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, comma_list, positive_int, report_error
 from r2s2r_envs.policies.config import RECIPES
 
 
 def _comma_list(text: str) -> tuple[str, ...]:
-    return tuple(t for t in (s.strip() for s in text.split(",")) if t)
+    return tuple(comma_list(text))
 
 
 def _seeds(text: str) -> tuple[int, ...]:
     try:
-        return tuple(int(s) for s in _comma_list(text))
+        return tuple(int(s) for s in comma_list(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
@@ -190,15 +190,13 @@ def _seeds_for(out: str, points: float) -> int:
 
     path = Path(out) / "report" / "report.json"
     if not path.is_file():
-        print(f"r2s2r ablation: error: no report at {path}: run the ablation (or --report-only) first", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("ablation", f"no report at {path}: run the ablation (or --report-only) first", EXIT_USAGE)
     report = json.loads(path.read_text())
     for metric in METRICS:
         try:
             n = seeds_to_detect(report, points / 100, metric=metric)
         except ValueError as e:
-            print(f"r2s2r ablation: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
+            return report_error("ablation", e, EXIT_USAGE)
         episodes = report["detectable"][metric]["episodes"]
         said = (
             f"{n} seeds per cell"
@@ -275,15 +273,13 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
         try:
             dest = export_record(args.out, args.export_record)
         except StoreError as e:
-            print(f"r2s2r ablation: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
+            return report_error("ablation", e, EXIT_USAGE)
         print(f"record of {args.out} written to {dest}")
         return EXIT_OK
     try:
         design = design_from_args(args)
     except (LabError, DesignError) as e:
-        print(f"r2s2r ablation: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("ablation", e, EXIT_USAGE)
     try:
         if args.report_only:
             tasks = preflight(design, args.out)
@@ -294,8 +290,7 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
             design, args.out, address=args.address, workers=args.workers, log=lambda s: print(s, file=sys.stderr)
         )
     except AblationError as e:
-        print(f"r2s2r ablation: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("ablation", e, EXIT_USAGE)
     print_table(Path(args.out) / "report" / "report.json")
     print(
         f"\n{summary.total} tasks: {summary.skipped} already finished, {summary.ran} run, "

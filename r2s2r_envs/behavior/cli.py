@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from r2s2r_envs.argtypes import EXIT_OK, EXIT_USAGE, add_json_option, add_seed_option, report_error
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +34,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     fit.add_argument("--demos", type=Path, required=True, help="lab dataset (r2s2r generate PickSort-Real-v0 ...)")
     fit.add_argument("--out", type=Path, required=True, help="model file to write (JSON)")
     fit.add_argument("--max-sources", type=int, default=None, help="most grasps kept as sources (default 90)")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the choice of sources (default 0)")
+    add_seed_option(fit, 0, "seed of the choice of sources (default 0)")
     fit.add_argument(
         "--min-grasps",
         type=int,
@@ -55,9 +54,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     cmp.add_argument("a", type=Path, metavar="A.hdf5", help="first dataset (e.g. the lab's demonstrations)")
     cmp.add_argument("b", type=Path, metavar="B.hdf5", help="second dataset (e.g. simulated demonstrations)")
-    cmp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_json_option(cmp, "the comparison")
     cmp.add_argument("--plot", type=Path, default=None, metavar="DIR", help="draw speed profiles and paths into DIR")
-    cmp.add_argument("--seed", type=int, default=0, help="seed of the classifier's cross-validation (default 0)")
+    add_seed_option(cmp, 0, "seed of the classifier's cross-validation (default 0)")
     cmp.add_argument(
         "--traits",
         default=None,
@@ -82,14 +81,12 @@ def _fit(args: argparse.Namespace) -> int:
             ),
         )
     except ValueError as exc:
-        print(f"r2s2r fit-behavior: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("fit-behavior", exc, EXIT_USAGE)
     start = time.perf_counter()
     try:
         model = fit_behavior(args.demos, settings=settings)
     except (FileNotFoundError, DatasetError, BehaviorDataError) as exc:
-        print(f"r2s2r fit-behavior: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("fit-behavior", exc)
     save_model(model, args.out)
     demos = model["provenance"]["demos"]
     print(
@@ -109,15 +106,13 @@ def _compare(args: argparse.Namespace) -> int:
     traits = named.get(args.traits) or [t.strip() for t in args.traits.split(",") if t.strip()]
     unknown = sorted(set(traits) - set(TRAITS))
     if unknown:
-        print(f"r2s2r compare-behavior: unknown trait(s) {unknown}; traits: {list(TRAITS)}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("compare-behavior", f"unknown trait(s) {unknown}; traits: {list(TRAITS)}", EXIT_USAGE)
     try:
         a, b = load_demos(args.a), load_demos(args.b)
         result = compare(a, b, seed=args.seed, classifier_traits=traits)
         files = plot(a, b, args.plot) if args.plot is not None else []
     except (FileNotFoundError, DatasetError, BehaviorDataError, ValueError) as exc:
-        print(f"r2s2r compare-behavior: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("compare-behavior", exc)
     if args.json:
         out = result.to_dict()
         out["plots"] = [str(f) for f in files]

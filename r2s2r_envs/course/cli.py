@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, add_json_option, report_error
 
 EXIT_WRONG = EXIT_ERROR  # the answer is wrong
 
@@ -45,7 +45,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         description="List every exercise: its lesson, its lab (usable with --lab and gym.make(..., lab=NAME)), "
         "the task, the answer file's keys and how the checker grades them. Never a solution.",
     )
-    labs.add_argument("--json", action="store_true", help="print a JSON list")
+    add_json_option(labs, "the list")
     labs.set_defaults(func=_cmd_labs)
 
     check = sub.add_parser(
@@ -58,7 +58,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     check.add_argument("lesson", metavar="LESSON", help="lesson number, 0-8")
     check.add_argument("answer", metavar="ANSWER", help="the answer JSON file")
-    check.add_argument("--json", action="store_true", help="print the grade as one JSON object")
+    add_json_option(check, "the grade (one object)")
     check.set_defaults(func=_cmd_check)
 
     seal = sub.add_parser(
@@ -133,8 +133,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(f"lesson {lesson}: running planner episodes to grade the answer (about half a minute)...")
         result = check_answer(lesson, answer)
     except (AnswerError, ValueError) as e:
-        print(f"r2s2r course check: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("course check", e, EXIT_USAGE)
     if args.json:
         print(json.dumps(result.to_dict()))
     else:
@@ -151,8 +150,7 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     try:
         lab = load_lab(args.lab)
     except (FileNotFoundError, KeyError, TypeError, ValueError) as e:
-        print(f"r2s2r course seal: error: {e.args[0] if e.args else e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("course seal", e.args[0] if e.args else e, EXIT_USAGE)
     args.out.write_text(json.dumps(seal_lab(lab), indent=1) + "\n")
     print(f"sealed lab {lab.name!r} (config {lab.sha256()[:12]}) written to {args.out}")
     return EXIT_OK

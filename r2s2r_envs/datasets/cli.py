@@ -20,7 +20,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, json_object
+from r2s2r_envs.argtypes import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_json_option,
+    add_no_progress_option,
+    add_seed_option,
+    add_workers_option,
+    comma_list,
+    json_object,
+    report_error,
+)
 from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.env_cli import ENV_SOURCE_OPTIONS, add_env_source_options, env_source_kwargs, envs_taking
 
@@ -43,11 +56,11 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     gen.add_argument("env_id", metavar="ENV_ID", help="registered env id, e.g. PickSort-Ungrounded-v0")
     gen.add_argument("--episodes", type=int, required=True, help="number of demos the file should hold")
     gen.add_argument("--out", type=Path, required=True, help="output HDF5 file")
-    gen.add_argument("--workers", type=int, default=1, help="parallel worker processes (same file for any number)")
-    gen.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    add_workers_option(gen, "parallel worker processes (default 1; the same file for any number)")
+    add_seed_option(gen, 0, "base seed (default 0)")
     gen.add_argument("--successes-only", action="store_true", help="keep only successful episodes")
     gen.add_argument("--obs-mode", choices=OBS_MODES, default="state", help="observations stored (default state)")
-    gen.add_argument("--obs-keys", type=_comma_list, default=None, help="comma-separated subset of observation keys")
+    gen.add_argument("--obs-keys", type=comma_list, default=None, help="comma-separated subset of observation keys")
     gen.add_argument(
         "--env-kwargs", type=json_object, default={}, help="JSON object of env arguments, e.g. '{\"num_objects\": 1}'"
     )
@@ -83,7 +96,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "docs/datasets.md#noise-injection)",
     )
     gen.add_argument("--overwrite", action="store_true", help="start over instead of resuming an existing file")
-    gen.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress_option(gen)
     gen.set_defaults(func=cmd_generate)
 
     rep = subparsers.add_parser(
@@ -116,7 +129,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     make.add_argument(
         "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
     )
-    make.add_argument("--workers", type=int, default=1, help="worker processes per generation")
+    add_workers_option(make, "worker processes per generation (default 1)")
     add_env_source_options(
         make,
         which="of the datasets whose env takes one",
@@ -129,7 +142,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         action="store_true",
         help="move a cached file of an older dataset schema aside (NAME.schema-vN.hdf5) and build the dataset again",
     )
-    make.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_no_progress_option(make)
     make.set_defaults(func=cmd_datasets_make)
     lst = ds_sub.add_parser("list", help="list the canonical datasets and whether they are cached")
     lst.add_argument("--spec", type=Path, default=None, help="spec file (default: the one shipped with the package)")
@@ -137,7 +150,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     lst.set_defaults(func=cmd_datasets_list)
     info = ds_sub.add_parser("info", help="print a dataset file's summary and provenance")
     info.add_argument("file", type=Path, metavar="FILE")
-    info.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_option(info, "the summary and provenance")
     info.set_defaults(func=cmd_datasets_info)
     ver = ds_sub.add_parser(
         "verify", help="check files' schema and content hashes (a canonical dataset's name: its cached file)"
@@ -171,7 +184,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     exp.add_argument("--fps", type=int, default=None, help="lerobot: frames per second (default: the control rate)")
     exp.add_argument("--dataset-id", default=None, help="minari: the dataset id (default r2s2r/<file stem>-v0)")
-    exp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress_option(exp)
     exp.set_defaults(func=cmd_datasets_export)
 
 
@@ -467,13 +480,7 @@ def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
 
 
 def _fail(exc: BaseException, args: argparse.Namespace, code: int = EXIT_ERROR) -> int:
-    """Reports ``exc`` as every ``r2s2r`` command does, ``r2s2r COMMAND: error: ...``; returns ``code``
+    """:func:`~r2s2r_envs.argtypes.report_error` for the (sub)command of ``args``; returns ``code``
     (:data:`EXIT_USAGE` for bad input found before any work, :data:`EXIT_ERROR` for an error of the run)."""
-    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     command = " ".join(c for c in (getattr(args, "command", None), getattr(args, "datasets_command", None)) if c)
-    print(f"r2s2r {command or 'datasets'}: error: {message}", file=sys.stderr)
-    return code
-
-
-def _comma_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return report_error(command or "datasets", exc, code)

@@ -20,8 +20,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
-from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
+from r2s2r_envs.argtypes import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_json_option,
+    add_no_progress_option,
+    add_seed_option,
+    add_workers_option,
+    positive_int,
+    report_error,
+)
+from r2s2r_envs.env_cli import add_env_source_options, add_task_options, env_source_kwargs, task_kwargs
 from r2s2r_envs.evaluation.panels import (
     DEFAULT_PANEL,
     LAB_ENV_ID,
@@ -164,6 +174,35 @@ def _write_result(result: EvaluationResult, out: Path) -> str:
     return text
 
 
+#: Bad input, found before or while the run starts: exit code 2 (a worker that died: 1).
+_USAGE_ERRORS = (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError)
+
+
+def _report_run_error(error: Exception) -> int:
+    return report_error("evaluate", error, EXIT_ERROR if isinstance(error, WorkerDiedError) else EXIT_USAGE)
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    """The policy or factory ``--policy`` names, with a checkpoint's execution settings."""
+    settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
+    return resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
+
+
+def _protocol_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of ``evaluate`` / ``evaluate_panel`` that the options set alike in both."""
+    return {
+        "episodes": args.episodes,
+        "base_seed": args.seed,
+        "conditions": _parse_conditions(args.conditions),
+        "split": args.split,
+        "progress": not args.no_progress,
+        "video": args.video,
+        "workers": args.workers,
+        "method": {"method": args.method} if args.method else None,
+        "batch": args.batch,
+    }
+
+
 def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> int:
     """``--panel``: every lab of the panel, one result file per lab in the ``--out`` folder."""
     try:
@@ -174,8 +213,7 @@ def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
         check_panel_call(args.env, env_kwargs, args.video)
         env_kwargs = env_source_kwargs(args.env, env_kwargs, grounding=args.grounding)
         files = panel_outputs(args.panel, args.out)
-        settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
-        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
+        policy = _policy(args)
 
         def done(lab: str, result: EvaluationResult) -> None:
             if lab in files:
@@ -186,30 +224,12 @@ def _cmd_evaluate_panel(args: argparse.Namespace, env_kwargs: dict[str, Any]) ->
             )
 
         results = evaluate_panel(
-            policy,
-            args.panel,
-            env_id=args.env,
-            env_kwargs=env_kwargs,
-            on_result=done,
-            episodes=args.episodes,
-            base_seed=args.seed,
-            conditions=_parse_conditions(args.conditions),
-            split=args.split,
-            progress=not args.no_progress,
-            video=args.video,
-            workers=args.workers,
-            method={"method": args.method} if args.method else None,
-            batch=args.batch,
+            policy, args.panel, env_id=args.env, env_kwargs=env_kwargs, on_result=done, **_protocol_settings(args)
         )
-    except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
-        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except WorkerDiedError as e:
-        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+    except (*_USAGE_ERRORS, WorkerDiedError) as e:
+        return _report_run_error(e)
     except OSError as e:  # checked before the run; the disk may still fill up
-        print(f"r2s2r evaluate: error: cannot write into --out {args.out}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("evaluate", f"cannot write into --out {args.out}: {e.strerror or e}")
     if args.json:
         print("[" + ",\n".join(r.to_json(indent=2) for r in results.values()) + "]")
     else:
@@ -240,16 +260,12 @@ def _check_track_args(args: argparse.Namespace) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    env_kwargs: dict[str, Any] = {}
-    for key in ("num_objects", "episode_steps"):
-        if getattr(args, key) is not None:
-            env_kwargs[key] = getattr(args, key)
+    env_kwargs = task_kwargs(args)
     if args.track is not None:
         try:
             _check_track_args(args)
         except ValueError as e:
-            print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
+            return report_error("evaluate", e, EXIT_USAGE)
     if args.panel is not None:
         return _cmd_evaluate_panel(args, env_kwargs)
     try:
@@ -260,29 +276,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             check_output_file(args.video, option="--video", suffix=".mp4")
         check_env_id(args.env)
         env_kwargs = env_source_kwargs(args.env, env_kwargs, lab=args.lab, grounding=args.grounding)
-        settings = {k: getattr(args, k) for k in ("execute_steps", "temporal_ensemble") if getattr(args, k) is not None}
-        policy = resolve_policy_spec(args.policy, threads=1 if args.workers > 1 else None, **settings)
-        result = evaluate(
-            args.env,
-            policy,
-            episodes=args.episodes,
-            base_seed=args.seed,
-            conditions=_parse_conditions(args.conditions),
-            split=args.split,
-            env_kwargs=env_kwargs,
-            progress=not args.no_progress,
-            video=args.video,
-            workers=args.workers,
-            method={"method": args.method} if args.method else None,
-            batch=args.batch,
-            track=args.track,
-        )
-    except (PolicyError, UnknownEnvError, EnvArgumentError, RenderError, ResultSchemaError, ValueError) as e:
-        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except WorkerDiedError as e:
-        print(f"r2s2r evaluate: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        policy = _policy(args)
+        result = evaluate(args.env, policy, env_kwargs=env_kwargs, track=args.track, **_protocol_settings(args))
+    except (*_USAGE_ERRORS, WorkerDiedError) as e:
+        return _report_run_error(e)
     text = result.to_json(indent=2)
     EvaluationResult.from_json(text)  # a result this package cannot read back is a bug: fail before writing it
     if args.out is not None:
@@ -290,8 +287,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(text + "\n")
         except OSError as e:  # checked before the run; the disk may still fill up
-            print(f"r2s2r evaluate: error: cannot write --out {args.out}: {e.strerror or e}", file=sys.stderr)
-            return EXIT_ERROR
+            return report_error("evaluate", f"cannot write --out {args.out}: {e.strerror or e}")
     print(text if args.json else _format_summary(result))
     if args.out is not None and not args.json:
         print(f"result:           {args.out}")
@@ -302,17 +298,12 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard
 
     if not Path(args.results_dir).is_dir():  # bad input, found before any work
-        print(
-            f"r2s2r leaderboard: error: results folder {args.results_dir} does not exist (expected a folder of "
-            "result JSON files)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        message = f"results folder {args.results_dir} does not exist (expected a folder of result JSON files)"
+        return report_error("leaderboard", message, EXIT_USAGE)
     try:
         board = build_leaderboard(args.results_dir, args.out, title=args.title, skip_damaged=args.skip_damaged)
     except LeaderboardError as e:
-        print(f"r2s2r leaderboard: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("leaderboard", e)
     print(f"{len(board.results)} results, {len(board.rows)} rows -> {args.out}/leaderboard.md, index.html")
     for path, reason in board.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
@@ -379,7 +370,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="episodes of each condition; alone (without --conditions and --split): N nominal episodes on the "
         "legacy seeds, as before the splits",
     )
-    ev.add_argument("--workers", type=positive_int, default=1, metavar="W", help="worker processes (default 1)")
+    add_workers_option(ev)
     ev.add_argument(
         "--batch",
         type=positive_int,
@@ -388,16 +379,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="envs stepped together per process in the native vector env, the policy answering for all at once "
         "(act_batch; default 1); records are identical to --batch 1's, and compose with --workers",
     )
-    ev.add_argument(
-        "--seed",
-        type=non_negative_int,
-        default=None,
-        metavar="S",
-        help=f"base seed of a nominal run at seeds of your own (with --episodes; split custom, not comparable; "
+    add_seed_option(
+        ev,
+        None,
+        f"base seed of a nominal run at seeds of your own (with --episodes; split custom, not comparable; "
         f"{EVALUATION_BASE_SEED}: the legacy seeds)",
     )
-    ev.add_argument("--num-objects", type=positive_int, default=None, metavar="K", help="objects per episode")
-    ev.add_argument("--episode-steps", type=positive_int, default=None, metavar="T", help="time limit, steps")
+    add_task_options(ev)
     ev.add_argument("--method", default=None, metavar="NAME", help="method name in the result (overrides metadata)")
     ev.add_argument(
         "--execute-steps", type=positive_int, default=None, metavar="N", help="a checkpoint's actions per chunk"
@@ -411,8 +399,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     ev.add_argument("--video", default=None, metavar="PATH", help="write an MP4 of the first episode")
     ev.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result JSON here")
-    ev.add_argument("--json", action="store_true", help="print the result JSON instead of a summary")
-    ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_json_option(ev, "the result")
+    add_no_progress_option(ev)
     ev.set_defaults(func=_cmd_evaluate)
 
     lb = subparsers.add_parser(

@@ -18,7 +18,15 @@ import sys
 import time
 from pathlib import Path
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError, positive_int, report_error
+from r2s2r_envs.argtypes import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_seed_option,
+    add_workers_option,
+    positive_int,
+    report_error,
+)
 from r2s2r_envs.env_cli import add_env_source_options, env_source_kwargs
 from r2s2r_envs.grounding import fit_cli
 
@@ -38,7 +46,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     )
     log.add_argument("--lab", default="default", help="a shipped lab name or a lab JSON file (default: default)")
     log.add_argument("--out", type=Path, required=True, help="output directory")
-    log.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    add_seed_option(log, 0, "base seed (default 0)")
     log.add_argument("--quick", action="store_true", help="fewer, shorter runs (a reduced budget)")
     log.add_argument("--quiet", action="store_true", help="no per-run lines")
     log.set_defaults(func=_log_lab)
@@ -62,8 +70,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "lead_time=0.05,0.1;position_gain=0.2,0.3,0.45,0.6)",
     )
     tune.add_argument("--episodes", type=positive_int, default=40, help="episodes per grid point (default 40)")
-    tune.add_argument("--seed", type=int, default=None, help="base seed of the tuning episodes (default 314159)")
-    tune.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    add_seed_option(tune, None, "base seed of the tuning episodes (default 314159)")
+    add_workers_option(tune)
     tune.add_argument("--out", type=Path, default=None, metavar="FILE", help="write the result as JSON")
     tune.add_argument(
         "--update-grounding",
@@ -78,14 +86,12 @@ def _log_lab(args: argparse.Namespace) -> int:
     from r2s2r_envs.grounding.excitation import log_lab
 
     if args.out.exists() and not args.out.is_dir():
-        print(f"r2s2r log-lab: --out {args.out} exists and is not a directory", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("log-lab", f"--out {args.out} exists and is not a directory", EXIT_USAGE)
     start = time.perf_counter()
     try:
         logs = log_lab(args.lab, args.out, seed=args.seed, quick=args.quick, progress=None if args.quiet else print)
     except (FileNotFoundError, KeyError, TypeError, ValueError) as exc:
-        print(f"r2s2r log-lab: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("log-lab", exc)
     print(
         f"{len(logs.runs)} runs ({len(logs.fit)} fit, {len(logs.heldout)} held out) of lab {logs.lab_name!r} "
         f"written to {args.out} in {time.perf_counter() - start:.1f} s"
@@ -106,15 +112,13 @@ def _tune_planner(args: argparse.Namespace) -> int:
     )
 
     if args.out is not None and args.out.is_dir():
-        print(f"r2s2r tune-planner: --out {args.out} is a directory; give a JSON file", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("tune-planner", f"--out {args.out} is a directory; give a JSON file", EXIT_USAGE)
     if args.update_grounding and (args.grounding is None or args.env != GROUNDED_ENV):
-        print(
-            f"r2s2r tune-planner: --update-grounding needs --grounding FILE and --env {GROUNDED_ENV} (the env that "
-            "demonstrates with the file's settings)",
-            file=sys.stderr,
+        message = (
+            f"--update-grounding needs --grounding FILE and --env {GROUNDED_ENV} (the env that demonstrates with the "
+            "file's settings)"
         )
-        return EXIT_USAGE
+        return report_error("tune-planner", message, EXIT_USAGE)
     try:
         env_kwargs = env_source_kwargs(args.env, grounding=args.grounding)
     except UsageError as exc:
@@ -135,8 +139,7 @@ def _tune_planner(args: argparse.Namespace) -> int:
         else:
             tuning = tune_planner(args.env, env_kwargs=env_kwargs, **settings)
     except (TuningError, GroundingFileError) as exc:
-        print(f"r2s2r tune-planner: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("tune-planner", exc, EXIT_USAGE)
     print(f"tuned in {tuning.env_id}, {tuning.episodes} episodes per point (base seed {tuning.base_seed}):")
     print(tuning.table())
     print(f"chosen: {tuning.chosen} (default {tuning.default}); {time.perf_counter() - start:.0f} s")

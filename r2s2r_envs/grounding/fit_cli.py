@@ -17,7 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, non_negative_int, positive_int
+from r2s2r_envs.argtypes import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_seed_option,
+    add_workers_option,
+    non_negative_int,
+    report_error,
+)
 from r2s2r_envs.grounding.result import GroundingFileError
 from r2s2r_envs.grounding.sysid import SysidResult, format_parameters, run_sysid
 from r2s2r_envs.paths import check_output_file
@@ -61,8 +68,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
         "choice in the file (default 40, 10 with --quick; 0: keep the planner's defaults)",
     )
     p.add_argument("--quick", action="store_true", help="reduced logging and fitting budget (a quick look)")
-    p.add_argument("--workers", type=positive_int, default=1, metavar="W", help="threads/processes (default 1)")
-    p.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="base seed of logging (default 0)")
+    add_workers_option(p, "threads/processes (default 1)")
+    add_seed_option(p, 0, "base seed of logging (default 0)")
     p.add_argument("--quiet", action="store_true", help="print only the result tables")
     p.set_defaults(func=cmd_sysid)
 
@@ -72,24 +79,19 @@ def cmd_sysid(args: argparse.Namespace) -> int:
     from r2s2r_envs.grounding.logs import LogError
 
     if args.logs is None and args.lab is None:
-        print("r2s2r sysid: error: give --logs DIR or --lab LAB", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("sysid", "give --logs DIR or --lab LAB", EXIT_USAGE)
     try:
         check_output_file(args.out, option="--out", suffix=".json")
     except ValueError as e:
-        print(f"r2s2r sysid: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("sysid", e, EXIT_USAGE)
     if args.report is not None and args.report.exists() and not args.report.is_dir():
-        print(
-            f"r2s2r sysid: error: --report {args.report} is a file; the report is written into a folder",
-            file=sys.stderr,
+        return report_error(
+            "sysid", f"--report {args.report} is a file; the report is written into a folder", EXIT_USAGE
         )
-        return EXIT_USAGE
     if args.logs is not None and not args.logs.is_dir():
-        print(
-            f"r2s2r sysid: error: --logs {args.logs} is not a directory (write one with r2s2r log-lab)", file=sys.stderr
+        return report_error(
+            "sysid", f"--logs {args.logs} is not a directory (write one with r2s2r log-lab)", EXIT_USAGE
         )
-        return EXIT_USAGE
     try:
         result = run_sysid(
             args.out,
@@ -105,8 +107,7 @@ def cmd_sysid(args: argparse.Namespace) -> int:
             progress=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
         )
     except (LogError, GroundingFileError, ValueError, FileNotFoundError) as e:
-        print(f"r2s2r sysid: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("sysid", e)
     print(format_parameters(result.grounding))
     print()
     print(result.validation.format())

@@ -23,7 +23,19 @@ import re
 import sys
 from typing import Any
 
-from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, json_object
+from r2s2r_envs.argtypes import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_json_option,
+    add_no_progress_option,
+    add_seed_option,
+    add_workers_option,
+    comma_list,
+    json_object,
+    report_error,
+)
 from r2s2r_envs.policies.config import (
     DEFAULT_RECIPE,
     METHOD_CLASS_PATTERN,
@@ -65,10 +77,6 @@ def _method(text: str) -> str:
         f"invalid choice: {text!r} (choose from {', '.join(METHODS)}, or module:Class for a Method class of yours: "
         "docs/byo_method.md)"
     )
-
-
-def _comma_list(text: str) -> list[str]:
-    return [t for t in (s.strip() for s in text.split(",")) if t]
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -117,7 +125,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         elif name in ("real", "sim"):
             kwargs.update(action="extend", nargs="+", default=[], help=help_text + " (repeatable)")
         elif name == "obs_keys":
-            kwargs.update(type=_comma_list, default=[])
+            kwargs.update(type=comma_list, default=[])
         elif name == "method":
             kwargs["type"] = _method
         else:
@@ -129,7 +137,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         elif "default" not in kwargs:
             kwargs["default"] = default
         parser.add_argument(flag, **kwargs)
-    parser.add_argument("--json", action="store_true", help="print the result (metadata, timings) as JSON")
+    add_json_option(parser, "the result (metadata, timings)")
     parser.set_defaults(func=_cmd_train)
     _add_dagger(subparsers)
 
@@ -166,11 +174,9 @@ def _add_dagger(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     parser.add_argument(
         "--eval-episodes", type=int, default=100, help="held-out sim episodes per round's policy (default 100; 0: none)"
     )
-    parser.add_argument("--workers", type=int, default=1, help="rollout and evaluation processes (default 1)")
-    parser.add_argument(
-        "--seed", type=int, default=DAGGER_BASE_SEED, help=f"rollout base seed (default {DAGGER_BASE_SEED})"
-    )
-    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+    add_workers_option(parser, "rollout and evaluation processes (default 1)")
+    add_seed_option(parser, DAGGER_BASE_SEED, f"rollout base seed (default {DAGGER_BASE_SEED})")
+    add_no_progress_option(parser)
     parser.set_defaults(func=_cmd_dagger)
 
 
@@ -181,12 +187,11 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
 
     fields: tuple[str, ...] = ("policy", "env_id", "out", "env_kwargs", "rounds", "episodes", "beta", "steps")
     fields += ("eval_episodes", "workers", "seed")
-    config = DaggerConfig(**{name: getattr(args, name) for name in fields}, progress=args.progress)
+    config = DaggerConfig(**{name: getattr(args, name) for name in fields}, progress=not args.no_progress)
     try:
         config.check()
     except ConfigError as exc:
-        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("dagger", exc, EXIT_USAGE)
     if not _torch_available("dagger"):
         return EXIT_ERROR
     from r2s2r_envs.policies.dagger import dagger
@@ -194,11 +199,9 @@ def _cmd_dagger(args: argparse.Namespace) -> int:
     try:
         log = dagger(config)
     except (ConfigError, CheckpointError, FileNotFoundError) as exc:
-        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("dagger", exc, EXIT_USAGE)
     except DatasetError as exc:
-        print(f"r2s2r dagger: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("dagger", exc)
     except KeyboardInterrupt:
         print("r2s2r dagger: interrupted (finished rounds are kept; run again to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -223,7 +226,7 @@ def _torch_available(command: str) -> bool:
             raise
         from r2s2r_envs.policies import TORCH_HINT
 
-        print(f"r2s2r {command}: error: {TORCH_HINT}", file=sys.stderr)
+        report_error(command, TORCH_HINT)
         return False
     return True
 
@@ -245,8 +248,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         check_config(config)
     except ConfigError as exc:
-        print(f"r2s2r train: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("train", exc, EXIT_USAGE)
     if not _torch_available("train"):
         return EXIT_ERROR
     from r2s2r_envs.policies.train import train
@@ -254,11 +256,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     try:
         result = train(config)
     except (ConfigError, DataSelectionError) as exc:
-        print(f"r2s2r train: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error("train", exc, EXIT_USAGE)
     except (DatasetError, FloatingPointError) as exc:
-        print(f"r2s2r train: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return report_error("train", exc)
     except KeyboardInterrupt:
         print("r2s2r train: interrupted (no checkpoint written)", file=sys.stderr)
         return EXIT_INTERRUPTED
