@@ -1,4 +1,4 @@
-"""The human-like generator: fitting, bad input, the model file, its actions, and PickSort-BehaviorGrounded-v0."""
+"""Fitting the human-like generator (``r2s2r_envs.behavior.fit``): fitting, bad input and the model file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from test_behavior_metrics import write_set
 
 import r2s2r_envs  # noqa: F401  (registers the envs and demonstrators)
-from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.behavior.fit import (
     MODEL_FORMAT,
     MODEL_SCHEMA_VERSION,
@@ -20,9 +19,7 @@ from r2s2r_envs.behavior.fit import (
     load_model,
     model_sha256,
     save_model,
-    shipped_models,
 )
-from r2s2r_envs.behavior.humanlike import HumanlikeGenerator, WorldKnowledge, world_knowledge
 from r2s2r_envs.behavior.segments import BehaviorDataError
 from r2s2r_envs.cli import main as cli_main
 from r2s2r_envs.datasets import DatasetWriter, EmptyDatasetError
@@ -228,128 +225,3 @@ def test_a_model_missing_a_category_the_demos_held_is_refused(tmp_path):
     )
     odd = {**demos, "usable_grasps_per_category": {"cube": 49, "cone": 5}}
     _refused(tmp_path, {**model, "provenance": {**model["provenance"], "demos": odd}}, r"must map each category")
-
-
-def test_shipped_default_model_and_variant():
-    assert "default" in shipped_models()
-    model = load_model("default")
-    demos = model["provenance"]["demos"]
-    assert demos["domain"] == "real" and demos["env_id"] == "PickSort-Real-v0" and demos["successes"] > 0
-    env = gym.make("PickSort-BehaviorGrounded-v0")
-    assert env.unwrapped.demonstrator == "humanlike"
-    prov = env.unwrapped.provenance()
-    assert (
-        prov["behavior"]["model"] == "default"
-        and prov["world_params"] == gym.make("PickSort-Ungrounded-v0").unwrapped.provenance()["world_params"]
-    )
-    assert isinstance(make_demonstrator(env), HumanlikeGenerator)
-
-
-def test_physics_equal_ungrounded():
-    """Same seed and actions: identical observations and rewards (only the demonstrator differs)."""
-    a, b = gym.make("PickSort-BehaviorGrounded-v0"), gym.make("PickSort-Ungrounded-v0")
-    oa, _ = a.reset(seed=3)
-    ob, _ = b.reset(seed=3)
-    rng = np.random.default_rng(0)
-    for _ in range(40):
-        act = rng.uniform(-1, 1, a.action_space.shape).astype(np.float32)
-        oa, ra, *_ = a.step(act)
-        ob, rb, *_ = b.step(act)
-        assert ra == rb and all(np.array_equal(oa[k], ob[k]) for k in oa)
-
-
-def test_generator_actions_are_finite_and_in_range_over_many_seeds():
-    env = gym.make("PickSort-BehaviorGrounded-v0", num_objects=2)
-    gen = make_demonstrator(env)
-    rng = np.random.default_rng(0)
-    for seed in range(12):
-        obs, _ = env.reset(seed=seed)
-        gen.reset(seed=seed)
-        for _ in range(120):
-            action = gen.act(obs)
-            assert action.shape == env.action_space.shape and action.dtype == np.float32
-            assert np.all(np.isfinite(action)) and np.all(np.abs(action) <= 1.0)
-            obs, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                break
-    # Garbage observations (NaN, inf, huge values) never produce a NaN or out-of-range action either.
-    space = env.observation_space
-    for k in range(300):
-        obs = {key: rng.normal(0, 10 ** rng.integers(0, 6), s.shape).astype(np.float32) for key, s in space.items()}
-        if k % 3 == 0:
-            key = list(obs)[k % len(obs)]
-            obs[key][rng.integers(len(obs[key]))] = [np.nan, np.inf, -np.inf][k % 3]
-        action = gen.act(obs)
-        assert np.all(np.isfinite(action)) and np.all(np.abs(action) <= 1.0)
-
-
-def _episodes(env_id: str, seeds, noise: float = 0.0, **kwargs) -> list[list[str]]:
-    env = gym.make(env_id, **kwargs)
-    gen = make_demonstrator(env)
-    rng = np.random.default_rng(0)
-    outcomes = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        gen.reset(seed=seed)
-        done = False
-        while not done:
-            action = gen.act(obs)
-            if noise:
-                action[:6] = np.clip(action[:6] + rng.normal(0.0, noise, 6), -1.0, 1.0)
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        outcomes.append(list(info["object_outcomes"]))
-    return outcomes
-
-
-def test_generator_sorts_in_the_identified_world():
-    # The closed loop's purpose: the open-loop generator sorted 77% of objects in PickSort-FullyGrounded-v0 (46% of
-    # episodes); the closed-loop one about 95% (docs/behavior.md#measured). A modest bar on 4 seeded episodes.
-    outcomes = _episodes("PickSort-FullyGrounded-v0", range(100, 104))
-    sorted_share = np.mean([o == "sorted" for ep in outcomes for o in ep])
-    assert sorted_share >= 0.75, outcomes
-
-
-def test_generator_closes_the_loop_under_noise_injection():
-    # Its commands follow from the measured hand each step, so the arm noise of generate --action-noise is corrected
-    # like any other disturbance (no estimate of the controller's target to keep in step).
-    outcomes = _episodes("PickSort-FullyGrounded-v0", range(200, 204), noise=0.1, num_objects=1)
-    assert sum(ep == ["sorted"] for ep in outcomes) >= 3, outcomes
-
-
-def test_world_knowledge_comes_from_the_env_or_is_given():
-    fully = world_knowledge(gym.make("PickSort-FullyGrounded-v0"))
-    grounding = gym.make("PickSort-WorldGrounded-v0").unwrapped.grounding
-    assert fully.control_latency == pytest.approx(grounding.world.control_latency) and fully.control_latency > 0.02
-    assert fully.perception_offset == pytest.approx(tuple(grounding.world.object_pos_offset))
-    assert fully.tracking_gain == grounding.demonstrator_settings()["position_gain"]
-    nominal = world_knowledge(gym.make("PickSort-BehaviorGrounded-v0"))
-    assert nominal == WorldKnowledge() and nominal.control_latency == 0.0 and nominal.perception_offset == (0, 0, 0)
-    env = gym.make("PickSort-BehaviorGrounded-v0")
-    given = HumanlikeGenerator(env, world={"control_latency": 0.1, "tracking_gain": 0.3})
-    assert given.settings["world"]["control_latency"] == 0.1 and given._lead_steps == 3
-    with pytest.raises(ValueError, match=r"unknown field\(s\) \['latency'\]"):
-        HumanlikeGenerator(env, world={"latency": 0.1})
-    with pytest.raises(ValueError, match="control_latency must be a number in"):
-        HumanlikeGenerator(env, world={"control_latency": 3.0})
-
-
-def test_generator_is_deterministic_given_its_seed():
-    def run() -> list[np.ndarray]:
-        env = gym.make("PickSort-BehaviorGrounded-v0")
-        gen = make_demonstrator(env)
-        obs, _ = env.reset(seed=11)
-        gen.reset(seed=5)
-        out = []
-        for _ in range(60):
-            out.append(gen.act(obs))
-            obs, *_ = env.step(out[-1])
-        return out
-
-    assert all(np.array_equal(x, y) for x, y in zip(run(), run()))
-
-
-def test_generator_refuses_joint_control():
-    env = gym.make("PickSort-Ungrounded-v0", control_mode="joint")
-    with pytest.raises(ValueError, match="task-space"):
-        HumanlikeGenerator(env)
