@@ -43,6 +43,22 @@ def test_grasp_yaw_crosses_a_bar_and_aligns_a_ball_with_the_belt():
         assert math.remainder(bar - (0.2 + np.pi / 2), np.pi) == pytest.approx(0.0, abs=1e-9)
 
 
+def test_quat_yaw_is_hand_yaw_in_closed_form_over_arrays():
+    yaws = np.array([-3.0, -np.pi / 2, 0.0, 0.4, 2.5])
+    quats = np.stack([hand.down_quat(y) for y in yaws])
+    np.testing.assert_allclose(hand.quat_yaw(quats), [hand.hand_yaw(q) for q in quats], atol=1e-12)
+    assert hand.quat_yaw(quats.reshape(5, 1, 4)).shape == (5, 1)
+
+
+def test_object_grasp_yaw_reads_object_i_of_an_observation():
+    eef = hand.down_quat(0.3)
+    objects = np.array([[1.0, 0.0, 0.0, 0.0], [math.cos(0.1), 0.0, 0.0, math.sin(0.1)]], dtype=np.float32)
+    obs = {"eef_quat": eef, "object_quat": objects.reshape(-1)}
+    for numpy_math in (False, True):
+        expected = hand.grasp_yaw(eef, objects[1], "bar", numpy_math=numpy_math)
+        assert hand.object_grasp_yaw(obs, 1, "bar", numpy_math=numpy_math) == expected
+
+
 def test_finger_command_for_range_is_the_controllers_on_the_nominal_limits():
     scene = SceneView(build_model(nominal(), 3), 3)
     layout = scene_layout()

@@ -36,10 +36,9 @@ from r2s2r_envs.behavior.segments import (
     DemoSet,
     DemoTrace,
     Grasp,
-    hand_yaw,
     load_demos,
-    object_yaw,
 )
+from r2s2r_envs.envs.hand import quat_yaw
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, JSONFileError, check_content_hash, read_json, with_content_hash
@@ -170,7 +169,7 @@ def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
     # shaped by the lab's own arm, and replayed through another world's controller they would move the hand faster
     # or slower than the operator's moved (docs/behavior.md#generator).
     world = trace.eef_lowpass
-    yaw = np.unwrap(hand_yaw(trace.eef_quat))
+    yaw = np.unwrap(quat_yaw(trace.eef_quat))
     rest = g.rest_start - seg_start
     reach = g.reach_start - seg_start
     arrival = max(g.arrival, g.rest_start)
@@ -185,7 +184,7 @@ def _source(trace: DemoTrace, g: Grasp, index: int) -> dict[str, Any]:
         "object_y_start": float(obj[g.reach_start, 1]),
         "object_y_segment": float(obj[seg_start, 1]),
         "object_y_close": float(obj[g.close, 1]),
-        "object_yaw_close": float(object_yaw(trace.object_quat[g.close, g.obj])),
+        "object_yaw_close": float(quat_yaw(trace.object_quat[g.close, g.obj])),
         "rest": int(rest),
         "reach": int(reach),
         "delay_s": round((g.reach_start - arrival) * DT, 3),

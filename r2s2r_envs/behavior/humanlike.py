@@ -69,10 +69,10 @@ import numpy as np
 
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, load_model, model_sha256
 from r2s2r_envs.behavior.scripted import PlannerConfig
-from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT, hand_yaw, object_yaw
+from r2s2r_envs.behavior.segments import ARRIVAL_Y, DT
 from r2s2r_envs.behavior.simulator_view import demonstrator_view
 from r2s2r_envs.envs.demonstrators import register_demonstrator
-from r2s2r_envs.envs.hand import N_FINGER, down_quat
+from r2s2r_envs.envs.hand import N_FINGER, down_quat, quat_yaw
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
@@ -474,15 +474,15 @@ class HumanlikeGenerator:
         period = _YAW_PERIOD[src.category]
         hand = np.asarray(obs["eef_quat"], dtype=float)
         if self._yaw_offset is None:
-            current = float(hand_yaw(hand)) if np.all(np.isfinite(hand)) else float(src.close_yaw[0])
+            current = float(quat_yaw(hand)) if np.all(np.isfinite(hand)) else float(src.close_yaw[0])
             if period == 0.0 or not np.all(np.isfinite(quat)):
                 reference = current - src.close_yaw[0]
                 return float(reference - 2.0 * math.pi * round(reference / (2.0 * math.pi)))
-            base = float(object_yaw(quat)) - src.object_yaw_close
+            base = float(quat_yaw(quat)) - src.object_yaw_close
             return float(base + period * round((current - (src.close_yaw[0] + base)) / period))
         if period == 0.0 or not np.all(np.isfinite(quat)):
             return self._yaw_offset
-        d = float(object_yaw(quat)) - src.object_yaw_close
+        d = float(quat_yaw(quat)) - src.object_yaw_close
         return float(d - period * round((d - self._yaw_offset) / period))
 
     # ------------------------------------------------------------------ action

@@ -218,7 +218,7 @@ class ScriptedPlanner:
     # ------------------------------------------------------------------ hand
     def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
         """Yaw of the hand's pinch axis (hand x) for object i (``envs.hand.grasp_yaw``, numpy's math)."""
-        return hand.grasp_yaw(obs["eef_quat"], obs["object_quat"].reshape(-1, 4)[i], cat, numpy_math=True)
+        return hand.object_grasp_yaw(obs, i, cat, numpy_math=True)
 
     def _postures(self, cat: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Finger postures for an object category: (open, touching, squeezing) (``envs.hand.grasp_postures``

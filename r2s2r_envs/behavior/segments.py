@@ -348,21 +348,6 @@ def digit_onsets(closure: np.ndarray, start: int, lift: int) -> dict[str, int]:
     return out
 
 
-def hand_yaw(quat: np.ndarray) -> np.ndarray:
-    """Yaw of the hand's x axis in the horizontal plane, rad, for (..., 4) quaternions (w, x, y, z).
-
-    Vectorized over recorded traces; its closed form is not ``envs.hand.hand_yaw`` (which goes through MuJoCo's
-    rotation matrix, one quaternion at a time) and differs from it in the last bits, so the fitted model keeps it.
-    """
-    w, x, y, z = np.moveaxis(np.asarray(quat, dtype=float), -1, 0)
-    return np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
-
-
-def object_yaw(quat: np.ndarray) -> np.ndarray:
-    """Yaw of an object about the vertical, rad, for (..., 4) quaternions (w, x, y, z)."""
-    return hand_yaw(quat)
-
-
 #: Cut-off of ``lowpass``, Hz: a reach's own motion lies below it, most of a TCP sensor's white noise above.
 LOWPASS_HZ = 3.0
 

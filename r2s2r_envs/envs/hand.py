@@ -6,8 +6,9 @@ this one home.  It reads the nominal layout (``r2s2r_envs.world.builder.scene_la
 
 * Postures: ``finger_posture`` sets the flexion and abduction joints of a pinch; ``grasp_postures`` gives a
   category's (open, touching, squeezing) postures from the hand geometry and the object's nominal half-width.
-* Orientation: ``hand_yaw`` reads the yaw of the hand's x axis (the pinch axis) from a quaternion; ``down_quat``
-  is the orientation with the palm facing down at a yaw; ``grasp_yaw`` is the yaw a pinch of an object takes.
+* Orientation: ``hand_yaw`` reads the yaw of the hand's x axis (the pinch axis) from a quaternion, ``quat_yaw``
+  the same in closed form for arrays of them; ``down_quat`` is the orientation with the palm facing down at a yaw;
+  ``grasp_yaw`` is the yaw a pinch of an object takes (``object_grasp_yaw``: of object ``i`` of an observation).
 * Commands: finger joint angles become normalized commands through ``r2s2r_envs.envs.controller``'s
   ``finger_command_for_range`` (on the nominal layout's joint limits).
 
@@ -21,6 +22,7 @@ choice, so both are kept, selected explicitly, and a demonstrator's actions stay
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import mujoco
@@ -112,6 +114,17 @@ def hand_yaw(quat: np.ndarray, *, numpy_math: bool = False) -> float:
     return float(_atan2(numpy_math)(mat[3], mat[0]))
 
 
+def quat_yaw(quat: np.ndarray) -> np.ndarray:
+    """Yaw of a body's x axis in the horizontal plane, rad, for (..., 4) quaternions (w, x, y, z).
+
+    The closed form, vectorized over recorded traces (the behavior fit and the human-like generator read the hand's
+    and the objects' yaw with it).  It is not ``hand_yaw`` (which goes through MuJoCo's rotation matrix, one
+    quaternion at a time) and differs from it in the last bits, so each demonstrator keeps the one it was made with.
+    """
+    w, x, y, z = np.moveaxis(np.asarray(quat, dtype=float), -1, 0)
+    return np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+
+
 def down_quat(yaw: float, *, numpy_math: bool = False) -> np.ndarray:
     """Orientation (w, x, y, z) with the hand's z axis pointing down and its x axis at ``yaw`` (rad)
     (``numpy_math``: see the module docstring)."""
@@ -146,3 +159,8 @@ def grasp_yaw(eef_quat: np.ndarray, object_quat: np.ndarray, category: str, *, n
     base = obj_yaw + (np.pi / 2 if category == "bar" else 0.0)
     reference = along_belt if category == "cube" else current
     return float(base + period * np.round((reference - base) / period))
+
+
+def object_grasp_yaw(obs: Mapping[str, np.ndarray], i: int, category: str, *, numpy_math: bool = False) -> float:
+    """``grasp_yaw`` for object ``i`` of a state observation (its ``eef_quat`` and ``object_quat``), rad."""
+    return grasp_yaw(obs["eef_quat"], obs["object_quat"].reshape(-1, 4)[i], category, numpy_math=numpy_math)

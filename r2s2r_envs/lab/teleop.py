@@ -148,7 +148,7 @@ class Teleoperator(Motion):
             p, v = est[i], vel[i] * _HORIZONTAL  # the belt carries objects horizontally
             grasp_dz = max(h.grasp_offset, self.layout.belt_top + h.min_grasp_height - p[2])
             if self._yaw is None:
-                self._yaw = self._grasp_yaw(obs, i, cat)
+                self._yaw = hand.object_grasp_yaw(obs, i, cat)  # Python's math (envs.hand)
             if phase in ("reach", "correct", "approach", "descend", "hesitate"):
                 self._fingers = self._preshape[cat]
             if phase == "react":  # the hand holds still until the operator reacts

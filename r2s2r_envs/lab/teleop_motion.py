@@ -220,11 +220,6 @@ class Motion(Perception):
     def _ready_point(self) -> np.ndarray:
         return np.array([self.layout.belt_center_x - 0.05, 0.15, self.layout.belt_top + 0.2])
 
-    def _grasp_yaw(self, obs: dict[str, np.ndarray], i: int, cat: str) -> float:
-        """Yaw of the hand's pinch axis (``envs.hand.grasp_yaw``, Python's math): across a bar; for a cube or ball,
-        the equivalent yaw nearest the belt direction (the belt's drag then pushes the object into a pad)."""
-        return hand.grasp_yaw(obs["eef_quat"], obs["object_quat"].reshape(-1, 4)[i], cat)
-
     def _finger_command(self, q: np.ndarray) -> np.ndarray:
         """Finger commands for joint angles ``q`` on the rig's nominal joint limits, as the rig sends them."""
         return finger_command_for_range(self.layout.hand_joint_range, q).astype(np.float32)
