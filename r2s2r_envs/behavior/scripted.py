@@ -80,8 +80,8 @@ class PlannerConfig:
     position_gain: float = 0.6
     carry_speed: float = 0.55
     rotation_gain: float = 0.5
-    reach_limit_y: float = -0.36
-    reach_upstream_y: float = 0.55
+    reach_limit_y: float = C.REACH_LIMIT_Y
+    reach_upstream_y: float = C.REACH_UPSTREAM_Y
     preshape_margin: float = hand.PRESHAPE_MARGIN
     squeeze: float = hand.SQUEEZE
     adduction: float = hand.ADDUCTION

@@ -9,6 +9,7 @@ import numpy as np
 
 from r2s2r_envs.envs.config import ControlConfig
 from r2s2r_envs.lab.config import OperatorStyle
+from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout
 
 
@@ -80,8 +81,8 @@ class Habits:
     rotation_gain: float = 0.5
     filter_alpha: float = 0.5
     filter_beta: float = 0.1
-    reach_limit_y: float = -0.36
-    reach_upstream_y: float = 0.55
+    reach_limit_y: float = C.REACH_LIMIT_Y
+    reach_upstream_y: float = C.REACH_UPSTREAM_Y
     lost_distance: float = 0.07
     hesitation_probability: float = 0.4
     regrasp_probability: float = 0.2

@@ -1,4 +1,4 @@
-"""Names of the PickSort scene's joints, actuators, sites, geoms and cameras.
+"""Names of the PickSort scene's joints, actuators, sites, geoms and cameras, and the demonstrators' picking zone.
 
 Task code resolves these names to ids once after the model compiles (see ``envs.pick_sort``); nothing
 indexes ``qpos`` by bare numbers.  The names match ``assets/*.xml`` and the prefixes the builder adds when
@@ -39,6 +39,12 @@ FLOOR_GEOM = "floor"
 CATEGORIES: tuple[str, ...] = ("cube", "ball", "bar")
 BIN_SITES: dict[str, str] = {c: f"bin_{c}" for c in CATEGORIES}
 OBJECT_JOINT = "object"
+
+# The demonstrators' picking zone along the belt (world y, m; objects travel towards -y): the scripted planner and
+# the lab's teleoperator attempt no object further downstream than REACH_LIMIT_Y and target none further upstream
+# than REACH_UPSTREAM_Y yet (out of comfortable reach).
+REACH_LIMIT_Y = -0.36
+REACH_UPSTREAM_Y = 0.55
 
 SCENE_CAMERA = "scene"
 WRIST_CAMERA = f"{HAND_PREFIX}wrist"
