@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -180,18 +181,39 @@ def check_content_hash(data: Any, what: str, *, fix: str) -> Any:
     return body
 
 
-def plain_json(value: Any) -> Any:
+def plain_json(value: Any, where: str | None = None) -> Any:
     """``value`` as plain JSON data for writing: mappings with string keys, lists for tuples and arrays, Python
-    numbers for numpy scalars, and None for a non-finite float (strict JSON has no NaN); anything else as it is."""
+    numbers for numpy scalars, and None for a non-finite float (strict JSON has no NaN); anything else as it is.
+
+    With ``where`` (what ``value`` is, for messages) it is checked instead: a path becomes its string and an object
+    with a ``to_dict()`` method its dict, and a non-finite number or any other object raises ``TypeError`` naming
+    ``where`` and the key or index within it (result files write what they record this way).
+    """
     if isinstance(value, Mapping):
-        return {str(k): plain_json(v) for k, v in value.items()}
+        if where is None:
+            return {str(k): plain_json(v) for k, v in value.items()}
+        return {str(k): plain_json(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain_json(v) for v in value]
+        if where is None:
+            return [plain_json(v) for v in value]
+        return [plain_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if hasattr(value, "tolist"):
-        return plain_json(value.tolist())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    return value
+        return plain_json(value.tolist(), where)
+    if isinstance(value, float) and not math.isfinite(value):
+        if where is None:
+            return None
+        raise TypeError(f"{where} is {value!r}; strict JSON holds finite numbers only")
+    if where is None or value is None or isinstance(value, (bool, str, int, float)):
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return plain_json(to_dict(), where)
+    raise TypeError(
+        f"{where}: a {type(value).__name__} cannot be written as JSON; use JSON data (numbers, strings, lists, "
+        "dicts) or an object with a to_dict() method"
+    )
 
 
 __all__ = [

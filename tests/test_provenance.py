@@ -36,3 +36,21 @@ def test_plain_json_is_strict_json():
     plain = plain_json(data)
     assert plain == {"1": [0.5, 3], "a": [0, 1], "nan": None, "f": None, "s": "x"}
     json.dumps(plain, allow_nan=False)
+
+
+def test_plain_json_with_where_checks_what_a_result_records(tmp_path):
+    class Params:
+        def to_dict(self):
+            return {"speed": (0.1, np.float32(0.25))}
+
+    data = {"world": Params(), "path": tmp_path, "ok": [True, None, 2]}
+    assert plain_json(data, "env_kwargs") == {
+        "world": {"speed": [0.1, 0.25]},
+        "path": str(tmp_path),
+        "ok": [True, None, 2],
+    }
+    with pytest.raises(TypeError, match=r"env_kwargs\['a'\]\[1\] is nan; strict JSON holds finite numbers only"):
+        plain_json({"a": [0.0, math.nan]}, "env_kwargs")
+    with pytest.raises(TypeError, match=r"^policy.settings\['f'\]: a object cannot be written as JSON"):
+        plain_json({"f": object()}, "policy.settings")
+    assert plain_json({"f": len})["f"] is len  # without where: anything else as it is

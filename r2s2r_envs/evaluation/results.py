@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from r2s2r_envs.envs import FAILURE_CAUSES
 from r2s2r_envs.envs.conditions import CONDITIONS, CONDITIONS_VERSION
@@ -35,6 +34,7 @@ from r2s2r_envs.evaluation.schema import (
 from r2s2r_envs.evaluation.splits import CUSTOM_SPLIT, LEGACY_BASE_SEED, SPLITS, ConditionRun, condition_base_seed
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.safe_json import plain_json
 
 #: Failure cause (and object outcome) of an episode the protocol stopped because the policy emitted an action
 #: the env cannot take: the wrong shape, NaN/inf or not a number (the record's ``policy_error`` says which).
@@ -447,39 +447,13 @@ def _same_json(a: Any, b: Any) -> bool:
 
 
 # ---------------------------------------------------------------------- JSON forms
-def _jsonable(value: Any, where: str) -> Any:
-    """``value`` as plain JSON data (WorldParams-like objects through their ``to_dict``)."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        value = value.item() if isinstance(value, np.generic) else value
-        if isinstance(value, float) and not math.isfinite(value):
-            raise TypeError(f"{where} is {value!r}; a result holds finite numbers only")
-        return value
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist(), where)
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return _jsonable(to_dict(), where)
-    raise TypeError(
-        f"{where}: a {type(value).__name__} cannot be written into a result; use JSON data "
-        "(numbers, strings, lists, dicts) or an object with a to_dict() method"
-    )
-
-
 def recorded_env_kwargs(env_kwargs: Mapping[str, Any], domain: str) -> dict[str, Any]:
     recorded = {}
     for key, value in env_kwargs.items():
         if domain == "real" and key == "lab" and not isinstance(value, (str, os.PathLike)):
             recorded[key] = LAB_WITHHELD  # an inline lab is its parameters
         else:
-            recorded[key] = _jsonable(value, f"env_kwargs[{key!r}]")
+            recorded[key] = plain_json(value, f"env_kwargs[{key!r}]")
     return recorded
 
 
@@ -488,7 +462,7 @@ def env_provenance(env: gym.Env) -> dict[str, Any]:
     provenance_fn = getattr(unwrapped, "provenance", None)
     prov = dict(provenance_fn()) if callable(provenance_fn) else {}
     prov.setdefault("domain", str(getattr(unwrapped, "domain", "sim")))
-    prov = _jsonable(prov, "provenance")
+    prov = plain_json(prov, "provenance")
     if prov["domain"] == "real" and ("world_params" in prov or "world" in prov):
         raise RuntimeError(
             f"{env.spec.id if env.spec else type(unwrapped).__name__}.provenance() discloses the "
@@ -502,7 +476,7 @@ def policy_record(policy: Policy) -> dict[str, Any]:
     return {
         "name": None if name is None else str(name),
         "class": qualified_name(type(policy)),
-        "settings": _jsonable(getattr(policy, "settings", None), "policy.settings"),
+        "settings": plain_json(getattr(policy, "settings", None), "policy.settings"),
     }
 
 
@@ -521,8 +495,8 @@ def method_record(policy: Policy, override: Mapping[str, Any] | None = None) -> 
         raise TypeError(f"policy.metadata must be a mapping (or absent), got a {type(metadata).__name__}")
     record: dict[str, Any] = dict.fromkeys(METHOD_KEYS)
     record["datasets"] = []
-    record.update(_jsonable(dict(metadata or {}), "policy.metadata"))
-    record.update(_jsonable(dict(override or {}), "method"))
+    record.update(plain_json(dict(metadata or {}), "policy.metadata"))
+    record.update(plain_json(dict(override or {}), "method"))
     if not record["method"]:
         record["method"] = str(getattr(policy, "name", None) or type(policy).__name__)
     if not record["policy_class"]:

@@ -13,6 +13,7 @@ import typing
 from typing import Any, Literal
 
 from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.safe_json import plain_json
 
 #: Training methods: behaviour cloning (an MLP, unimodal), flow matching over action chunks, and flow matching
 #: with domain-aware co-training: classifier-free guidance on a domain label (cfg), an adversarial domain
@@ -255,7 +256,7 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (tuples as lists)."""
-        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: plain_json(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
@@ -269,10 +270,6 @@ class TrainConfig:
         kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         kwargs.setdefault("recipe", LEGACY_RECIPE)
         return cls(**kwargs)
-
-
-def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def field_choices(name: str) -> tuple[str, ...] | None:
