@@ -843,7 +843,7 @@ def test_datasets_make_builds_verifies_and_skips(
     assert sixth[0].ok and "no expected hash" in sixth[0].message
     with pytest.warns(selection.UnpinnedDatasetWarning, match="none pinned yet"):
         selection.resolve_datasets([], ["toy"])
-    with pytest.raises(KeyError, match=r"unknown dataset\(s\) \[.nope.\]; valid: \[.toy.\]"):
+    with pytest.raises(KeyError, match=r"spec.json: unknown dataset\(s\) \[.nope.\]; valid: \[.*.toy.\]"):
         make_datasets(path, names=["nope"], cache_dir=cache, progress=False)
     raw["datasets"][0]["other_builds"] = {"abc": "a machine"}
     path.write_text(json.dumps(raw))
