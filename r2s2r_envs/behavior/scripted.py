@@ -24,6 +24,7 @@ from r2s2r_envs.envs.controller import finger_command_for_range
 from r2s2r_envs.envs.demonstrators import register_demonstrator
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import SceneLayout, scene_layout
+from r2s2r_envs.world.params import Bound, check_number
 
 if TYPE_CHECKING:
     from r2s2r_envs.envs.pick_sort import PickSortEnv
@@ -86,6 +87,48 @@ class PlannerConfig:
     squeeze: float = hand.SQUEEZE
     adduction: float = hand.ADDUCTION
     bar_spread: float = hand.BAR_SPREAD
+
+
+_GAIN = Bound(strict=True, maximum=1.0)  # fraction per control step
+_TOLERANCE = Bound(strict=True, maximum=0.3)  # m
+_ANGLE = Bound(minimum=-1.6, maximum=1.6)  # rad: at most a right angle of flexion or spread
+#: What each scripted planner setting accepts, in its unit (``PlannerConfig``: m, s, rad, fractions): the ranges
+#: in which the planner still runs its phases in the PickSort cell (docs/grounding.md#tuning-the-demonstrator).
+PLANNER_BOUNDS: dict[str, Bound] = {
+    "hover_height": Bound(maximum=0.5),  # m above the object
+    "grasp_offset": Bound(minimum=-0.1, maximum=0.2),  # m above the object's centre
+    "min_grasp_height": Bound(maximum=0.3),  # m above the belt
+    "lift_height": Bound(maximum=1.0),  # m, world z
+    "release_height": Bound(maximum=1.0),  # m, world z
+    "align_tolerance": _TOLERANCE,
+    "abort_tolerance": _TOLERANCE,
+    "hover_tolerance": _TOLERANCE,
+    "arrive_tolerance": _TOLERANCE,
+    "lost_distance": Bound(strict=True, maximum=0.5),  # m
+    "descend_tolerance": _TOLERANCE,
+    "close_time": Bound(maximum=5.0),  # s
+    "release_time": Bound(maximum=5.0),  # s
+    "lead_time": Bound(maximum=2.0),  # s ahead (an object crosses the reach in ~10 s)
+    "position_gain": _GAIN,
+    "carry_speed": _GAIN,  # fraction of the controller's maximum speed
+    "rotation_gain": _GAIN,
+    "reach_limit_y": Bound(minimum=-2.0, maximum=2.0),  # m, world y
+    "reach_upstream_y": Bound(minimum=-2.0, maximum=2.0),  # m, world y
+    "preshape_margin": _ANGLE,
+    "squeeze": _ANGLE,
+    "adduction": _ANGLE,
+    "bar_spread": _ANGLE,
+}
+
+
+def check_planner_setting(owner: str, name: str, value: Any) -> float:
+    """One scripted planner setting checked against ``PLANNER_BOUNDS`` (a finite number when it has no bound).
+
+    Raises:
+        TypeError / ValueError: not a number or out of range; the message names ``owner.name`` and the range.
+    """
+    # Every bound here is a scalar one (no length): check_number returns a float.
+    return float(cast(float, check_number(owner, name, value, PLANNER_BOUNDS.get(name, Bound(minimum=None)))))
 
 
 class ScriptedPlanner:

@@ -41,6 +41,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.behavior.scripted import PlannerConfig, check_planner_setting
 from r2s2r_envs.mappings import check_choice, check_keys
 from r2s2r_envs.safe_json import (
     CONTENT_HASH_FIELD,
@@ -397,16 +398,12 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
 
 
 def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:
-    """The settings must build the scripted planner (``PlannerConfig`` fields within ``tuning.PLANNER_BOUNDS``)."""
-    from r2s2r_envs.behavior.scripted import PlannerConfig
-
+    """The settings must build the scripted planner (``PlannerConfig`` fields within ``PLANNER_BOUNDS``)."""
     fields = [f.name for f in dataclasses.fields(PlannerConfig)]
     settings = section["settings"]
     check_keys(
         settings, fields, what="planner setting", where=f"{where}: demonstrator.settings", error=GroundingFileError
     )
-    from r2s2r_envs.grounding.tuning import check_planner_setting
-
     for name, value in settings.items():
         try:
             check_planner_setting("demonstrator.settings", name, value)

@@ -30,12 +30,18 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
-from r2s2r_envs.world.params import Bound, check_number
+# The planner's bounds live beside PlannerConfig; PLANNER_BOUNDS stays importable from here, where it was.
+from r2s2r_envs.behavior.scripted import (
+    PLANNER_BOUNDS,  # noqa: F401
+    PlannerConfig,
+    ScriptedPlanner,
+    check_planner_setting,
+)
+from r2s2r_envs.grounding.result import load_grounding, write_grounding
 
 #: The grid of the measured tuning: how far the planner leads a moving object and how much of the TCP error it
 #: corrects per control step (a controller that lags its commands overshoots with a high gain).
@@ -113,48 +119,6 @@ class PlannerTuning:
             mark = "  <- chosen" if p.settings == self.chosen else ""
             lines.append(f"{json.dumps(p.settings):<48} {p.success:>8.3f} {p.sort_accuracy:>9.3f}{mark}")
         return "\n".join(lines)
-
-
-_GAIN = Bound(strict=True, maximum=1.0)  # fraction per control step
-_TOLERANCE = Bound(strict=True, maximum=0.3)  # m
-_ANGLE = Bound(minimum=-1.6, maximum=1.6)  # rad: at most a right angle of flexion or spread
-#: What each scripted planner setting accepts, in its unit (``PlannerConfig``: m, s, rad, fractions): the ranges
-#: in which the planner still runs its phases in the PickSort cell (docs/grounding.md#tuning-the-demonstrator).
-PLANNER_BOUNDS: dict[str, Bound] = {
-    "hover_height": Bound(maximum=0.5),  # m above the object
-    "grasp_offset": Bound(minimum=-0.1, maximum=0.2),  # m above the object's centre
-    "min_grasp_height": Bound(maximum=0.3),  # m above the belt
-    "lift_height": Bound(maximum=1.0),  # m, world z
-    "release_height": Bound(maximum=1.0),  # m, world z
-    "align_tolerance": _TOLERANCE,
-    "abort_tolerance": _TOLERANCE,
-    "hover_tolerance": _TOLERANCE,
-    "arrive_tolerance": _TOLERANCE,
-    "lost_distance": Bound(strict=True, maximum=0.5),  # m
-    "descend_tolerance": _TOLERANCE,
-    "close_time": Bound(maximum=5.0),  # s
-    "release_time": Bound(maximum=5.0),  # s
-    "lead_time": Bound(maximum=2.0),  # s ahead (an object crosses the reach in ~10 s)
-    "position_gain": _GAIN,
-    "carry_speed": _GAIN,  # fraction of the controller's maximum speed
-    "rotation_gain": _GAIN,
-    "reach_limit_y": Bound(minimum=-2.0, maximum=2.0),  # m, world y
-    "reach_upstream_y": Bound(minimum=-2.0, maximum=2.0),  # m, world y
-    "preshape_margin": _ANGLE,
-    "squeeze": _ANGLE,
-    "adduction": _ANGLE,
-    "bar_spread": _ANGLE,
-}
-
-
-def check_planner_setting(owner: str, name: str, value: Any) -> float:
-    """One scripted planner setting checked against ``PLANNER_BOUNDS`` (a finite number when it has no bound).
-
-    Raises:
-        TypeError / ValueError: not a number or out of range; the message names ``owner.name`` and the range.
-    """
-    # Every bound here is a scalar one (no length): check_number returns a float.
-    return float(cast(float, check_number(owner, name, value, PLANNER_BOUNDS.get(name, Bound(minimum=None)))))
 
 
 def check_grid(grid: Mapping[str, Sequence[float | str]]) -> dict[str, tuple[float, ...]]:
@@ -245,8 +209,6 @@ def tune_grounding(
             what :func:`tune_planner` refuses.
         GroundingFileError: the file is not a valid grounding.
     """
-    from r2s2r_envs.grounding.result import load_grounding, write_grounding
-
     path = Path(grounding)
     if not path.is_file():
         raise TuningError(
