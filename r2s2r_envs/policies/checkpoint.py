@@ -17,39 +17,27 @@ evaluation or a leaderboard can read the metadata of a policy on a machine witho
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any
 
 from r2s2r_envs.evaluation.schema import METHOD_KEYS
+from r2s2r_envs.policies.checkpoint_layout import (
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    CONFIG_FILE,
+    LOG_FILE,
+    LOSS_PLOT,
+    READABLE_CHECKPOINT_VERSIONS,
+    WEIGHTS_FILE,
+    CheckpointError,
+    weights_digest,
+)
+from r2s2r_envs.policies.zoo import resolve_checkpoint
 from r2s2r_envs.safe_json import JSONFileError, check_content_hash, read_json
 
-#: The ``format`` field of ``config.json``.
-CHECKPOINT_FORMAT = "r2s2r_envs.policy_checkpoint"
-#: Version of the checkpoint layout this package writes (2: feature stages, residual networks, recipes).
-CHECKPOINT_VERSION = 2
-#: Versions :func:`read_checkpoint` reads (version 1: raw features, plain MLPs; its config reads as recipe v1).
-READABLE_CHECKPOINT_VERSIONS: tuple[int, ...] = (1, 2)
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "policy.pt"
-LOG_FILE = "train_log.json"
-LOSS_PLOT = "loss.png"
 #: Keys every checkpoint's ``metadata`` carries: those of a result's ``method`` section, which an evaluation
 #: copies from it (``r2s2r_envs.evaluation.schema.METHOD_KEYS``, the one list).
 METADATA_KEYS: tuple[str, ...] = METHOD_KEYS
-
-
-class CheckpointError(ValueError):
-    """A directory that is not a usable policy checkpoint; the message names the path and what is wrong."""
-
-
-def weights_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a weights file's bytes (recorded in ``config.json`` as ``weights_sha256`` from version 2)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 #: Environment variable that lets :func:`read_checkpoint` read a ``config.json`` without its hashes (``1``).
@@ -81,8 +69,6 @@ def read_checkpoint(path: str | os.PathLike[str], *, trust_unhashed: bool | None
         CheckpointError: it is not a checkpoint (no ``config.json`` or ``policy.pt``), the file is not a checkpoint
             config, or it has another checkpoint version (the message names the one this package reads).
     """
-    from r2s2r_envs.policies.zoo import resolve_checkpoint
-
     root = resolve_checkpoint(path)
     if not root.exists():
         raise FileNotFoundError(
@@ -138,3 +124,21 @@ def read_checkpoint(path: str | os.PathLike[str], *, trust_unhashed: bool | None
             f"file has {actual}): the file was changed or damaged; retrain or restore it"
         )
     return data
+
+
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "CHECKPOINT_VERSION",
+    "CONFIG_FILE",
+    "HASH_FIELDS",
+    "LOG_FILE",
+    "LOSS_PLOT",
+    "METADATA_KEYS",
+    "READABLE_CHECKPOINT_VERSIONS",
+    "TRUST_UNHASHED_ENV",
+    "WEIGHTS_FILE",
+    "CheckpointError",
+    "read_checkpoint",
+    "trust_unhashed_from_env",
+    "weights_digest",
+]

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.policies.checkpoint import CheckpointError, weights_digest
+from r2s2r_envs.policies.checkpoint_layout import CONFIG_FILE, CheckpointError, weights_digest
 
 #: Prefix of a zoo name where a checkpoint path is accepted.
 ZOO_PREFIX = "zoo:"
@@ -105,7 +105,7 @@ def resolve_checkpoint(spec: str | os.PathLike[str]) -> Path:
     if name not in index:
         raise ZooError(f"no zoo checkpoint {name!r}; the zoo has {sorted(index) or 'none'} (docs/baselines.md)")
     path = zoo_root() / name
-    if not (path / "config.json").is_file():
+    if not (path / CONFIG_FILE).is_file():
         raise ZooError(
             f"zoo checkpoint {name!r} is in the index but not in the installed data package {ZOO_PACKAGE} "
             f"({path}); reinstall it: {ZOO_INSTALL}"
