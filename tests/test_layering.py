@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,8 @@ def test_importing_the_packages_does_not_load_the_lab():
 # The packages from the bottom up (docs/architecture.md#dependencies): a module imports only from its own package,
 # from the layers below it, and from the foundation (the top-level helper modules: safe_json, provenance, ...).
 # The commands sit on top: the root package (its __init__ registers the envs), r2s2r_envs/cli.py and every
-# package's cli.py or *_cli.py; they may import anything, and only commands import them.
+# package's cli.py or *_cli.py; they may import anything, and only commands import them.  Every import counts:
+# at top level, inside functions and under ``if TYPE_CHECKING:``.
 LAYERS = ("world", "envs", "lab", "datasets", "behavior", "evaluation", "grounding", "policies", "ablation", "course")
 FOUNDATION = "foundation"
 COMMANDS = "commands"
@@ -251,17 +253,42 @@ def _rank(layer: str) -> int:
     return -1 if layer == FOUNDATION else len(LAYERS) if layer == COMMANDS else LAYERS.index(layer)
 
 
-def package_imports(source: str, module: str, is_package: bool = False) -> set[str]:
-    """The modules of the package that ``source`` (the text of ``module``) imports, anywhere in it (functions too).
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, with_type_checking: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node under ``node`` with whether it runs inside a function; the bodies of ``if TYPE_CHECKING:`` only when
+    ``with_type_checking`` (their ``else:`` always)."""
+    stack: list[tuple[ast.AST, bool]] = [(node, False)]
+    while stack:
+        current, in_function = stack.pop()
+        yield current, in_function
+        if isinstance(current, ast.If) and _is_type_checking(current.test) and not with_type_checking:
+            children: list[ast.AST] = list(current.orelse)
+        else:
+            children = list(ast.iter_child_nodes(current))
+        inner = in_function or isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        stack.extend((child, inner) for child in reversed(children))
+
+
+def package_import_sites(
+    source: str, module: str, is_package: bool = False, *, with_type_checking: bool = True
+) -> list[tuple[str, int, bool]]:
+    """``(imported module, line, inside a function)`` for every import of the package's modules in ``source`` (the
+    text of ``module``): at top level, in functions, and under ``if TYPE_CHECKING:`` when ``with_type_checking``.
 
     ``from pkg import name`` counts as importing ``pkg.name`` when that is a module, else ``pkg``; a bare
     ``import r2s2r_envs`` (or ``from r2s2r_envs import <attribute>``) imports the root package, a command.
+    ``importlib.import_module("...")`` with a literal counts; a registry string (``"module:Class"``) does not.
     """
     package = module if is_package else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    found: list[tuple[str, int, bool]] = []
+    for node, in_function in _walk(ast.parse(source), with_type_checking):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found.extend((alias.name, node.lineno, in_function) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
@@ -269,15 +296,22 @@ def package_imports(source: str, module: str, is_package: bool = False) -> set[s
             else:
                 base = node.module or ""
             for alias in node.names:
-                found.add(f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base)
+                target = f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
+                found.append((target, node.lineno, in_function))
         elif isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
             if name in ("import_module", "__import__") and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    found.add(arg.value)
-    return {m for m in found if m == "r2s2r_envs" or m.startswith("r2s2r_envs.")}
+                    found.append((arg.value, node.lineno, in_function))
+    return [site for site in found if site[0] == "r2s2r_envs" or site[0].startswith("r2s2r_envs.")]
+
+
+def package_imports(source: str, module: str, is_package: bool = False) -> set[str]:
+    """The modules of the package that ``source`` (the text of ``module``) imports, anywhere in it: at top level, in
+    functions and under ``if TYPE_CHECKING:`` (see :func:`package_import_sites`)."""
+    return {target for target, _, _ in package_import_sites(source, module, is_package)}
 
 
 def _package_files() -> list[Path]:
@@ -346,6 +380,158 @@ def test_no_import_cycle_between_packages():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
+
+
+# ---------------------------------------------------------------------------------------------- module cycles
+# No two modules of the package may import each other, directly or around a loop, counting the imports inside
+# functions: an import moved into a function to get past a cycle hides it, it does not break it.  Type-only imports
+# (``if TYPE_CHECKING:``) never run, so they make no cycle and are left out here (the layer checks above count
+# them: a low layer naming a high layer's types still depends on it).  An import of ``a.b.c`` also runs the
+# ``__init__`` of ``a.b`` and ``a``: those are edges too, except to the importer's own packages (already running).
+Site = tuple[str, str, int, bool]  # importer, imported, line, inside a function
+
+
+def module_graph(files: list[tuple[str, str, bool]]) -> dict[str, dict[str, list[Site]]]:
+    """``{importer: {imported: [sites]}}`` of the runtime imports of ``files`` (``(module, source, is_package)``)."""
+    graph: dict[str, dict[str, list[Site]]] = {}
+    for module, source, is_package in files:
+        edges = graph.setdefault(module, {})
+        for target, line, in_function in package_import_sites(source, module, is_package, with_type_checking=False):
+            parts = target.split(".")
+            for name in (".".join(parts[:n]) for n in range(len(parts), 0, -1)):
+                own_package = module == name or module.startswith(name + ".")
+                if name != module and (name == target or not own_package):
+                    edges.setdefault(name, []).append((module, target, line, in_function))
+    return graph
+
+
+def import_cycles(graph: dict[str, dict[str, list[Site]]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one module, each sorted (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, {})):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def _describe(cycle: list[str], graph: dict[str, dict[str, list[Site]]]) -> str:
+    lines = [f"cycle of {len(cycle)} modules: {', '.join(cycle)}"]
+    for src in cycle:
+        for dst in sorted(set(graph.get(src, {})) & set(cycle)):
+            for _, target, line, in_function in sorted(set(graph[src][dst])):
+                via = f" (imports {target})" if target != dst else ""
+                where = " inside a function" if in_function else ""
+                lines.append(f"  {src}:{line} -> {dst}{via}{where}")
+    return "\n".join(lines)
+
+
+def test_no_import_cycle_between_modules():
+    files = [(_module_name(p), p.read_text(), p.name == "__init__.py") for p in _package_files()]
+    graph = module_graph(files)
+    cycles = import_cycles(graph)
+    assert not cycles, (
+        "import cycles between the package's modules (function-level imports count; break a cycle by moving the "
+        "shared piece into the lower module or a new one, or by passing a callable, not by hiding an import in a "
+        "function):\n" + "\n".join(_describe(c, graph) for c in cycles)
+    )
+
+
+def _graph_of(sources: dict[str, str]) -> dict[str, dict[str, list[Site]]]:
+    return module_graph([(module, source, False) for module, source in sources.items()])
+
+
+def test_cycle_finder_counts_function_level_imports():
+    graph = _graph_of(
+        {
+            "r2s2r_envs.grounding.result": "def f():\n    from r2s2r_envs.grounding.tuning import check_grid\n",
+            "r2s2r_envs.grounding.tuning": "from r2s2r_envs.grounding.result import load_grounding\n",
+            "r2s2r_envs.grounding.sysid": "from r2s2r_envs.grounding import tuning\n",
+        }
+    )
+    assert import_cycles(graph) == [["r2s2r_envs.grounding.result", "r2s2r_envs.grounding.tuning"]]
+    assert "inside a function" in _describe(import_cycles(graph)[0], graph)
+
+
+def test_cycle_finder_finds_longer_loops_and_package_inits():
+    loop = {
+        "r2s2r_envs.policies.zoo": "import importlib\nimportlib.import_module('r2s2r_envs.policies.train')\n",
+        "r2s2r_envs.policies.train": "from r2s2r_envs.policies.runtime import load_policy\n",
+        "r2s2r_envs.policies.runtime": "from .zoo import resolve_checkpoint\n",
+    }
+    assert import_cycles(_graph_of(loop)) == [sorted(loop)]
+    # Importing r2s2r_envs.evaluation.protocol runs r2s2r_envs/evaluation/__init__.py, which imports back.
+    inits = module_graph(
+        [
+            ("r2s2r_envs.evaluation", "from r2s2r_envs.evaluation.protocol import evaluate\n", True),
+            ("r2s2r_envs.evaluation.protocol", "from r2s2r_envs.policies.zoo import resolve_checkpoint\n", False),
+            ("r2s2r_envs.policies.zoo", "def f():\n    from r2s2r_envs.evaluation.results import x\n", False),
+        ]
+    )
+    assert import_cycles(inits) == [
+        ["r2s2r_envs.evaluation", "r2s2r_envs.evaluation.protocol", "r2s2r_envs.policies.zoo"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "back",
+    [
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from r2s2r_envs.grounding.tuning import x\n",
+        "import typing\nif typing.TYPE_CHECKING:\n    from r2s2r_envs.grounding.tuning import x\n",
+        "ENTRY = 'r2s2r_envs.grounding.tuning:tune_planner'\n",  # a registry string is not an import
+    ],
+)
+def test_cycle_finder_leaves_out_what_does_not_run(back):
+    graph = _graph_of(
+        {
+            "r2s2r_envs.grounding.result": back,
+            "r2s2r_envs.grounding.tuning": "from r2s2r_envs.grounding.result import load_grounding\n",
+        }
+    )
+    assert import_cycles(graph) == []
+
+
+def test_cycle_finder_leaves_out_the_importers_own_package():
+    # grounding/__init__.py imports result, result imports a sibling: the package's __init__ is already running.
+    graph = module_graph(
+        [
+            ("r2s2r_envs.grounding", "from r2s2r_envs.grounding.result import load_grounding\n", True),
+            ("r2s2r_envs.grounding.result", "def f():\n    from r2s2r_envs.grounding.logs import LogError\n", False),
+        ]
+    )
+    assert import_cycles(graph) == []
+    assert set(graph["r2s2r_envs.grounding.result"]) == {"r2s2r_envs.grounding.logs"}
+
+
+def test_type_checking_imports_still_count_for_the_layers():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from r2s2r_envs.policies import zoo\n"
+    assert package_imports(source, "r2s2r_envs.datasets.reader") == {"r2s2r_envs.policies.zoo"}
+    assert package_import_sites(source, "r2s2r_envs.datasets.reader", with_type_checking=False) == []
 
 
 @pytest.mark.parametrize(
