@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import platform
 
+from r2s2r_envs._version import __version__
 from r2s2r_envs.mappings import check_keys
 
 #: The packages a provenance record may name, in the order every record lists them.
@@ -33,8 +34,6 @@ def _version_of(name: str) -> str:
     if name == "python":
         return platform.python_version()
     if name == "r2s2r_envs":
-        from r2s2r_envs._version import __version__
-
         return __version__
     return str(importlib.import_module(name).__version__)  # imported on demand: h5py only for those who ask
 

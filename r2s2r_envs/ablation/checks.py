@@ -9,6 +9,7 @@ from typing import cast
 
 from r2s2r_envs.ablation.specs import LAB_ENV_ID, VARIANTS, DesignError, policy_label
 from r2s2r_envs.ablation.study import AblationDesign
+from r2s2r_envs.envs.conditions import STANDARD_MIX
 from r2s2r_envs.mappings import check_choice, check_keys
 
 
@@ -64,8 +65,6 @@ def check_design(design: AblationDesign) -> None:
     if design.max_retries < 0:
         raise DesignError(f"max_retries must be >= 0, got {design.max_retries}")
     if design.eval_split is not None:
-        from r2s2r_envs.envs.conditions import STANDARD_MIX
-
         if design.eval_split not in ("dev", "test"):
             raise DesignError(f"eval_split must be 'dev', 'test' or None (legacy seeds), got {design.eval_split!r}")
         total = sum(STANDARD_MIX.values())

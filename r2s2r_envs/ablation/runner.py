@@ -35,7 +35,7 @@ from typing import Any
 
 from r2s2r_envs._version import __version__
 from r2s2r_envs.ablation.chain import LabError, LabRef, install_lab, lab_identity
-from r2s2r_envs.ablation.design import AblationDesign, Task, check_design, env_id_of
+from r2s2r_envs.ablation.design import AblationDesign, DesignError, Task, check_design, env_id_of
 from r2s2r_envs.ablation.store import Store, StoreError
 from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error, has_output
 from r2s2r_envs.safe_json import read_json
@@ -219,8 +219,6 @@ def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]
     Raises:
         AblationError: a bad design, lab, output directory or dataset, named in the message.
     """
-    from r2s2r_envs.ablation.design import DesignError
-
     try:
         check_design(design)
     except DesignError as exc:

@@ -12,6 +12,7 @@ import numpy as np
 
 from r2s2r_envs.ablation.specs import LAB_ENV_ID, Task
 from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.ablation.tasks import read_result
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -92,8 +93,6 @@ def failure_counts(results: Sequence[Any]) -> dict[str, int]:
 
 def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
     """Every finished evaluation of the design."""
-    from r2s2r_envs.ablation.tasks import read_result
-
     runs = []
     for task in tasks:
         if task.kind != "eval" or not store.is_done("eval", task.key):

@@ -25,8 +25,18 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.ablation.chain import GROUNDING_FILE, LAB_ENV_ID, MODEL_FILE, StageError, lab_argument
+from r2s2r_envs.ablation.chain import (
+    GROUNDING_FILE,
+    LAB_ENV_ID,
+    MODEL_FILE,
+    StageError,
+    lab_argument,
+    run_behavior_task,
+    run_sysid_task,
+)
+from r2s2r_envs.ablation.mixture import attribute_policy
 from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.envs.conditions import STANDARD_MIX
 from r2s2r_envs.safe_json import read_json
 
 DATASET_FILE = "data.hdf5"
@@ -104,14 +114,10 @@ def env_kwargs_of(task: dict[str, Any], store: Store, env_id: str) -> dict[str, 
 
 # ---------------------------------------------------------------------- chain stages
 def _run_sysid(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
-    from r2s2r_envs.ablation.chain import run_sysid_task
-
     return run_sysid_task(task, store.root, out)
 
 
 def _run_behavior(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
-    from r2s2r_envs.ablation.chain import run_behavior_task
-
     return run_behavior_task(task, data_path(store, task["deps"][0]), out)
 
 
@@ -300,7 +306,6 @@ def _episodes_of(config: dict[str, Any]) -> dict[str, Any]:
     on the task's split scaled to its episodes (``AblationDesign.eval_split``)."""
     if config.get("split") is None:
         return {"episodes": config["episodes"]}
-    from r2s2r_envs.envs.conditions import STANDARD_MIX
 
     scale = config["episodes"] // sum(STANDARD_MIX.values())
     return {"split": config["split"], "conditions": {c: n * scale for c, n in STANDARD_MIX.items()}}
@@ -336,8 +341,6 @@ def read_result(store: Store, key: str) -> Any:
 
 # ---------------------------------------------------------------------- mixture
 def _run_mixture(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
-    from r2s2r_envs.ablation.mixture import attribute_policy
-
     config = task["config"]
     policy_key, real_key, sim_key = task["deps"]
     summary = attribute_policy(

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.envs import PickSortEnv
 from r2s2r_envs.evaluation.leaderboard_data import (
     NO_VARIANT,
     Cell,
@@ -65,8 +66,6 @@ from r2s2r_envs.evaluation.tracks import TRACKS, TrackCheck
 
 
 def _defaults() -> dict[str, Any]:
-    from r2s2r_envs.envs import PickSortEnv
-
     params = inspect.signature(PickSortEnv).parameters
     return {k: params[k].default for k in ("num_objects", "episode_steps")}
 

@@ -34,7 +34,15 @@ from r2s2r_envs.evaluation.schema import (
 from r2s2r_envs.evaluation.splits import CUSTOM_SPLIT, LEGACY_BASE_SEED, SPLITS, ConditionRun, condition_base_seed
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.mappings import check_keys
-from r2s2r_envs.safe_json import plain_json
+from r2s2r_envs.safe_json import (
+    CONTENT_HASH_FIELD,
+    ContentHashError,
+    JSONFileError,
+    check_content_hash,
+    loads,
+    plain_json,
+    with_content_hash,
+)
 
 #: Failure cause (and object outcome) of an episode the protocol stopped because the policy emitted an action
 #: the env cannot take: the wrong shape, NaN/inf or not a number (the record's ``policy_error`` says which).
@@ -252,8 +260,6 @@ class EvaluationResult:
     def to_json(self, indent: int | None = None) -> str:
         """The result as JSON text (strict JSON: no NaN or infinity), with ``content_sha256``, the hash of its own
         content (:func:`r2s2r_envs.safe_json.with_content_hash`) that :meth:`from_dict` verifies."""
-        from r2s2r_envs.safe_json import with_content_hash
-
         return json.dumps(with_content_hash(self.to_dict()), indent=indent, allow_nan=False)
 
     @classmethod
@@ -272,8 +278,6 @@ class EvaluationResult:
                 records out of order or with seeds that do not follow the seeding convention, or a summary
                 that does not match the records.
         """
-        from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, ContentHashError, check_content_hash
-
         if isinstance(data, Mapping) and CONTENT_HASH_FIELD in data:  # written by to_json: verify, then drop it
             try:
                 data = check_content_hash(
@@ -352,8 +356,6 @@ class EvaluationResult:
         Raises:
             ResultSchemaError: not JSON, or not a valid result (see :meth:`from_dict`).
         """
-        from r2s2r_envs.safe_json import JSONFileError, loads
-
         try:
             data = loads(text, what="an evaluation result")
         except JSONFileError as e:

@@ -39,10 +39,11 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.envs.perception import rotation_matrix
 from r2s2r_envs.grounding.logs import LogError, LogRun
 from r2s2r_envs.grounding.replay import simulate_run
 from r2s2r_envs.world import constants as C
-from r2s2r_envs.world.builder import scene_layout
+from r2s2r_envs.world.builder import build_model, scene_layout
 from r2s2r_envs.world.params import PERCEPTION_FIELDS, WorldParams, nominal
 
 PERCEPTION_PROTOCOLS = ("perception_static", "perception_moving", "perception_occlusion")
@@ -61,8 +62,6 @@ RESOLUTION = {"object_quat_noise": 1e-4, "object_pos_noise_speed": 1e-4, "object
 @functools.lru_cache(maxsize=1)
 def scene_camera_position() -> tuple[float, float, float]:
     """Centre of the scene camera, m (world frame): the one camera of a simulator's estimator."""
-    from r2s2r_envs.world.builder import build_model
-
     pos = build_model(nominal(), 1).camera(C.SCENE_CAMERA).pos
     return float(pos[0]), float(pos[1]), float(pos[2])
 
@@ -246,8 +245,6 @@ def calibration_error(
     points: np.ndarray, rotation: Sequence[float] | np.ndarray, offset: Sequence[float] | np.ndarray
 ) -> np.ndarray:
     """The simulated estimator's calibration error at ``points`` (n, 3), m: (R - I)(p - c) + o."""
-    from r2s2r_envs.envs.perception import rotation_matrix
-
     c = np.asarray(scene_camera_position())
     a = rotation_matrix([float(v) for v in rotation]) - np.eye(3)
     return (np.asarray(points, dtype=float) - c) @ a.T + np.asarray(offset, dtype=float)

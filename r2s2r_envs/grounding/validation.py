@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.behavior import make_demonstrator
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import scene_layout
 from r2s2r_envs.world.params import WorldParams, nominal
@@ -396,7 +397,6 @@ def planner_success(
         accuracy), ``gap`` (nominal and grounded success minus the lab's, points, and the share of the nominal
         gap the grounding closes, percent), ``episodes``, ``base_seed``, the lab's identity.
     """
-    from r2s2r_envs.behavior import make_demonstrator
     from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, evaluate
 
     seed = EVALUATION_BASE_SEED if base_seed is None else int(base_seed)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.envs.config import replace_checked
+from r2s2r_envs.lab.draw import DRAW_VERSIONS, draw_lab
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import MAX_BYTES, loads
 from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_fields, field_metadata, param
@@ -455,8 +456,6 @@ def parse_drawn_lab(lab: str) -> tuple[int, int] | None:
         ValueError: an unknown version (the message lists the valid forms), or what follows ``:`` is not an integer
             >= 0.
     """
-    from r2s2r_envs.lab.draw import DRAW_VERSIONS
-
     head, colon, text = lab.partition(":")
     if not colon or not head.startswith("draw") or not (head == "draw" or head[4:].isdigit()):
         return None
@@ -491,8 +490,6 @@ def load_lab(lab: str | Path | Mapping[str, Any] | LabConfig | None = None) -> L
         )
     drawn = parse_drawn_lab(lab) if isinstance(lab, str) else None
     if drawn is not None:
-        from r2s2r_envs.lab.draw import draw_lab
-
         return load_lab(draw_lab(drawn[0], version=drawn[1]))
     shipped = _shipped_paths()
     ref = shipped.get(str(lab), Path(lab))

@@ -34,6 +34,9 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
+from r2s2r_envs.behavior.reactive import ReactivePlanner
+from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED, EvaluationResult, evaluate, resolve_policy
+from r2s2r_envs.policies.checkpoint import read_checkpoint
 from r2s2r_envs.policies.config import ConfigError, TrainConfig
 
 #: Base seed of the first round's rollouts (round r uses ``DAGGER_BASE_SEED + r - 1``); the held-out evaluations
@@ -116,9 +119,6 @@ class DaggerActor:
     name = "dagger"
 
     def __init__(self, env: gym.Env, *, checkpoint: str, beta: float = 0.0, **expert_settings: Any) -> None:
-        from r2s2r_envs.behavior.reactive import ReactivePlanner
-        from r2s2r_envs.evaluation.protocol import resolve_policy
-        from r2s2r_envs.policies.checkpoint import read_checkpoint
         from r2s2r_envs.policies.runtime import load_policy
 
         base = env.unwrapped
@@ -173,8 +173,6 @@ class DaggerActorFactory:
 
 
 def _base_config(policy: str) -> TrainConfig:
-    from r2s2r_envs.policies.checkpoint import read_checkpoint
-
     return TrainConfig.from_dict(read_checkpoint(policy)["config"])
 
 
@@ -199,7 +197,6 @@ def dagger(config: DaggerConfig) -> dict[str, Any]:
         CheckpointError: ``policy`` is not a readable checkpoint.
     """
     from r2s2r_envs.datasets.generate import generate
-    from r2s2r_envs.evaluation.protocol import EVALUATION_BASE_SEED
     from r2s2r_envs.policies.train import train
 
     config.check()
@@ -291,7 +288,6 @@ def _check_observations(policy: Any, env: gym.Env, config: DaggerConfig) -> None
 
 def _evaluate_once(path: Path, config: DaggerConfig, policy: str | Path) -> dict[str, Any]:
     """Evaluates ``policy`` on the held-out simulated episodes, unless ``path`` holds that result already."""
-    from r2s2r_envs.evaluation.protocol import EvaluationResult, evaluate
     from r2s2r_envs.policies.runtime import load_policy
 
     if path.is_file():

@@ -27,6 +27,7 @@ from r2s2r_envs.policies.data import DatasetRef, grounding_variant
 from r2s2r_envs.policies.method import method_name, module_digest
 from r2s2r_envs.policies.pipeline import Pipeline
 from r2s2r_envs.policies.trainee import user_method
+from r2s2r_envs.safe_json import with_content_hash
 
 #: The class ``load_policy`` returns (recorded as ``policy_class``).
 POLICY_CLASS = "r2s2r_envs.policies.runtime.TrainedPolicy"
@@ -111,7 +112,6 @@ def write_checkpoint(
         "training": {k: log[k] for k in TRAINING_SUMMARY},
         "weights_sha256": weights_digest(out / WEIGHTS_FILE),
     }
-    from r2s2r_envs.safe_json import with_content_hash
 
     # config.json last, atomically: its presence marks a finished checkpoint.
     tmp = out / (CONFIG_FILE + ".tmp")
