@@ -66,6 +66,23 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
             "episode_steps": DEFAULT_EPISODE_STEPS,
         },
     ),
+    # The -v1 family: lab v3 (a camera-based object estimator, loop latency with jitter, late commands, finger
+    # backlash, its own contact) and the grounding identified from its logs (groundings/v3.json: `r2s2r sysid --lab
+    # v3`, seed 0, the full budget, the planner tuned there; made by experiments/lab-v3-chain). Ungrounded-v1 is
+    # Ungrounded-v0 (same physics and demonstrator), so the family shares one version. The version rule:
+    # docs/architecture.md#grounded-variants.
+    "PickSort-Ungrounded-v1": (
+        "r2s2r_envs.envs.pick_sort:PickSortEnv",
+        {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
+    "PickSort-WorldGrounded-v1": (
+        "r2s2r_envs.grounding.variants:WorldGroundedEnv",
+        {"grounding": "v3", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
+    "PickSort-Real-v1": (
+        "r2s2r_envs.lab.lab_env:LabEnv",
+        {"lab": "v3", "demonstrator": "teleoperator", "episode_steps": DEFAULT_EPISODE_STEPS},
+    ),
 }
 
 
