@@ -111,13 +111,11 @@ def _format_summary(result: EvaluationResult) -> str:
 
 # ---------------------------------------------------------------------- subcommands
 ALL_ENVS = "all"
-# --env all shows the grounding variants in the order of the study's table, then the lab.
-SHOWCASE_ORDER = (
-    "PickSort-Ungrounded-v0",
-    "PickSort-WorldGrounded-v0",
-    "PickSort-BehaviorGrounded-v0",
-    "PickSort-FullyGrounded-v0",
-    "PickSort-Real-v0",
+# --env all shows the grounding variants in the order of the study's table, then the lab: the newest family first.
+SHOWCASE_ORDER = tuple(
+    f"PickSort-{variant}-{version}"
+    for version in ("v1", "v0")
+    for variant in ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded", "Real")
 )
 
 
