@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from r2s2r_envs.grounding.result import Grounding, write_grounding
-from r2s2r_envs.grounding.validation import Validation
+from r2s2r_envs.grounding.validation import Validation, planner_success, validate
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.world.params import FIELD_UNITS, WorldParams, nominal
 
@@ -108,7 +108,6 @@ def run_sysid(
     from r2s2r_envs.grounding.identify import identify
     from r2s2r_envs.grounding.log_checks import check_logs
     from r2s2r_envs.grounding.logs import read_logs
-    from r2s2r_envs.grounding.validation import planner_success, validate
 
     say = progress or (lambda line: None)
     out = Path(out)
