@@ -225,3 +225,28 @@ def test_a_model_missing_a_category_the_demos_held_is_refused(tmp_path):
     )
     odd = {**demos, "usable_grasps_per_category": {"cube": 49, "cone": 5}}
     _refused(tmp_path, {**model, "provenance": {**model["provenance"], "demos": odd}}, r"must map each category")
+
+
+def test_fill_hidden_rides_on_then_goes_with_the_closed_hand():
+    from r2s2r_envs.behavior.segments import DT, fill_hidden
+
+    steps = 20
+    objects = np.zeros((steps, 1, 3))
+    objects[:, 0, 1] = 0.5 - 0.1 * DT * np.arange(steps)  # riding the belt at 0.1 m/s
+    eef = np.zeros((steps, 3))
+    eef[:, 2] = 0.05  # the TCP just above the object
+    eef[12:, 2] = 0.05 + 0.01 * np.arange(steps - 12)  # the hand lifts from step 12
+    eef[:, 1] = objects[:, 0, 1]
+    closure = np.where(np.arange(steps) >= 10, 1.0, -1.0)  # the fingers close at step 10
+    visible = np.ones((steps, 1), dtype=bool)
+    visible[6:, 0] = False  # the hand hides it from step 6 on
+    held = objects.copy()
+    held[6:, 0] = held[5, 0]  # the estimator holds its last estimate
+    filled = fill_hidden(held, visible, eef, closure)
+    np.testing.assert_array_equal(filled[:6], held[:6])  # what was seen stays
+    np.testing.assert_allclose(filled[6:11, 0, 1], objects[6:11, 0, 1], atol=1e-9)  # rides on at the seen pace
+    offset = filled[10, 0] - eef[10]
+    np.testing.assert_allclose(filled[11:, 0], eef[11:] + offset, atol=1e-9)  # then goes with the hand
+    assert filled[-1, 0, 2] > filled[10, 0, 2] + 0.05  # so the lift shows
+    # Without an estimator's gaps nothing changes.
+    np.testing.assert_array_equal(fill_hidden(objects, np.ones((steps, 1), dtype=bool), eef, closure), objects)

@@ -52,6 +52,12 @@ CLOSURE_WINDOW = 30
 MIN_CLOSURE = 0.05
 #: Observation keys the segmentation reads.
 OBS_KEYS = ("eef_pos", "eef_quat", "object_pos", "object_quat", "object_category")
+#: The estimator's visibility key, read where a dataset has it (``fill_hidden``).
+VISIBILITY_KEY = "object_visible"
+#: How near the hand (m) an unseen object must be when the fingers close to count as the one they close on.
+HELD_DISTANCE = 0.1
+#: Visible steps before an object is lost from sight whose motion it is taken to ride on with, control steps.
+GLIMPSES = 5
 #: Finger flexion joints of each digit (the rotation/abduction joints are left out), in ``HAND_JOINTS`` order.
 DIGITS = ("if", "mf", "rf", "th")
 _FLEXION = {
@@ -195,6 +201,8 @@ def load_demos(path: str | Path, *, verify: VerifyMode = "quick") -> DemoSet:
         traces = []
         for demo_id in f.demo_ids:
             obs = {k: f.read(demo_id, f"obs/{k}") for k in OBS_KEYS}
+            if VISIBILITY_KEY in f.obs_keys:  # an estimator's data: where it saw each object
+                obs[VISIBILITY_KEY] = f.read(demo_id, f"obs/{VISIBILITY_KEY}")
             attrs = f.demo_attrs(demo_id)
             traces.append(trace_from_arrays(demo_id, obs, f.read(demo_id, "actions"), attrs))
         world = f.provenance.get("world", {})
@@ -221,6 +229,9 @@ def trace_from_arrays(
     categories = tuple(C.CATEGORIES[int(k)] for k in one_hot.argmax(axis=1))
     fingers = np.asarray(actions, dtype=float)[:, FINGER_ACTION_START:]
     closure = np.stack([fingers[:, DIGIT_JOINTS[d]].mean(axis=1) for d in DIGITS], axis=1)
+    if VISIBILITY_KEY in obs:
+        visible = np.asarray(obs[VISIBILITY_KEY], dtype=float)[:n_steps].reshape(n_steps, n_obj) > 0.5
+        objects = fill_hidden(objects, visible, eef, closure.mean(axis=1))
     window = min(7, n_steps - (1 - n_steps % 2))
     if window >= 5:
         # Perceived object positions are noisy (a camera's): smoothed like the TCP before anything is relative to them.
@@ -248,6 +259,39 @@ def trace_from_arrays(
     )
     grasps = find_grasps(trace, outcomes)
     return dataclasses.replace(trace, grasps=tuple(grasps))
+
+
+def fill_hidden(objects: np.ndarray, visible: np.ndarray, eef: np.ndarray, closure: np.ndarray) -> np.ndarray:
+    """Object positions where the estimator held its last estimate of an unseen object (``visible`` false), as a
+    person watching would place them: riding on at the pace seen over its last ``GLIMPSES`` visible steps, until
+    the fingers close on it (the mean flexion command past half its range, the object within ``HELD_DISTANCE`` of
+    the hand), then carried with the hand at the offset it had there.  A camera loses what the hand holds, so
+    without this no lift would be seen.  Visible steps, and objects never seen, are left as they are.
+
+    Args:
+        objects: (T, N, 3) perceived positions; visible: (T, N) bool; eef: (T, 3); closure: (T,) mean flexion.
+    """
+    filled = objects.copy()
+    low, high = float(closure.min()), float(closure.max())
+    closed = closure > low + 0.5 * (high - low) if high - low > MIN_CLOSURE else np.zeros(len(closure), dtype=bool)
+    for i in range(objects.shape[1]):
+        t = 1
+        while t < len(objects):
+            if visible[t, i] or not visible[t - 1, i]:
+                t += 1
+                continue
+            seen = np.flatnonzero(visible[max(0, t - GLIMPSES) : t, i]) + max(0, t - GLIMPSES)
+            pace = (objects[seen[-1], i] - objects[seen[0], i]) / (DT * (seen[-1] - seen[0])) if len(seen) > 1 else 0
+            start, carry = t - 1, None
+            while t < len(objects) and not visible[t, i]:
+                if carry is None:
+                    filled[t, i] = objects[start, i] + pace * DT * (t - start)
+                    if closed[t] and np.linalg.norm(filled[t, i] - eef[t]) < HELD_DISTANCE:
+                        carry = filled[t, i] - eef[t]
+                else:
+                    filled[t, i] = eef[t] + carry
+                t += 1
+    return filled
 
 
 def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
