@@ -56,18 +56,21 @@ def check_keys(
         raise error(f"{head}missing {what}(s) {missing}; required: {needed}{extra}")
 
 
-def check_choice(value: T, choices: Collection[Any], *, what: str, error: type[Exception] = ValueError) -> T:
+def check_choice(
+    value: T, choices: Collection[Any], *, what: str, where: str = "", error: type[Exception] = ValueError
+) -> T:
     """``value`` when it is one of ``choices``.
 
     Raises:
-        error: ``unknown {what} {value!r}; valid: [...]``.
+        error: ``{where}: unknown {what} {value!r}; valid: [...]`` (``where`` as for :func:`check_keys`).
     """
     try:
         ok = value in choices
     except TypeError:  # an unhashable value is no key of a dict or set
         ok = False
     if not ok:
-        raise error(f"unknown {what} {value!r}; valid: {list(choices)}")
+        head = f"{where}: " if where else ""
+        raise error(f"{head}unknown {what} {value!r}; valid: {list(choices)}")
     return value
 
 

@@ -54,3 +54,8 @@ def test_check_choice_returns_the_value_or_names_the_valid_ones():
         check_choice("val", ("dev", "test"), what="split")
     with pytest.raises(FileError, match=r"unknown condition \[1\]; valid: \['a'\]"):
         check_choice([1], {"a": 1}, what="condition", error=FileError)  # unhashable: not a key, no TypeError
+
+
+def test_check_choice_names_where_the_value_was():
+    with pytest.raises(FileError, match=r"^setup objects\[0\]: unknown category 'cone'; valid: \['cube', 'ball'\]$"):
+        check_choice("cone", ("cube", "ball"), what="category", where="setup objects[0]", error=FileError)
