@@ -353,7 +353,7 @@ def test_human_render_mode_is_gymnasiums_wrapper_over_rgb_array():
         assert env.unwrapped.render_mode == "rgb_array"
     finally:
         env.close()
-    with pytest.raises(ValueError, match=r"unknown render_mode 'human'; valid: \['rgb_array'\] or None"):
+    with pytest.raises(ValueError, match=r"unknown render_mode 'human'; valid: \[None, 'rgb_array'\]"):
         PickSortEnv(render_mode="human")
 
 

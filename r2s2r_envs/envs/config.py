@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.constants import CATEGORIES
 from r2s2r_envs.world.params import Bound, check_number
 
@@ -169,8 +170,6 @@ def replace_checked(obj: Any, overrides: Mapping[str, Any], what: str) -> Any:
     valid = [f.name for f in dataclasses.fields(obj)]
     if not isinstance(overrides, Mapping):
         raise TypeError(f"{what} must be a mapping of field names to values, got {overrides!r}; valid keys: {valid}")
-    unknown = sorted(set(overrides) - set(valid))
-    if unknown:
-        raise KeyError(f"unknown {what} key(s) {unknown}; valid keys: {valid}")
+    check_keys(overrides, valid, what=f"{what} key")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
     return dataclasses.replace(obj, **values)

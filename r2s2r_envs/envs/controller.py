@@ -20,6 +20,7 @@ import numpy as np
 
 from r2s2r_envs.envs.config import ControlConfig
 from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.mappings import check_choice
 
 CONTROL_MODES: tuple[str, ...] = ("task", "joint")
 N_FINGER = 16
@@ -209,8 +210,7 @@ def make_controller(mode: str, scene: SceneView, config: ControlConfig) -> TaskS
     Raises:
         ValueError: unknown mode; the message lists the valid ones.
     """
+    check_choice(mode, CONTROL_MODES, what="control_mode")
     if mode == "task":
         return TaskSpaceController(scene, config)
-    if mode == "joint":
-        return JointController(scene, config)
-    raise ValueError(f"unknown control_mode {mode!r}; valid: {list(CONTROL_MODES)}")
+    return JointController(scene, config)

@@ -17,6 +17,7 @@ import numpy as np
 
 from r2s2r_envs.envs.config import ControlConfig, EpisodeRandomization, ObjectPlacement, sample_layout
 from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.mappings import check_choice, check_keys
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import category_inertia
 from r2s2r_envs.world.params import Bound, WorldParams, check_number
@@ -134,9 +135,7 @@ class LayoutMixin:
         """Validate the ``setup`` reset option (what a person in the room can do); see ``reset``."""
         if not isinstance(setup, Mapping):
             raise TypeError(f"reset option 'setup' must be a mapping with keys from {list(SETUP_KEYS)}, got {setup!r}")
-        unknown = sorted(set(setup) - set(SETUP_KEYS))
-        if unknown:
-            raise ValueError(f"unknown setup key(s) {unknown}; valid: {list(SETUP_KEYS)}")
+        check_keys(setup, SETUP_KEYS, what="setup key", error=ValueError)
         out: dict[str, Any] = {}
         if "belt" in setup:
             if not isinstance(setup["belt"], (bool, np.bool_)):
@@ -164,15 +163,11 @@ class LayoutMixin:
                 where = f"setup objects[{k}]"
                 if not isinstance(obj, Mapping):
                     raise TypeError(f"{where} must be a mapping with keys {list(SETUP_OBJECT_KEYS)}, got {obj!r}")
-                extra = sorted(set(obj) - set(SETUP_OBJECT_KEYS))
-                missing = [key for key in ("category", "position") if key not in obj]
-                if extra or missing:
-                    raise ValueError(
-                        f"{where}: unknown key(s) {extra}, missing key(s) {missing}; keys: 'category' (one of "
-                        f"{list(C.CATEGORIES)}), 'position' ([x, y] or [x, y, z], m), optional 'yaw' (rad)"
-                    )
-                if obj["category"] not in C.CATEGORIES:
-                    raise ValueError(f"{where}: unknown category {obj['category']!r}; valid: {list(C.CATEGORIES)}")
+                # 'category' (one of C.CATEGORIES), 'position' ([x, y] or [x, y, z], m), optional 'yaw' (rad).
+                check_keys(
+                    obj, SETUP_OBJECT_KEYS, what="key", where=where, required=("category", "position"), error=ValueError
+                )
+                check_choice(obj["category"], C.CATEGORIES, what="category", where=where)
                 pos = obj["position"]
                 n = len(pos) if hasattr(pos, "__len__") and not isinstance(pos, (str, bytes)) else 0
                 if n not in (2, 3):

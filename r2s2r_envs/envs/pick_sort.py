@@ -33,6 +33,7 @@ from r2s2r_envs.envs.observations import OBS_MODES, SENSORS, ObservationMixin
 from r2s2r_envs.envs.outcomes import FAILURE_CAUSES, OUTCOMES, OutcomeRules, TaskGeometry
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.envs.scoring import ScoringMixin
+from r2s2r_envs.mappings import check_choice, check_keys
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import build_model, object_half_sizes, update_model
 from r2s2r_envs.world.params import WorldParams
@@ -212,17 +213,12 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
         condition: str = "nominal",
         **unknown: Any,
     ) -> None:
-        if unknown:
-            valid = sorted(ENV_ARGUMENTS + self._extra_arguments)
-            raise TypeError(f"unknown argument(s) {sorted(unknown)} for {type(self).__name__}; valid: {valid}")
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"unknown obs_mode {obs_mode!r}; valid: {list(OBS_MODES)}")
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"unknown reward_mode {reward_mode!r}; valid: {list(REWARD_MODES)}")
-        if control_mode not in CONTROL_MODES:
-            raise ValueError(f"unknown control_mode {control_mode!r}; valid: {list(CONTROL_MODES)}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unknown render_mode {render_mode!r}; valid: {self.metadata['render_modes']} or None")
+        valid = sorted(ENV_ARGUMENTS + self._extra_arguments)
+        check_keys(unknown, valid, what="argument", where=type(self).__name__, error=TypeError)
+        check_choice(obs_mode, OBS_MODES, what="obs_mode")
+        check_choice(reward_mode, REWARD_MODES, what="reward_mode")
+        check_choice(control_mode, CONTROL_MODES, what="control_mode")
+        check_choice(render_mode, (None, *self.metadata["render_modes"]), what="render_mode")
         if not _is_int(num_objects) or not 1 <= num_objects <= MAX_OBJECTS:
             raise ValueError(f"num_objects must be an integer in [1, {MAX_OBJECTS}], got {num_objects!r}")
         if not _is_int(episode_steps) or episode_steps < 1:
@@ -419,9 +415,7 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = sorted(set(options) - set(RESET_OPTIONS))
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; valid: {list(RESET_OPTIONS)}")
+        check_keys(options, RESET_OPTIONS, what="reset option", error=ValueError)
         setup = self._check_setup(options["setup"]) if "setup" in options else None
         if "world" in options:
             self.set_world(options["world"])

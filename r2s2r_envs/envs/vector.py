@@ -48,6 +48,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from r2s2r_envs.envs.pick_sort import PickSortEnv
+from r2s2r_envs.mappings import check_choice
 from r2s2r_envs.world.params import WorldParams
 from r2s2r_envs.world.presets import load_world
 
@@ -120,10 +121,8 @@ class PickSortVectorEnv(VectorEnv):
         **env_kwargs: Any,
     ) -> None:
         self.num_envs = check_num_envs(num_envs)
-        try:
-            self.autoreset_mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            raise ValueError(f"unknown autoreset_mode {autoreset_mode!r}; valid: {list(AUTORESET_MODES)}") from None
+        mode = autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode) else autoreset_mode
+        self.autoreset_mode = AutoresetMode(check_choice(mode, AUTORESET_MODES, what="autoreset_mode"))
         cpus = os.cpu_count() or 1
         threads = min(self.num_envs, cpus) if num_threads is None else check_num_envs(num_threads, "num_threads")
         env_class = load_env_creator(env_entry_point)
