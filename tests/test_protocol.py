@@ -264,7 +264,7 @@ def _tampered(result: EvaluationResult, edit) -> dict:
     [
         (lambda d: d.pop("format"), "not an r2s2r_envs evaluation result"),
         (lambda d: d.pop("records"), r"missing key\(s\) \['records'\]"),
-        (lambda d: d.update(extra=1), "unknown key 'extra'"),
+        (lambda d: d.update(extra=1), r"result: unknown key\(s\) \['extra'\]; valid: \[.*'records'"),
         (lambda d: d["records"][1].update(steps="40"), r"result\.records\[1\]\.steps: expected integer"),
         (lambda d: d["records"][0].update(sort_accuracy=1.5), r"records\[0\]\.sort_accuracy: expected <= 1"),
         (lambda d: d["records"][0].update(is_success=1), r"records\[0\]\.is_success: expected boolean"),

@@ -23,6 +23,7 @@ import jsonschema
 from jsonschema.exceptions import best_match
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.mappings import check_keys
 
 #: Version of the result file format written by ``EvaluationResult.to_json``.
 RESULT_SCHEMA_VERSION = 3
@@ -94,9 +95,10 @@ def _message(error: jsonschema.ValidationError) -> str:
         missing = [k for k in rule if k not in value]
         return f"{where}: missing key(s) {missing}; required: {list(rule)}"
     if kind == "additionalProperties" and rule is False:
-        known = sorted(error.schema.get("properties", {}))
-        unknown = sorted(k for k in value if k not in known)
-        return f"{where}: unknown key {unknown[0]!r}; valid keys: {known}"
+        try:
+            check_keys(value, sorted(error.schema.get("properties", {})), what="key", where=where, error=ValueError)
+        except ValueError as exc:
+            return str(exc)
     if kind in ("minimum", "maximum"):
         return f"{where}: expected {'>=' if kind == 'minimum' else '<='} {rule}, got {value!r}"
     if kind in ("minItems", "maxItems"):

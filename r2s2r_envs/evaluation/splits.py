@@ -27,6 +27,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 
 from r2s2r_envs.envs.conditions import CONDITIONS, STANDARD_MIX, get_condition
+from r2s2r_envs.mappings import check_choice
 
 #: The named seed splits.
 SPLITS: tuple[str, ...] = ("dev", "test", "legacy")
@@ -59,9 +60,7 @@ def check_split(split: object) -> str:
     Raises:
         ValueError: another value (the message lists the splits).
     """
-    if not isinstance(split, str) or split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
-    return split
+    return str(check_choice(split, SPLITS, what="split"))
 
 
 def condition_base_seed(split: str, condition: str) -> int:

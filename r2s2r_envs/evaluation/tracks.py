@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from r2s2r_envs.envs.conditions import CONDITIONS_VERSION, STANDARD_MIX
 from r2s2r_envs.evaluation.splits import STANDARD, plan_conditions
+from r2s2r_envs.mappings import check_choice
 
 if TYPE_CHECKING:
     from r2s2r_envs.evaluation.protocol import EvaluationResult
@@ -199,9 +200,7 @@ def get_track(name: object) -> Track:
     Raises:
         UnknownTrackError: an unknown name (the message lists the valid ones).
     """
-    if not isinstance(name, str) or name not in TRACKS:
-        raise UnknownTrackError(f"unknown track {name!r}; valid: {sorted(TRACKS)}")
-    return TRACKS[name]
+    return TRACKS[str(check_choice(name, sorted(TRACKS), what="track", error=UnknownTrackError))]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import JSONFileError, read_json
 from r2s2r_envs.world.params import WorldParams, nominal
 
@@ -90,9 +91,7 @@ def read_json_config(
 
 def _from_mapping(raw: Mapping[str, Any], what: str) -> WorldParams:
     if "world" in raw:  # a preset document
-        unknown = sorted(set(raw) - set(_DOCUMENT_KEYS))
-        if unknown:
-            raise KeyError(f"{what}: unknown key(s) {unknown}; a world document has {list(_DOCUMENT_KEYS)}")
+        check_keys(raw, _DOCUMENT_KEYS, what="world document key", where=what)
         raw = raw["world"]
         if not isinstance(raw, Mapping):
             raise TypeError(f"{what}: 'world' must be a mapping of WorldParams fields, got {raw!r}")
