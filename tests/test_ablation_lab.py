@@ -136,8 +136,12 @@ def test_a_chain_logging_some_protocols_requires_only_what_they_expose(lab_file)
     quick = next(t for t in lab_design(lab, "quick").tasks() if t.kind == "sysid").config
     assert "protocols" not in quick and "arm_damping" in quick["require_identified"]  # every protocol: key as before
     assert ChainSpec.from_dict(LAB_CHAINS["smoke"].to_dict()) == LAB_CHAINS["smoke"]
-    for bad in (("arm_stepz",), (), "lift"):
-        with pytest.raises(ValueError, match="sysid_protocols: unknown protocol"):
+    for bad, refusal in (
+        (("arm_stepz",), r"unknown protocol\(s\) \['arm_stepz'\]; valid: \['sensing_rest', "),
+        ((), r"no protocol given; valid \(at least one\): \['sensing_rest', "),
+        ("lift", r"unknown protocol\(s\) 'lift' given as a string"),
+    ):
+        with pytest.raises(ValueError, match="sysid_protocols: " + refusal):
             ChainSpec(sysid_protocols=bad).check()  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="with --lab, not with existing --logs"):
         run_sysid(lab_file.parent / "g.json", logs=lab_file.parent, protocols=("latency",))

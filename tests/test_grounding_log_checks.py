@@ -117,7 +117,7 @@ PROBLEMS = {
     ),
     "env kwargs naming a file": (
         lambda L: _with(L, "latency_0", env_kwargs={**L.runs[3].env_kwargs, "world": "/etc/passwd"}),
-        r"run 'latency_0': env_kwargs \['world'\] are not accepted in logs; a run may set \[",
+        r"run 'latency_0': unknown env_kwargs key\(s\) \['world'\]; valid: \['control_mode', .*\] \(a log",
     ),
     "env kwargs the env refuses": (
         lambda L: _with(L, "latency_0", env_kwargs={**L.runs[3].env_kwargs, "num_objects": 99}),
@@ -129,7 +129,7 @@ PROBLEMS = {
     ),
     "unknown protocol": (
         lambda L: _with(L, "latency_0", protocol="wiggle"),
-        r"run 'latency_0': unknown protocol 'wiggle'; known: \[",
+        r"run 'latency_0': unknown protocol 'wiggle'; valid: \['arm_chirp', ",
     ),
     "arm run without its joint": (
         lambda L: _settings(L, "arm_steps_j1", joint=9),
@@ -277,11 +277,11 @@ FILES = {
     # The manifest's copies of a run's protocol and split: a renamed key or another value was ignored before.
     "unknown manifest key": (
         lambda d: _manifest(d, lambda m: m.__setitem__("note", 1)),
-        r"unknown key\(s\) \['note'\]; a manifest has schema_version, lab, seed, versions, runs",
+        r"unknown manifest key\(s\) \['note'\]; valid: \['schema_version', 'lab', 'seed', 'versions', 'runs'\]",
     ),
     "run entry key renamed": (
         lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("sqlit", m["runs"][0].pop("split"))),
-        r"each run entry has exactly 'file', 'protocol', 'split', 'sha256', got \[.*'sqlit'\]",
+        r"unknown run entry key\(s\) \['sqlit'\]; valid: \['file', 'protocol', 'split', 'sha256'\]",
     ),
     "split unlike the run file's": (
         lambda d: _manifest(d, lambda m: m["runs"][0].__setitem__("split", "heldout")),

@@ -76,6 +76,7 @@ from r2s2r_envs.grounding.excitation_plan import (
     nominal_layout_height,
 )
 from r2s2r_envs.grounding.logs import LogRun, LogSet, write_logs
+from r2s2r_envs.mappings import check_keys
 
 if TYPE_CHECKING:
     from r2s2r_envs.envs.pick_sort import PickSortEnv
@@ -235,9 +236,9 @@ def check_protocols(protocols: Sequence[str]) -> list[str]:
         ValueError: an unknown protocol name, or none given (naming the protocols).
     """
     names = [protocols] if isinstance(protocols, str) else list(protocols)
-    unknown = sorted(set(names) - set(PROTOCOLS))
-    if unknown or not names:
-        raise ValueError(f"unknown protocol(s) {unknown or names}; protocols (at least one): {list(PROTOCOLS)}")
+    check_keys(names, PROTOCOLS, what="protocol", error=ValueError)
+    if not names:
+        raise ValueError(f"no protocol given; valid (at least one): {list(PROTOCOLS)}")
     return names
 
 

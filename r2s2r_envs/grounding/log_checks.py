@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from r2s2r_envs.grounding.logs import LogError, LogRun, LogSet
+from r2s2r_envs.mappings import check_choice, check_keys
 
 #: Env arguments a logged run may carry (values only: replay never opens a file a log names).
 LOG_ENV_KWARGS = ("control_mode", "num_objects", "sensors", "episode_steps", "obs_mode", "reward_mode", "image_size")
@@ -151,12 +152,10 @@ def _check_against_env(run: LogRun, env: Any, problems: list[str]) -> None:
 
 
 def _check_env_kwargs(run: LogRun, problems: list[str]) -> bool:
-    unknown = sorted(set(run.env_kwargs) - set(LOG_ENV_KWARGS))
-    if unknown:
-        problems.append(
-            f"run {run.name!r}: env_kwargs {unknown} are not accepted in logs; a run may set {list(LOG_ENV_KWARGS)} "
-            "(values only, never a file)"
-        )
+    try:
+        check_keys(run.env_kwargs, LOG_ENV_KWARGS, what="env_kwargs key", where=f"run {run.name!r}", error=ValueError)
+    except ValueError as exc:
+        problems.append(f"{exc} (a log records values only, never a file)")
         return False
     if run.env_kwargs.get("control_mode", "task") != run.control_mode:
         problems.append(
@@ -262,8 +261,10 @@ def check_logs(logs: LogSet, *, validation: bool = True) -> None:
     envs: dict[str, Any] = {}
     try:
         for run in logs.runs:
-            if run.protocol not in PROTOCOLS:
-                problems.append(f"run {run.name!r}: unknown protocol {run.protocol!r}; known: {sorted(PROTOCOLS)}")
+            try:
+                check_choice(run.protocol, sorted(PROTOCOLS), what="protocol")
+            except ValueError as exc:
+                problems.append(f"run {run.name!r}: {exc}")
                 continue
             _check_values(run, problems)
             if _check_env_kwargs(run, problems):

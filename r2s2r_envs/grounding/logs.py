@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.provenance import versions
 from r2s2r_envs.safe_json import JSONFileError, loads, read_json
 
@@ -255,12 +256,8 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
             f"{path}: log schema version {version!r}; this r2s2r_envs reads version {LOG_SCHEMA_VERSION} "
             "(log the lab again with this version's `r2s2r log-lab`)"
         )
-    for key in ("lab", "seed", "runs"):
-        if key not in manifest:
-            raise LogError(f"{path}: missing key {key!r}; a manifest has schema_version, lab, seed, versions, runs")
-    unknown = sorted(set(manifest) - _MANIFEST_KEYS)
-    if unknown:
-        raise LogError(f"{path}: unknown key(s) {unknown}; a manifest has schema_version, lab, seed, versions, runs")
+    required = [k for k in _MANIFEST_KEYS if k != "versions"]
+    check_keys(manifest, _MANIFEST_KEYS, what="manifest key", where=str(path), required=required, error=LogError)
     lab = manifest["lab"]
     if not isinstance(lab, Mapping) or not all(isinstance(lab.get(k), str) for k in ("name", "config_sha256")):
         raise LogError(f"{path}: 'lab' must be an object with string 'name' and 'config_sha256', got {lab!r}")
@@ -272,16 +269,16 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
 
 
 #: Keys of a manifest and of each of its run entries (``write_logs`` writes exactly these).
-_MANIFEST_KEYS = {"schema_version", "lab", "seed", "versions", "runs"}
-_ENTRY_KEYS = {"file", "protocol", "split", "sha256"}
+_MANIFEST_KEYS = ("schema_version", "lab", "seed", "versions", "runs")
+_ENTRY_KEYS = ("file", "protocol", "split", "sha256")
 
 
 def _run_file(directory: Path, entry: Any) -> Path:
     """The run file an entry of the manifest names: a plain ``<run>.hdf5`` name inside the log directory."""
     where = f"{directory / MANIFEST}"
-    if not isinstance(entry, Mapping) or set(entry) != _ENTRY_KEYS:
-        keys = sorted(entry) if isinstance(entry, Mapping) else type(entry).__name__
-        raise LogError(f"{where}: each run entry has exactly 'file', 'protocol', 'split', 'sha256', got {keys}")
+    if not isinstance(entry, Mapping):
+        raise LogError(f"{where}: each run entry is an object of {list(_ENTRY_KEYS)}, got {type(entry).__name__}")
+    check_keys(entry, _ENTRY_KEYS, what="run entry key", where=where, required=_ENTRY_KEYS, error=LogError)
     name = entry["file"]
     if not isinstance(name, str) or Path(name).name != name or name.startswith(".") or not name.endswith(".hdf5"):
         raise LogError(

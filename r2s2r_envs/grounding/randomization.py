@@ -27,6 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.params import FIELD_BOUNDS, WorldParams, nominal
 from r2s2r_envs.world.presets import load_world
 
@@ -59,9 +60,7 @@ class WorldRandomization:
         if not isinstance(self.center, WorldParams):
             raise TypeError(f"WorldRandomization.center must be a WorldParams, got {type(self.center).__name__}")
         fields = WorldParams.field_names()
-        unknown = sorted(set(self.ranges) - set(fields))
-        if unknown:
-            raise KeyError(f"WorldRandomization: unknown field(s) {unknown}; valid fields: {list(fields)}")
+        check_keys(self.ranges, fields, what="field", where="WorldRandomization")
         # Declaration order, so sampling draws in the same order however the mapping was built.
         checked = {n: _check_range(n, self.ranges[n], getattr(self.center, n)) for n in fields if n in self.ranges}
         object.__setattr__(self, "ranges", checked)
@@ -179,9 +178,7 @@ class WorldRandomization:
         """
         if not isinstance(data, Mapping):
             raise TypeError(f"a world randomization is a JSON object, got {type(data).__name__}")
-        unknown = sorted(set(data) - {"version", "center", "ranges"})
-        if unknown:
-            raise ValueError(f"world randomization: unknown key(s) {unknown}; valid: ['center', 'ranges', 'version']")
+        check_keys(data, ("center", "ranges", "version"), what="key", where="world randomization", error=ValueError)
         version = data.get("version", RANDOMIZATION_FORMAT_VERSION)
         if version != RANDOMIZATION_FORMAT_VERSION:
             raise ValueError(
@@ -331,9 +328,7 @@ def _field_list(fields: Iterable[str] | None) -> list[str] | None:
     if fields is None:
         return None
     names = [fields] if isinstance(fields, str) else list(fields)
-    unknown = sorted(set(names) - set(WorldParams.field_names()))
-    if unknown:
-        raise KeyError(f"unknown WorldParams field(s) {unknown}; valid fields: {list(WorldParams.field_names())}")
+    check_keys(names, WorldParams.field_names(), what="WorldParams field")
     return names
 
 
