@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.mappings import check_keys
+
 #: The lab's env id.
 LAB_ENV_ID = "PickSort-Real-v0"
 #: Where, in a run directory, a lab file given by the user is copied (``lab/<first 16 hex of its config hash>.json``).
@@ -273,11 +275,13 @@ class ChainSpec:
             or self.fit_max_sources < 1
         ):
             raise ValueError(f"chain fit_max_sources must be an integer >= 1 or None, got {self.fit_max_sources!r}")
-        unknown = sorted(set(self.require_identified or ()) - set(WorldParams.field_names()))
-        if unknown:
-            raise ValueError(
-                f"chain require_identified: unknown world field(s) {unknown}; fields: {list(WorldParams.field_names())}"
-            )
+        check_keys(
+            self.require_identified or (),
+            WorldParams.field_names(),
+            what="world field",
+            where="chain require_identified",
+            error=ValueError,
+        )
         if self.tune_grid is not None:
             check_grid({k: list(v) for k, v in self.tune_grid.items()})
         if self.sysid_protocols is not None:

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import loads, read_json
 
 #: Format name and schema version of ``ablation.json``; a directory of another version is refused.
@@ -212,12 +213,10 @@ def check_manifest_fields(data: dict[str, Any], path: Path) -> None:
     Raises:
         StoreError: naming the file, the field and what it accepts.
     """
-    unknown = sorted(set(data) - set(_MANIFEST_FIELDS))
-    if unknown:
-        raise StoreError(
-            f"{path}: unknown field(s) {unknown}; a manifest holds {sorted(_MANIFEST_FIELDS)}: the file was edited or "
-            "damaged; give another --out"
-        )
+    try:
+        check_keys(data, sorted(_MANIFEST_FIELDS), what="manifest field", where=str(path), error=StoreError)
+    except StoreError as exc:
+        raise StoreError(f"{exc}: the file was edited or damaged; give another --out") from None
     lab = data.get("lab")
     fits = {
         "design": isinstance(data.get("design"), dict),

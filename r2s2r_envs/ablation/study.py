@@ -30,6 +30,7 @@ from r2s2r_envs.ablation.specs import (
     env_id_of,
     policy_label,
 )
+from r2s2r_envs.mappings import check_keys
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -174,10 +175,7 @@ class AblationDesign:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AblationDesign:
         """Reads :meth:`to_dict` output (unknown fields are refused)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise DesignError(f"unknown design field(s) {unknown}; known: {sorted(known)}")
+        check_keys(data, sorted(f.name for f in dataclasses.fields(cls)), what="design field", error=DesignError)
         kw = dict(data)
         kw["real"] = DataSpec(**data["real"])
         kw["sim"] = tuple((v, DataSpec(**s)) for v, s in data["sim"])
