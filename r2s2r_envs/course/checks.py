@@ -32,6 +32,7 @@ from r2s2r_envs.course.exercises import (
     AnswerKey,
     exercise,
 )
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.constants import CATEGORIES
 from r2s2r_envs.world.params import N_ARM_JOINTS, WorldParams
 
@@ -149,12 +150,8 @@ def _parse(lesson: Any, answer: Any) -> tuple[int, dict[str, Any]]:
         raise AnswerError(
             f"an answer must be a JSON object with the key(s) {accepted}, got {type(answer).__name__}: {answer!r}"
         )
-    unknown = sorted(set(answer) - set(accepted))
-    if unknown:
-        raise AnswerError(f"unknown answer key(s) {unknown} for lesson {lesson}; accepted: {accepted}")
-    missing = [s.key for s in specs if s.required and s.key not in answer]
-    if missing:
-        raise AnswerError(f"answer to lesson {lesson} is missing key(s) {missing}; it needs {accepted}")
+    required = [s.key for s in specs if s.required]
+    check_keys(answer, accepted, what="answer key", where=f"lesson {lesson}", required=required, error=AnswerError)
     return lesson, {s.key: _check_kind(s, answer[s.key]) for s in specs if s.key in answer}
 
 
