@@ -114,7 +114,8 @@ def test_rgb_mode_stores_only_images(tmp_path: Path) -> None:
     _gen(subset, 2, obs_mode="state", obs_keys=["eef_pos", "arm_qpos"])
     with open_dataset(subset) as f:
         assert f.obs_keys == ["arm_qpos", "eef_pos"]
-    with pytest.raises(ValueError, match="not observations"):
+    refusal = r"\(obs_mode 'state'\): unknown observation key\(s\) \['joint_angles'\]; valid: \[.*'eef_pos'"
+    with pytest.raises(ValueError, match=refusal):
         _gen(tmp_path / "bad.hdf5", 1, obs_keys=["joint_angles"])
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from r2s2r_envs.argtypes import EXIT_OK, EXIT_USAGE, add_json_option, add_seed_option, report_error
+from r2s2r_envs.mappings import check_keys
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,9 +105,10 @@ def _compare(args: argparse.Namespace) -> int:
 
     named = {None: TRAITS, "all": TRAITS, "strategy": STRATEGY_TRAITS}
     traits = named.get(args.traits) or [t.strip() for t in args.traits.split(",") if t.strip()]
-    unknown = sorted(set(traits) - set(TRAITS))
-    if unknown:
-        return report_error("compare-behavior", f"unknown trait(s) {unknown}; traits: {list(TRAITS)}", EXIT_USAGE)
+    try:
+        check_keys(traits, TRAITS, what="trait", error=ValueError)
+    except ValueError as exc:
+        return report_error("compare-behavior", exc, EXIT_USAGE)
     try:
         a, b = load_demos(args.a), load_demos(args.b)
         result = compare(a, b, seed=args.seed, classifier_traits=traits)

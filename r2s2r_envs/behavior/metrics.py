@@ -39,6 +39,7 @@ from scipy.signal import find_peaks
 
 from r2s2r_envs.behavior.segments import DIGITS, DT, DemoSet, DemoTrace, Grasp, load_demos
 from r2s2r_envs.extras import require
+from r2s2r_envs.mappings import check_keys
 
 #: Per-episode traits, in feature order (see the module docstring).
 TRAITS: tuple[str, ...] = (
@@ -326,9 +327,9 @@ def compare(
 
     require("sklearn", "dtaidistance", what="comparing demonstrations (DTW and a classifier)")
     chosen = list(TRAITS if classifier_traits is None else classifier_traits)
-    unknown = sorted(set(chosen) - set(TRAITS))
-    if unknown or not chosen:
-        raise ValueError(f"unknown or no classifier trait(s) {unknown}; traits: {list(TRAITS)}")
+    check_keys(chosen, TRAITS, what="classifier trait", error=ValueError)
+    if not chosen:
+        raise ValueError(f"no classifier trait given; valid (at least one): {list(TRAITS)}")
     columns = [TRAITS.index(t) for t in chosen]
     start = time.perf_counter()
     sets = [x if isinstance(x, DemoSet) else load_demos(x) for x in (a, b)]

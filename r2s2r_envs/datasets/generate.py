@@ -66,6 +66,7 @@ from r2s2r_envs.datasets.schema import DatasetError
 from r2s2r_envs.datasets.writer import DatasetWriter, Episode
 from r2s2r_envs.envs.registration import check_env_id
 from r2s2r_envs.envs.seeding import episode_seeds as episode_seeds  # re-exported: the name this module always had
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.workers import WorkerDiedError, WorkerError, WorkerJob, WorkerPool
 
 __all__ = [
@@ -303,11 +304,8 @@ def _stored_obs_keys(config: GenerationConfig, env: gym.Env) -> list[str]:
         probe.close()
     if config.obs_keys is None:
         return sorted(available)
-    unknown = [k for k in config.obs_keys if k not in available]
-    if unknown:
-        raise ValueError(
-            f"obs_keys {unknown} are not observations of obs_mode {config.obs_mode!r}; it has {sorted(available)}"
-        )
+    where = f"obs_keys (obs_mode {config.obs_mode!r})"
+    check_keys(config.obs_keys, sorted(available), what="observation key", where=where, error=ValueError)
     return sorted(config.obs_keys)
 
 

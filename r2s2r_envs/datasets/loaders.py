@@ -25,6 +25,7 @@ import numpy as np
 from r2s2r_envs.datasets.reader import VerifyMode, open_dataset
 from r2s2r_envs.datasets.schema import DOMAINS, EmptyDatasetError
 from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
+from r2s2r_envs.mappings import check_keys
 
 ActionPadding = Literal["edge", "zero"]
 ActionLabels = Literal["executed", "clean"]
@@ -118,9 +119,7 @@ class TrajectoryDataset:
             spec = f.obs_spec()
             if obs_keys is None:
                 obs_keys = [k for k, (shape, dtype) in spec.items() if len(shape) <= 1]
-            unknown = [k for k in obs_keys if k not in spec]
-            if unknown:
-                raise KeyError(f"{f.path}: no observation key(s) {unknown}; the file has {sorted(spec)}")
+            check_keys(obs_keys, sorted(spec), what="observation key", where=str(f.path))
             self.obs_keys: list[str] = list(obs_keys)
             ids = f.demo_ids
             if filter_key is not None:

@@ -40,6 +40,7 @@ from r2s2r_envs.datasets.schema import (
     UnsupportedSchemaError,
 )
 from r2s2r_envs.datasets.stats import RunningStats
+from r2s2r_envs.mappings import check_keys
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
@@ -378,9 +379,7 @@ class DatasetFile:
         available = self.obs_keys
         if obs_keys is None:
             return available
-        unknown = [k for k in obs_keys if k not in available]
-        if unknown:
-            raise KeyError(f"{self.path}: no observation key(s) {unknown}; the file has {available}")
+        check_keys(obs_keys, available, what="observation key", where=str(self.path))
         return list(obs_keys)
 
     def _id_from_group_name(self, name: bytes | str) -> int:

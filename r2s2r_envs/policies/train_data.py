@@ -14,6 +14,7 @@ import numpy as np
 from r2s2r_envs.datasets.loaders import TrajectoryDataset
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.stats import RunningStats, merge_stats
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.policies.checkpoint import CONFIG_FILE
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, VerifyMode, check_config
 from r2s2r_envs.policies.data import DatasetRef, resolve_datasets, task_family
@@ -90,9 +91,7 @@ def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> l
             )
         return feature_keys("task", list(spec))
     keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
-    unknown = [k for k in keys if k not in spec]
-    if unknown:
-        raise ConfigError(f"obs_keys {unknown} are not in the data; it has {sorted(spec)}")
+    check_keys(keys, sorted(spec), what="observation key", where="obs_keys", error=ConfigError)
     images = [k for k in keys if len(spec[k]) == 3]
     if images and config.encoder != "cnn":
         raise ConfigError(f"obs_keys {images} are camera images: train with encoder='cnn' (--encoder cnn)")
