@@ -77,6 +77,7 @@ from r2s2r_envs.grounding.excitation_plan import (
 )
 from r2s2r_envs.grounding.logs import LogRun, LogSet, write_logs
 from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.world.params import SENSOR_NOISE_FIELDS
 
 if TYPE_CHECKING:
     from r2s2r_envs.envs.pick_sort import PickSortEnv
@@ -101,17 +102,7 @@ _SPLIT_OFFSET = {"arm_chirp": 2}
 
 
 PROTOCOLS: dict[str, tuple[str, ...]] = {
-    "sensing_rest": (
-        "joint_pos_noise",
-        "joint_vel_noise",
-        "eef_pos_noise",
-        "object_pos_noise",
-        "object_vel_noise",
-        "arm_torque_noise",
-        "finger_current_noise",
-        "object_pos_offset",
-        "object_size_scale",
-    ),
+    "sensing_rest": (*SENSOR_NOISE_FIELDS, "object_pos_offset", "object_size_scale"),
     "belt_ride": ("belt_speed", "belt_speed_fluctuation", "belt_fluctuation_time"),
     "finger_steps": ("finger_kp", "finger_kv", "finger_force_limit", "control_latency"),
     "latency": ("control_latency",),

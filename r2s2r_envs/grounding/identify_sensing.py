@@ -12,13 +12,13 @@ import numpy as np
 from r2s2r_envs.grounding import perception_fit
 from r2s2r_envs.grounding.identify_common import FitState, t_quantile
 from r2s2r_envs.grounding.logs import LogError, LogRun, LogSet
+from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.world.builder import scene_layout
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import SENSOR_NOISE_FIELDS, WorldParams
 
 SETTLE_STEPS = 20  # control steps (1 s) after reset before objects and robot count as at rest
 
-#: Noise level field -> observation keys (and, for object velocities, only the linear part).
-NOISE_SIGNALS: dict[str, tuple[str, ...]] = {
+_SIGNALS: dict[str, tuple[str, ...]] = {
     "joint_pos_noise": ("arm_qpos", "hand_qpos"),
     "joint_vel_noise": ("arm_qvel", "hand_qvel"),
     "eef_pos_noise": ("eef_pos",),
@@ -27,6 +27,18 @@ NOISE_SIGNALS: dict[str, tuple[str, ...]] = {
     "arm_torque_noise": ("arm_torque",),
     "finger_current_noise": ("finger_current",),
 }
+# A new sensor noise field must get its signals here (an import-time error, caught by the tests).
+check_keys(
+    _SIGNALS,
+    SENSOR_NOISE_FIELDS,
+    what="sensor noise field",
+    where="grounding.identify_sensing",
+    required=SENSOR_NOISE_FIELDS,
+    error=RuntimeError,
+)
+#: Noise level field -> observation keys (and, for object velocities, only the linear part), one entry per
+#: ``world.params.SENSOR_NOISE_FIELDS`` in its order.
+NOISE_SIGNALS: dict[str, tuple[str, ...]] = {field: _SIGNALS[field] for field in SENSOR_NOISE_FIELDS}
 
 
 def _settled(run: LogRun, key: str) -> np.ndarray:

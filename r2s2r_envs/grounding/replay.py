@@ -27,19 +27,10 @@ from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.grounding.logs import LogRun
 from r2s2r_envs.world import constants as C
 from r2s2r_envs.world.builder import category_inertia, object_half_sizes, update_model
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import SENSOR_NOISE_FIELDS, WorldParams
 
 #: Fields a prediction leaves out: random processes (sensor noise, belt fluctuation) predict as their mean.
-NOISE_FIELDS = (
-    "joint_pos_noise",
-    "joint_vel_noise",
-    "eef_pos_noise",
-    "object_pos_noise",
-    "object_vel_noise",
-    "arm_torque_noise",
-    "finger_current_noise",
-    "belt_speed_fluctuation",
-)
+NOISE_FIELDS: tuple[str, ...] = (*SENSOR_NOISE_FIELDS, "belt_speed_fluctuation")
 
 #: The object estimator's random fields (``envs.perception``): a prediction keeps its delay, calibration and
 #: occlusion, which are deterministic.
