@@ -34,6 +34,8 @@ from typing import Literal
 
 import numpy as np
 
+from r2s2r_envs.world.constants import REACH_LIMIT_Y
+
 FeatureSet = Literal["raw", "task"]
 #: The feature stages a policy can be trained with.
 FEATURE_SETS: tuple[str, ...] = ("raw", "task")
@@ -74,7 +76,8 @@ class CellGeometry:
         belt_band: height above the belt top within which an object counts as riding the belt.
         bin_center: (3, 3) centre of each bin's region, in category order (cube, ball, bar).
         bin_half_size: (3, 3) half-extents of each bin's region.
-        reach_limit_y: objects on the belt downstream of this y are past the arm's picking zone.
+        reach_limit_y: objects on the belt downstream of this y are past the arm's picking zone (the
+            demonstrators' ``world.constants.REACH_LIMIT_Y``).
         hold_distance: an object off the belt and out of the bins within this distance of the hand counts as held.
     """
 
@@ -84,7 +87,7 @@ class CellGeometry:
     belt_band: float = 0.08
     bin_center: np.ndarray
     bin_half_size: np.ndarray
-    reach_limit_y: float = -0.36
+    reach_limit_y: float = REACH_LIMIT_Y
     hold_distance: float = 0.1
 
     @classmethod
