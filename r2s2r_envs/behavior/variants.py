@@ -12,24 +12,20 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from r2s2r_envs.behavior.fit import DEFAULT_MODEL, BehaviorModelError, load_model, model_sha256, shipped_models
-from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
+from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument, object_check
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 
 #: ``provenance()["behavior"]["model"]`` of a model given as a JSON object (its ``model_sha256`` identifies it).
 INLINE_MODEL = "inline"
 
 
-def _check_model(value: Any, where: str) -> None:
-    if not isinstance(value, dict):
-        raise BehaviorModelError(f"{where} must hold a JSON object (a model written by r2s2r fit-behavior)")
-    load_model(value)
-
-
 #: ``behavior``: a shipped model name, a model file, or the model's JSON object (checked as the file is).
 BEHAVIOR_FILE = FileArgument(
     kind="behavior model",
     shipped=shipped_models,
-    check=_check_model,
+    check=object_check(
+        lambda value, where: load_model(value), "a model written by r2s2r fit-behavior", BehaviorModelError
+    ),
     inline="a behavior model's JSON object",
 )
 

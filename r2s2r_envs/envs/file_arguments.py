@@ -75,16 +75,32 @@ def read_by_value(argument: FileArgument, path: str | os.PathLike[str]) -> tuple
     return value, hashlib.sha256(raw).hexdigest()
 
 
-def _check_world(value: Any, where: str) -> None:
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must hold a JSON object (a world document or a mapping of WorldParams fields)")
-    load_world(value)
+def object_check(
+    load: Callable[[dict[str, Any], str], object], holds: str, error: type[Exception] = ValueError
+) -> Callable[[Any, str], None]:
+    """A :attr:`FileArgument.check`: the value must be a JSON object, which ``load(value, where)`` then checks.
+
+    Args:
+        load: The loader, raising its own errors for a malformed object.
+        holds: What the object is, for the message (``"a grounding file written by `r2s2r sysid`"``).
+        error: The exception class for a value that is no JSON object.
+
+    Raises:
+        error: ``{where} must hold a JSON object ({holds})``.
+    """
+
+    def check(value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise error(f"{where} must hold a JSON object ({holds})")
+        load(value, where)
+
+    return check
 
 
 #: ``world``: a preset name, a world file, or its JSON object (a world document or a partial mapping of fields).
 WORLD_FILE = FileArgument(
     kind="world file",
     shipped=available_worlds,
-    check=_check_world,
+    check=object_check(lambda value, where: load_world(value), "a world document or a mapping of WorldParams fields"),
     inline="a world document or a mapping of WorldParams fields",
 )

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from r2s2r_envs.behavior.variants import BEHAVIOR_FILE, BehaviorGroundedEnv
-from r2s2r_envs.envs.file_arguments import FileArgument
+from r2s2r_envs.envs.file_arguments import FileArgument, object_check
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.grounding.result import (
     DEFAULT_GROUNDING,
@@ -29,18 +29,15 @@ from r2s2r_envs.grounding.result import (
     shipped_groundings,
 )
 
-
-def _check_grounding(value: Any, where: str) -> None:
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{where} must hold a JSON object (a grounding file written by `r2s2r sysid`)")
-    Grounding.from_dict(dict(value), where=where)
-
-
 #: ``grounding``: a shipped name, a grounding file, or the file's JSON object (checked as the file is).
 GROUNDING_FILE = FileArgument(
     kind="grounding file",
     shipped=shipped_groundings,
-    check=_check_grounding,
+    check=object_check(
+        lambda value, where: Grounding.from_dict(dict(value), where=where),
+        "a grounding file written by `r2s2r sysid`",
+        TypeError,
+    ),
     inline="a grounding file's JSON object",
 )
 
