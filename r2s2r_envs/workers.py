@@ -154,18 +154,19 @@ class WorkerPool:
             WorkerError: a task (or a worker's start) raised in a worker.
             WorkerDiedError: a worker died without reporting an error.
         """
+        # Workers end only when closed or on an error they report first, so a dead one is a failure even while the
+        # others keep answering (a run could otherwise finish without the tasks it held).
+        dead = [p for p in self._procs if not p.is_alive()]
         try:
-            message = self._results.get(timeout=timeout)
+            message = self._results.get(timeout=0.5 if dead else timeout)  # a dead worker's last words, if any
         except queue.Empty:
-            dead = [p for p in self._procs if not p.is_alive()]
-            if not dead:
-                return None
-            try:  # a worker's last words may still be in the pipe
-                message = self._results.get(timeout=0.5)
-            except queue.Empty:
-                codes = [p.exitcode for p in dead if p.exitcode is not None]
-                code = first_cause(codes) if any(codes) else dead[0].exitcode
-                raise WorkerDiedError(worker_death(code, done=self._done(), call=self._call)) from None
+            message = None
+        if dead and (message is None or message[0] != "error"):
+            codes = [p.exitcode for p in dead if p.exitcode is not None]
+            code = first_cause(codes) if any(codes) else dead[0].exitcode
+            raise WorkerDiedError(worker_death(code, done=self._done(), call=self._call))
+        if message is None:
+            return None
         kind, key, payload = message
         if kind == "error":
             data, text = payload

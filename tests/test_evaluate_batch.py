@@ -77,6 +77,9 @@ def test_batched_records_equal_unbatched_for_a_trained_policy(flow_policy):
     one = evaluate(LAB, flow_policy, episodes=5, env_kwargs={"episode_steps": 40}, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a batch-capable policy: nothing to say
+        warnings.filterwarnings(
+            "ignore", message=".*is out of date", category=DeprecationWarning
+        )  # Gymnasium's, on -v0
         batched = evaluate(LAB, flow_policy, episodes=5, env_kwargs={"episode_steps": 40}, progress=False, batch=4)
     assert _records(batched) == _records(one)
     assert batched.summary == one.summary
