@@ -29,60 +29,45 @@ _VECTOR = {
     "r2s2r_envs.behavior.variants:BehaviorGroundedEnv": "r2s2r_envs.envs.vector:behavior_grounded",
 }
 
-_SHIPPED: dict[str, tuple[str, dict]] = {
-    "PickSort-Ungrounded-v0": (
-        "r2s2r_envs.envs.pick_sort:PickSortEnv",
-        {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
-    # Physics identified from the default lab's logs by `r2s2r sysid` (the grounding file shipped in
-    # r2s2r_envs/grounding/groundings/default.json; docs/grounding.md); the demonstrator is the scripted planner as
-    # tuned in that world (the grounding file's demonstrator section; docs/grounding.md#tuning-the-demonstrator).
-    "PickSort-WorldGrounded-v0": (
-        "r2s2r_envs.grounding.variants:WorldGroundedEnv",
-        {"grounding": "default", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
+#: Each variant's env class and how its physics and demonstrator are chosen (the sources: a shipped world, grounding
+#: file, behavior model or lab config, named per family below).
+_VARIANTS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "Ungrounded": ("r2s2r_envs.envs.pick_sort:PickSortEnv", ("world",), "scripted"),
+    # Physics identified from the lab's logs by `r2s2r sysid` (a grounding file shipped in
+    # r2s2r_envs/grounding/groundings/; docs/grounding.md); the demonstrator is the scripted planner as tuned in that
+    # world (the grounding file's demonstrator section; docs/grounding.md#tuning-the-demonstrator).
+    "WorldGrounded": ("r2s2r_envs.grounding.variants:WorldGroundedEnv", ("grounding",), "scripted"),
     # Both axes: WorldGrounded's physics, BehaviorGrounded's demonstrator.
-    "PickSort-FullyGrounded-v0": (
-        "r2s2r_envs.grounding.variants:FullyGroundedEnv",
-        {
-            "grounding": "default",
-            "behavior": "default",
-            "demonstrator": "humanlike",
-            "episode_steps": DEFAULT_EPISODE_STEPS,
-        },
-    ),
+    "FullyGrounded": ("r2s2r_envs.grounding.variants:FullyGroundedEnv", ("grounding", "behavior"), "humanlike"),
     # The lab comes with its teleoperator (r2s2r_envs.lab.teleop), whose style is part of the lab config.
-    "PickSort-Real-v0": (
-        "r2s2r_envs.lab.lab_env:LabEnv",
-        {"lab": "default", "demonstrator": "teleoperator", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
+    "Real": ("r2s2r_envs.lab.lab_env:LabEnv", ("lab",), "teleoperator"),
     # Ungrounded's physics; its demonstrator is the human-like generator fitted to the lab's demonstrations.
-    "PickSort-BehaviorGrounded-v0": (
-        "r2s2r_envs.behavior.variants:BehaviorGroundedEnv",
-        {
-            "world": "nominal",
-            "behavior": "default",
-            "demonstrator": "humanlike",
-            "episode_steps": DEFAULT_EPISODE_STEPS,
-        },
+    "BehaviorGrounded": ("r2s2r_envs.behavior.variants:BehaviorGroundedEnv", ("world", "behavior"), "humanlike"),
+}
+
+
+def _family(version: str, sources: Mapping[str, str], variants: tuple[str, ...]) -> dict[str, tuple[str, dict]]:
+    """The ids of one family version: each variant's class with its sources, demonstrator and time limit."""
+    family = {}
+    for variant in variants:
+        entry_point, keys, demonstrator = _VARIANTS[variant]
+        kwargs = {k: sources[k] for k in keys} | {"demonstrator": demonstrator, "episode_steps": DEFAULT_EPISODE_STEPS}
+        family[f"{ENV_PREFIX}{variant}-{version}"] = (entry_point, kwargs)
+    return family
+
+
+_SHIPPED: dict[str, tuple[str, dict]] = {
+    # The default (v2) lab and the grounding and behavior model made from it.
+    **_family(
+        "v0", {"world": "nominal", "grounding": "default", "behavior": "default", "lab": "default"}, tuple(_VARIANTS)
     ),
     # The -v1 family: lab v3 (a camera-based object estimator, loop latency with jitter, late commands, finger
     # backlash, its own contact) and the grounding identified from its logs (groundings/v3.json: `r2s2r sysid --lab
     # v3`, seed 0, the full budget, the planner tuned there; made by experiments/lab-v3-chain). Ungrounded-v1 is
-    # Ungrounded-v0 (same physics and demonstrator), so the family shares one version. The version rule:
+    # Ungrounded-v0 (same physics and demonstrator), so the family shares one version; the behavior-grounded ids
+    # follow once a model fitted to lab v3's demos demonstrates. The version rule:
     # docs/architecture.md#grounded-variants.
-    "PickSort-Ungrounded-v1": (
-        "r2s2r_envs.envs.pick_sort:PickSortEnv",
-        {"world": "nominal", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
-    "PickSort-WorldGrounded-v1": (
-        "r2s2r_envs.grounding.variants:WorldGroundedEnv",
-        {"grounding": "v3", "demonstrator": "scripted", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
-    "PickSort-Real-v1": (
-        "r2s2r_envs.lab.lab_env:LabEnv",
-        {"lab": "v3", "demonstrator": "teleoperator", "episode_steps": DEFAULT_EPISODE_STEPS},
-    ),
+    **_family("v1", {"world": "nominal", "grounding": "v3", "lab": "v3"}, ("Ungrounded", "WorldGrounded", "Real")),
 }
 
 
