@@ -250,3 +250,26 @@ def test_fill_hidden_rides_on_then_goes_with_the_closed_hand():
     assert filled[-1, 0, 2] > filled[10, 0, 2] + 0.05  # so the lift shows
     # Without an estimator's gaps nothing changes.
     np.testing.assert_array_equal(fill_hidden(objects, np.ones((steps, 1), dtype=bool), eef, closure), objects)
+
+
+def test_fill_hidden_averages_a_cameras_noise_and_keeps_the_object_on_the_belt():
+    from r2s2r_envs.behavior.segments import DT, GLIMPSES, fill_hidden
+
+    steps, lost = 60, 40
+    truth = np.zeros((steps, 1, 3))
+    truth[:, 0, 1] = 0.8 - 0.08 * DT * np.arange(steps)  # riding the belt at 0.08 m/s
+    truth[:, 0, 2] = 0.125
+    seen = truth + np.random.default_rng(0).normal(0.0, 0.005, truth.shape)  # a camera's 5 mm noise
+    visible = np.ones((steps, 1), dtype=bool)
+    visible[lost:, 0] = False
+    held = seen.copy()
+    held[lost:, 0] = held[lost - 1, 0]
+    eef = np.full((steps, 3), 0.5)  # the hand far away: nothing is grasped
+    filled = fill_hidden(held, visible, eef, np.full(steps, -1.0))
+    # A second after it was lost the guess is within a centimetre: the pace of a line through GLIMPSES sightings,
+    # not of two noisy ones (those would be off by ~5 mm / (GLIMPSES * DT) per second, more for fewer).
+    assert GLIMPSES * DT >= 0.5
+    np.testing.assert_allclose(filled[lost:, 0, :2], truth[lost:, 0, :2], atol=0.01)
+    # It neither sinks into the belt nor rises from it.
+    assert np.ptp(filled[lost:, 0, 2]) == 0.0
+    assert abs(filled[-1, 0, 2] - 0.125) < 0.004

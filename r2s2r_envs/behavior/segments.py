@@ -56,8 +56,9 @@ OBS_KEYS = ("eef_pos", "eef_quat", "object_pos", "object_quat", "object_category
 VISIBILITY_KEY = "object_visible"
 #: How near the hand (m) an unseen object must be when the fingers close to count as the one they close on.
 HELD_DISTANCE = 0.1
-#: Visible steps before an object is lost from sight whose motion it is taken to ride on with, control steps.
-GLIMPSES = 5
+#: Visible steps before an object is lost from sight whose motion it is taken to ride on with, control steps (1 s:
+#: a camera's noise averages out over a line fitted to them, a belt's pace does not change within it).
+GLIMPSES = 20
 #: Finger flexion joints of each digit (the rotation/abduction joints are left out), in ``HAND_JOINTS`` order.
 DIGITS = ("if", "mf", "rf", "th")
 _FLEXION = {
@@ -263,7 +264,8 @@ def trace_from_arrays(
 
 def fill_hidden(objects: np.ndarray, visible: np.ndarray, eef: np.ndarray, closure: np.ndarray) -> np.ndarray:
     """Object positions where the estimator held its last estimate of an unseen object (``visible`` false), as a
-    person watching would place them: riding on at the pace seen over its last ``GLIMPSES`` visible steps, until
+    person watching would place them: riding on along the belt's plane at the pace of a line fitted to its last
+    ``GLIMPSES`` visible steps (its height kept at their mean: an object on a belt does not sink or rise), until
     the fingers close on it (the mean flexion command past half its range, the object within ``HELD_DISTANCE`` of
     the hand), then carried with the hand at the offset it had there.  A camera loses what the hand holds, so
     without this no lift would be seen.  Visible steps, and objects never seen, are left as they are.
@@ -280,18 +282,33 @@ def fill_hidden(objects: np.ndarray, visible: np.ndarray, eef: np.ndarray, closu
             if visible[t, i] or not visible[t - 1, i]:
                 t += 1
                 continue
-            seen = np.flatnonzero(visible[max(0, t - GLIMPSES) : t, i]) + max(0, t - GLIMPSES)
-            pace = (objects[seen[-1], i] - objects[seen[0], i]) / (DT * (seen[-1] - seen[0])) if len(seen) > 1 else 0
             start, carry = t - 1, None
+            origin, pace = _ride(objects[:, i], visible[:, i], start)
             while t < len(objects) and not visible[t, i]:
                 if carry is None:
-                    filled[t, i] = objects[start, i] + pace * DT * (t - start)
+                    filled[t, i] = origin + pace * DT * (t - start)
                     if closed[t] and np.linalg.norm(filled[t, i] - eef[t]) < HELD_DISTANCE:
                         carry = filled[t, i] - eef[t]
                 else:
                     filled[t, i] = eef[t] + carry
                 t += 1
     return filled
+
+
+def _ride(track: np.ndarray, visible: np.ndarray, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where an object last seen at step ``last`` was then and its velocity, from a least-squares line through its
+    last ``GLIMPSES`` visible positions (``track`` (T, 3)); the vertical velocity is zero."""
+    first = max(0, last - GLIMPSES + 1)
+    seen = np.flatnonzero(visible[first : last + 1]) + first
+    points = track[seen]
+    origin = points.mean(axis=0)
+    pace = np.zeros(3)
+    if len(seen) > 1 and seen[-1] > seen[0]:
+        t = (seen - seen.mean()) * DT
+        slope = (t[:, None] * (points[:, :2] - points[:, :2].mean(axis=0))).sum(axis=0) / (t**2).sum()
+        pace[:2] = slope
+        origin[:2] = origin[:2] + slope * (last - seen.mean()) * DT
+    return origin, pace
 
 
 def find_grasps(trace: DemoTrace, outcomes: list[str]) -> list[Grasp]:
