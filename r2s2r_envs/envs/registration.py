@@ -62,12 +62,12 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
         "v0", {"world": "nominal", "grounding": "default", "behavior": "default", "lab": "default"}, tuple(_VARIANTS)
     ),
     # The -v1 family: lab v3 (a camera-based object estimator, loop latency with jitter, late commands, finger
-    # backlash, its own contact) and the grounding identified from its logs (groundings/v3.json: `r2s2r sysid --lab
-    # v3`, seed 0, the full budget, the planner tuned there; made by experiments/lab-v3-chain). Ungrounded-v1 is
-    # Ungrounded-v0 (same physics and demonstrator), so the family shares one version; the behavior-grounded ids
-    # follow once a model fitted to lab v3's demos demonstrates. The version rule:
-    # docs/architecture.md#grounded-variants.
-    **_family("v1", {"world": "nominal", "grounding": "v3", "lab": "v3"}, ("Ungrounded", "WorldGrounded", "Real")),
+    # backlash, its own contact), the grounding identified from its logs (groundings/v3.json: `r2s2r sysid --lab
+    # v3`, seed 0, the full budget, the planner tuned there) and the behavior model fitted to its 50 canonical demos
+    # (behavior/models/v3.json: `r2s2r fit-behavior`, seed 0); both made by experiments/lab-v3-chain.
+    # Ungrounded-v1 is Ungrounded-v0 (same physics and demonstrator), so the family shares one version. The version
+    # rule: docs/architecture.md#grounded-variants.
+    **_family("v1", {"world": "nominal", "grounding": "v3", "behavior": "v3", "lab": "v3"}, tuple(_VARIANTS)),
 }
 
 
