@@ -8,7 +8,7 @@ the shaped and sparse reward terms (``envs.config.RewardWeights``) and the ``inf
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from r2s2r_envs.envs import outcomes as rules_mod
 from r2s2r_envs.envs.config import RewardWeights
 from r2s2r_envs.envs.outcomes import OutcomeRules, TaskGeometry
 from r2s2r_envs.envs.scene import SceneView
+from r2s2r_envs.payloads import StepInfo
 
 
 class ScoringMixin:
@@ -104,16 +105,21 @@ class ScoringMixin:
         self._failure_cause = rules_mod.first_failure(self._outcomes, self._outcome_steps)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
-        """The step's ``info``; ``terms``: the weighted reward terms by their ``info`` key (``reward_<term>``)."""
+        """The step's ``info`` (a ``payloads.StepInfo``, typed as Gymnasium's ``dict[str, Any]``); ``terms``: the
+        weighted reward terms by their ``info`` key (``reward_<term>``)."""
         n_sorted = self._outcomes.count("sorted")
-        info: dict[str, Any] = {
-            "is_success": n_sorted == self.num_objects,
-            "object_outcomes": list(self._outcomes),
-            "failure_cause": self._failure_cause,
-            "time_to_sort": None if self._sort_step is None else self._sort_step * self.dt,
-            "sort_accuracy": n_sorted / self.num_objects,
-            "unstable": self._unstable,
-            "elapsed_time": self._steps * self.dt,
-        }
-        info.update(terms)
-        return info
+        info = StepInfo(
+            is_success=n_sorted == self.num_objects,
+            object_outcomes=list(self._outcomes),
+            failure_cause=self._failure_cause,
+            time_to_sort=None if self._sort_step is None else self._sort_step * self.dt,
+            sort_accuracy=n_sorted / self.num_objects,
+            unstable=self._unstable,
+            elapsed_time=self._steps * self.dt,
+            reward_reach=terms["reward_reach"],
+            reward_grasp=terms["reward_grasp"],
+            reward_transport=terms["reward_transport"],
+            reward_sort=terms["reward_sort"],
+            reward_failure=terms["reward_failure"],
+        )
+        return cast(dict[str, Any], info)

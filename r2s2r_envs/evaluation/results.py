@@ -34,6 +34,7 @@ from r2s2r_envs.evaluation.schema import (
 from r2s2r_envs.evaluation.splits import CUSTOM_SPLIT, LEGACY_BASE_SEED, SPLITS, ConditionRun, condition_base_seed
 from r2s2r_envs.evaluation.stats import summarize_episodes
 from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.payloads import EpisodeSummary
 from r2s2r_envs.safe_json import (
     CONTENT_HASH_FIELD,
     ContentHashError,
@@ -191,7 +192,7 @@ class EvaluationResult:
         return len(self.records)
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> EpisodeSummary:
         """``summarize_episodes`` of the records: success rate at the end and at any step (each with its Wilson
         95% interval), sort accuracy, mean time to sort, failure causes (episodes per first failure, policy
         failures included) and ``policy_failures`` (episodes stopped for an unusable action).  Every env cause is
@@ -207,7 +208,7 @@ class EvaluationResult:
         return out
 
     @property
-    def condition_summaries(self) -> dict[str, dict[str, Any]]:
+    def condition_summaries(self) -> dict[str, EpisodeSummary]:
         """The :attr:`summary` of each condition's records (success rate with its Wilson 95% interval, ...)."""
         return {
             name: summarize_episodes([r.to_dict() for r in records], FAILURE_CAUSES)
@@ -215,7 +216,7 @@ class EvaluationResult:
         }
 
     @property
-    def shifted_summary(self) -> dict[str, Any] | None:
+    def shifted_summary(self) -> EpisodeSummary | None:
         """The :attr:`summary` of the records of every shifted condition pooled ("all shifted"); None without one."""
         by_name = self.condition_records()
         shifted = [r.to_dict() for run in self.conditions if run.shifted for r in by_name[run.condition]]

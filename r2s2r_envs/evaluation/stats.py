@@ -10,7 +10,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import Any, cast
+
+from r2s2r_envs.payloads import EpisodeSummary
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -44,7 +46,7 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     return (low, high)
 
 
-def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()) -> dict[str, Any]:
+def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: Iterable[str] = ()) -> EpisodeSummary:
     """Aggregate per-episode results into the figures the protocol, the CLI and the benchmarks report.
 
     Args:
@@ -85,4 +87,4 @@ def summarize_episodes(episodes: Sequence[Mapping[str, Any]], failure_causes: It
     )
     if n and all("policy_error" in e for e in episodes):
         summary["policy_failures"] = sum(e["policy_error"] is not None for e in episodes)
-    return summary
+    return cast(EpisodeSummary, summary)  # its keys, in the order result files list them
