@@ -851,11 +851,17 @@ def test_a_record_without_weights_trains_again_only_what_a_missing_result_needs(
     design, out, _ = first_run
     record = export_record(out, tmp_path / "record")  # what a committed record keeps
     assert not list(record.rglob("policy")) and not list(record.rglob("*.hdf5")) and not list(record.rglob("*.npz"))
-    assert (record / "report" / "report.json").is_file() and (record / "results").is_dir()
+    assert (record / "report" / "report.json").is_file()
+    # Results kept once, compressed: results/ only repeated the store (a run rebuilds it).
+    assert not (record / "results").exists() and not list(record.rglob("result.json"))
     tasks = design.tasks()
     assert all((record / "store" / t.kind / t.key / "task.json").is_file() for t in tasks)
+    assert all((record / "store/eval" / t.key / "result.json.gz").is_file() for t in tasks if t.kind == "eval")
     again = run_ablation(design, record, log=lambda s: None)
     assert again.ran == 0 and again.skipped == len(tasks)  # every result is there: nothing needs the weights
+    assert sorted(p.name for p in (record / "results").rglob("*.json")) == sorted(
+        p.name for p in (out / "results").rglob("*.json")
+    )
     store = Store(record)
     victim = next(t for t in tasks if t.kind == "eval")
     shutil.rmtree(store.task_dir("eval", victim.key))

@@ -37,8 +37,8 @@ from r2s2r_envs._version import __version__
 from r2s2r_envs.ablation.chain import LabError, LabRef, install_lab, lab_identity
 from r2s2r_envs.ablation.design import AblationDesign, DesignError, Task, check_design, env_id_of
 from r2s2r_envs.ablation.store import Store, StoreError
-from r2s2r_envs.ablation.tasks import RESULT_FILE, execute_task, format_error, has_output
-from r2s2r_envs.safe_json import read_json
+from r2s2r_envs.ablation.tasks import execute_task, format_error, has_output
+from r2s2r_envs.evaluation.result_files import read_result_bytes, read_result_data, result_files
 
 RAY_HINT = "the ablation runs its tasks on Ray; install the extra: pip install 'r2s2r_envs[ray]'"
 
@@ -133,9 +133,9 @@ def check_results_dir(root: Path) -> None:
     results = root / "results"
     if not results.is_dir():
         return
-    for path in sorted(results.rglob("*.json")):
+    for path in result_files(results):
         try:
-            data = read_json(path)
+            data = read_result_data(path)
         except (OSError, ValueError) as exc:
             raise AblationError(f"{path} is not readable JSON ({exc}); give another --out") from None
         if isinstance(data, dict) and data.get("format") == RESULT_FORMAT:
@@ -457,7 +457,9 @@ def blocked_reason(task: Task, state: dict[str, str], summary: RunSummary, label
 
 
 def export_results(design: AblationDesign, tasks: list[Task], store: Store) -> Path:
-    """Copies the finished evaluation results of the design to ``DIR/results/<method>/<variant>/`` (rebuilt)."""
+    """Copies the finished evaluation results of the design to ``DIR/results/<method>/<variant>/`` (rebuilt), as
+    plain JSON files: the bytes the evaluation wrote, from the store's ``result.json`` or a record's
+    ``result.json.gz``."""
     results = store.root / "results"
     if results.exists():
         shutil.rmtree(results)
@@ -469,7 +471,7 @@ def export_results(design: AblationDesign, tasks: list[Task], store: Store) -> P
         folder = results / p["method"] / (p["variant"] or "real-only")
         folder.mkdir(parents=True, exist_ok=True)
         name = f"rf{p['real_fraction']:g}_seed{p['seed']}_{env}.json"
-        shutil.copyfile(store.task_dir("eval", task.key) / RESULT_FILE, folder / name)
+        (folder / name).write_bytes(read_result_bytes(store.result_file(task.key)))
     return results
 
 

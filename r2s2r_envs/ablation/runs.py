@@ -44,10 +44,12 @@ class EvalRun:
 
 
 def _results(results: Sequence[Any]) -> list[Any]:
-    """EvaluationResults as given, result files (``str`` / ``os.PathLike``) read and checked."""
+    """EvaluationResults as given, result files (``str`` / ``os.PathLike``, ``*.json`` or ``*.json.gz``) read and
+    checked."""
     from r2s2r_envs.evaluation import EvaluationResult
+    from r2s2r_envs.evaluation.result_files import read_result_file
 
-    return [r if isinstance(r, EvaluationResult) else EvaluationResult.from_json(Path(r).read_text()) for r in results]
+    return [r if isinstance(r, EvaluationResult) else read_result_file(Path(r)) for r in results]
 
 
 def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
@@ -56,8 +58,8 @@ def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
     training seed, the cells that :func:`bootstrap_contrast` takes.
 
     Args:
-        results: :class:`~r2s2r_envs.evaluation.EvaluationResult` objects, or paths of result files (read and
-            checked with ``EvaluationResult.from_json``).
+        results: :class:`~r2s2r_envs.evaluation.EvaluationResult` objects, or paths of result files, ``*.json``
+            or ``*.json.gz`` (read and checked with ``read_result_file``).
 
     Raises:
         ValueError: no results, or results of different numbers of episodes.

@@ -4,7 +4,8 @@ Layout of an output directory ``DIR`` (docs/ablation.md, "Output files")::
 
     DIR/ablation.json                 manifest: format, schema version, the design, package version, the lab
     DIR/lab/<hash>.json               with --lab FILE: the copy of the lab file every task of the run makes its lab from
-    DIR/store/<kind>/<key>/           one task's output (dataset, checkpoint, result, mixture arrays)
+    DIR/store/<kind>/<key>/           one task's output (dataset, checkpoint, result, mixture arrays); an eval
+                                      task's result.json (result.json.gz in an exported record)
     DIR/store/<kind>/<key>/task.json  written last, atomically: its presence marks the task finished
     DIR/store/attempts/<key>.jsonl    one line per attempt (start, end, error), kept across runs
     DIR/store/failed/<key>.json       the last failure of a task that ran out of retries (removed on success);
@@ -18,6 +19,8 @@ task runs again, never taken for finished.
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -27,6 +30,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.evaluation.result_files import GZIP_SUFFIX, RESULT_SUFFIXES, gzip_bytes, read_result_bytes
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import loads, read_json
 
@@ -35,6 +39,10 @@ MANIFEST_FORMAT = "r2s2r_envs.ablation"
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST = "ablation.json"
 DONE_FILE = "task.json"
+#: An eval task's result file, as the task writes it; an exported record keeps it compressed (``result.json.gz``).
+RESULT_FILE = "result.json"
+#: The run directory's copies of the results, for ``r2s2r leaderboard`` (rebuilt from the store by every run).
+RESULTS_DIR = "results"
 
 
 #: What a record keeps of a run directory (:func:`export_record`): every small file an analysis or a resumed run
@@ -115,6 +123,13 @@ class Store:
     def is_done(self, kind: str, key: str) -> bool:
         """Whether the task finished (its ``task.json`` exists)."""
         return (self.task_dir(kind, key) / DONE_FILE).is_file()
+
+    def result_file(self, key: str) -> Path:
+        """The result file of an eval task: ``result.json`` as the task wrote it, else ``result.json.gz`` where a
+        record keeps it compressed (:func:`export_record`), else the path the task writes."""
+        folder = self.task_dir("eval", key)
+        plain, packed = folder / RESULT_FILE, folder / (RESULT_FILE + GZIP_SUFFIX)
+        return packed if packed.is_file() and not plain.is_file() else plain
 
     def done_record(self, kind: str, key: str) -> dict[str, Any]:
         """What a finished task recorded (its ``task.json``)."""
@@ -240,11 +255,16 @@ def check_manifest_fields(data: dict[str, Any], path: Path) -> None:
 
 def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
     """Copies what a record keeps of the run directory ``root`` to ``dest``: the manifest, the run summary, lab
-    copies, results, the report, the leaderboard's Markdown and JSON, and of every finished task its ``task.json``
-    and small outputs (an evaluation's ``result.json``, a grounding file, a behavior model), failures and attempt
-    logs; no checkpoint, dataset, lab log or mixture array (:data:`RECORD_SKIPPED`). Task directories without
-    ``task.json`` (unfinished) are left out. ``dest`` resumes as a run directory: a training whose checkpoint is
-    missing runs again only when a task still to run needs it.
+    copies, the report, the leaderboard's Markdown and JSON, and of every finished task its ``task.json`` and small
+    outputs (an evaluation's result, a grounding file, a behavior model), failures and attempt logs; no checkpoint,
+    dataset, lab log or mixture array (:data:`RECORD_SKIPPED`). Task directories without ``task.json`` (unfinished)
+    are left out. ``dest`` resumes as a run directory: a training whose checkpoint is missing runs again only when
+    a task still to run needs it.
+
+    Evaluation results are kept gzip-compressed (``result.json.gz``, deterministic: the same result makes the same
+    file; every reader takes both forms, :mod:`r2s2r_envs.evaluation.result_files`). ``results/`` holds copies of
+    the store's results, which every run (and ``--report-only``) rebuilds from the store: a copy is left out, and a
+    result there that the store does not hold is kept, compressed.
 
     Raises:
         StoreError: ``root`` is not an ablation run directory, or ``dest`` exists and is not empty.
@@ -255,20 +275,61 @@ def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
     if target.exists() and any(target.iterdir()):
         raise StoreError(f"{target} exists and is not empty; export a record into a new directory")
     ignore = shutil.ignore_patterns(*RECORD_SKIPPED)
+    store = source / "store"
+    kinds = sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []
+    finished = {
+        kind.name: [task for task in sorted(kind.iterdir()) if (task / DONE_FILE).is_file()]
+        for kind in kinds
+        if kind.name not in ("attempts", "failed")
+    }
+    kept = {
+        hashlib.sha256(read_result_bytes(result)).hexdigest()
+        for task in finished.get("eval", [])
+        for result in (task / RESULT_FILE, task / (RESULT_FILE + GZIP_SUFFIX))
+        if result.is_file()
+    }
     for entry in sorted(source.iterdir()):
         if entry.name == "store":
             continue
-        if entry.is_dir():
+        if entry.name == RESULTS_DIR and entry.is_dir():
+            _export_results(entry, target / RESULTS_DIR, kept)
+        elif entry.is_dir():
             shutil.copytree(entry, target / entry.name, ignore=ignore)
         elif not any(entry.match(p) for p in RECORD_SKIPPED):
             target.mkdir(parents=True, exist_ok=True)
             shutil.copy2(entry, target / entry.name)
-    store = source / "store"
-    for kind_dir in sorted(p for p in store.iterdir() if p.is_dir()) if store.is_dir() else []:
-        if kind_dir.name in ("attempts", "failed"):
-            shutil.copytree(kind_dir, target / "store" / kind_dir.name, ignore=ignore)
+    for kind in kinds:
+        if kind.name in ("attempts", "failed"):
+            shutil.copytree(kind, target / "store" / kind.name, ignore=ignore)
             continue
-        for task_dir in sorted(kind_dir.iterdir()):
-            if (task_dir / DONE_FILE).is_file():
-                shutil.copytree(task_dir, target / "store" / kind_dir.name / task_dir.name, ignore=ignore)
+        for task in finished[kind.name]:
+            copy = _record_copy if kind.name == "eval" else shutil.copy2
+            shutil.copytree(task, target / "store" / kind.name / task.name, ignore=ignore, copy_function=copy)
     return target
+
+
+def _record_copy(src: str, dst: str) -> str:
+    """``shutil.copytree``'s copy of one file of an eval task into a record: its result compressed
+    (``result.json.gz``)."""
+    if Path(src).name != RESULT_FILE:
+        return shutil.copy2(src, dst)
+    packed = dst + GZIP_SUFFIX
+    Path(packed).write_bytes(gzip_bytes(Path(src).read_bytes()))
+    return packed
+
+
+def _export_results(source: Path, target: Path, kept: set[str]) -> None:
+    """The record's ``results/``: each result file there that the store does not hold (same bytes), compressed;
+    nothing for a copy of a result the store holds (``results/`` is rebuilt from the store)."""
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        if any(fnmatch.fnmatch(part, p) for part in path.relative_to(source).parts for p in RECORD_SKIPPED):
+            continue
+        is_result = path.name.endswith(RESULT_SUFFIXES)
+        if is_result and hashlib.sha256(read_result_bytes(path)).hexdigest() in kept:
+            continue
+        out = target / path.relative_to(source)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if is_result and not path.name.endswith(GZIP_SUFFIX):
+            out.with_name(out.name + GZIP_SUFFIX).write_bytes(gzip_bytes(path.read_bytes()))
+        else:
+            shutil.copy2(path, out)

@@ -35,13 +35,12 @@ from r2s2r_envs.ablation.chain import (
     run_sysid_task,
 )
 from r2s2r_envs.ablation.mixture import attribute_policy
-from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.ablation.store import RESULT_FILE, Store
 from r2s2r_envs.envs.conditions import STANDARD_MIX
 from r2s2r_envs.safe_json import read_json
 
 DATASET_FILE = "data.hdf5"
 POLICY_DIR = "policy"
-RESULT_FILE = "result.json"
 
 
 class TaskError(RuntimeError):
@@ -333,10 +332,11 @@ def _run_eval(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
 
 
 def read_result(store: Store, key: str) -> Any:
-    """The :class:`~r2s2r_envs.evaluation.EvaluationResult` of a finished eval task (checked on reading)."""
-    from r2s2r_envs.evaluation import EvaluationResult
+    """The :class:`~r2s2r_envs.evaluation.EvaluationResult` of a finished eval task (checked on reading), from
+    ``result.json`` or a record's ``result.json.gz`` (:meth:`Store.result_file`)."""
+    from r2s2r_envs.evaluation.result_files import read_result_file
 
-    return EvaluationResult.from_json((store.task_dir("eval", key) / RESULT_FILE).read_text())
+    return read_result_file(store.result_file(key))
 
 
 # ---------------------------------------------------------------------- mixture

@@ -411,7 +411,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "leaderboard.md, index.html (plots inline, works offline) and leaderboard.json to --out "
         "(docs/leaderboard.md).",
     )
-    lb.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="folder searched recursively for *.json")
+    lb.add_argument(
+        "results_dir",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="folder searched recursively for *.json and *.json.gz (gzip-compressed) result files",
+    )
     lb.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
     lb.add_argument("--title", default="PickSort co-training leaderboard", help="page title")
     lb.add_argument(

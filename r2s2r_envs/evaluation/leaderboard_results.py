@@ -16,16 +16,18 @@ from typing import Any
 
 from r2s2r_envs.evaluation.leaderboard_data import LeaderboardError
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
+from r2s2r_envs.evaluation.result_files import read_result_data, read_result_head, result_files
 from r2s2r_envs.evaluation.schema import RESULT_FORMAT, result_schema
 from r2s2r_envs.evaluation.splits import SPLITS
 from r2s2r_envs.evaluation.tracks import TrackCheck, check_result
-from r2s2r_envs.safe_json import JSONFileError, read_json
+from r2s2r_envs.safe_json import JSONFileError
 
 
 def load_results(
     results_dir: str | os.PathLike[str], *, skip_damaged: bool = False
 ) -> tuple[list[tuple[str, EvaluationResult]], list]:
-    """Every evaluation result under ``results_dir`` (recursively, ``*.json``), checked against the schema.
+    """Every evaluation result under ``results_dir`` (recursively, ``*.json`` and ``*.json.gz``), checked against
+    the schema.
 
     JSON files that are not evaluation results (no ``format`` of one: training configs, logs) are skipped and
     returned with the reason; a file that claims to be a result but is invalid is an error, and so is a skipped
@@ -45,13 +47,13 @@ def load_results(
     if not root.is_dir():
         raise LeaderboardError(f"results folder {root} does not exist (expected a folder of result JSON files)")
     results, skipped, damaged = [], [], []
-    for path in sorted(root.rglob("*.json")):
+    for path in result_files(root):
         if not path.is_file():  # a folder named x.json, a dangling link
             what = "a folder" if path.is_dir() else "a link to nothing" if path.is_symlink() else "not a file"
             skipped.append((str(path), f"{what}, not a result file"))
             continue
         try:
-            data = read_json(path)
+            data = read_result_data(path)
         except JSONFileError as e:
             skipped.append((str(path), f"not read ({e})"))
             if why := damaged_result_reason(path, None):
@@ -92,11 +94,7 @@ def damaged_result_reason(path: Path, data: Any) -> str | None:
     one. Training configs, logs and other JSON files hold neither.
     """
     if data is None:
-        try:
-            with open(path, "rb") as fh:
-                text = fh.read(_DAMAGE_SCAN_BYTES).decode("utf-8", "replace")
-        except OSError:
-            return None
+        text = read_result_head(path, _DAMAGE_SCAN_BYTES).decode("utf-8", "replace")
         keys = [k for k in _RESULT_KEYS if f'"{k}"' in text]
         near = RESULT_FORMAT in text
     elif isinstance(data, dict):
