@@ -35,21 +35,34 @@ import numpy as np
 from scipy import stats
 
 from r2s2r_envs.ablation.analysis import EFFECTS, bootstrap_contrast
+from r2s2r_envs.ablation.specs import LAB_ENV_ID
+from r2s2r_envs.ablation.store import Store
+from r2s2r_envs.ablation.tasks import read_result
 from r2s2r_envs.evaluation import intervals
 
-RECORD = Path(__file__).resolve().parent / "ablation-cpu" / "results"
+RECORD = Path(__file__).resolve().parent / "ablation-cpu"
 METHODS = ("flow", "flow-cfg-adda")
 VARIANTS = ("Ungrounded", "WorldGrounded", "BehaviorGrounded", "FullyGrounded")
 REAL_ONLY = ("flow", "real-only")
 
 
 def committed_cells(root: Path = RECORD) -> dict[tuple[str, str], np.ndarray]:
-    """The committed lab success matrices ``(seeds, episodes)`` of the nine cells."""
+    """The committed lab success matrices ``(seeds, episodes)`` of the nine cells: the record's evaluations in the
+    lab (``store/eval/<key>/``, each policy named by its ``task.json``), one row per training seed in seed order."""
+    store = Store(root)
+    rows: dict[tuple[str, str, str], dict[int, list[float]]] = {}
+    for done in sorted((root / "store" / "eval").glob("*/task.json")):
+        config = json.loads(done.read_text())["config"]
+        if config["env_id"] != LAB_ENV_ID:
+            continue
+        p = config["policy"]
+        cell = (p["method"], p["variant"] or REAL_ONLY[1], f"{p['real_fraction']:g}")
+        records = read_result(store, done.parent.name).records
+        rows.setdefault(cell, {})[int(p["seed"])] = [float(r.is_success) for r in records]
     cells = {}
     for method, variant, rf in [(m, v, "0.224") for m in METHODS for v in VARIANTS] + [(*REAL_ONLY, "1")]:
-        files = sorted((root / method / variant).glob(f"rf{rf}_seed*_lab.json"))
-        rows = [[float(r["is_success"]) for r in json.loads(f.read_text())["records"]] for f in files]
-        cells[(method, variant)] = np.array(rows)
+        by_seed = rows[(method, variant, rf)]
+        cells[(method, variant)] = np.array([by_seed[s] for s in sorted(by_seed)])
     return cells
 
 
@@ -218,7 +231,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
     return {
         "model": {
-            "record": "experiments/ablation-cpu/results (lab success, rf 0.224 and real-only)",
+            "record": "experiments/ablation-cpu/store/eval (lab success, rf 0.224 and real-only)",
             "episodes": args.episodes,
             "shared_episode_sd_logit": shared_sd,
             "cell_episode_sd_logit": cell_sd,

@@ -220,3 +220,13 @@ def test_an_exported_record_keeps_each_result_once_compressed_and_reports_the_sa
     assert digest == {
         p.relative_to(record): hashlib.sha256(p.read_bytes()).digest() for p in record.rglob("*") if p.is_file()
     }
+
+
+@pytest.mark.parametrize("record", ["ablation-cpu", "ablation-quick-drawn"])
+def test_committed_records_read_back_as_their_tasks_recorded(record):
+    store = Store(ROOT / "experiments" / record)
+    done = sorted((store.root / "store" / "eval").glob("*/task.json"))
+    assert done and not list((store.root / "store" / "eval").rglob(RESULT_FILE))  # kept compressed
+    for path in done:
+        task = json.loads(path.read_text())
+        assert read_result(store, path.parent.name).summary == task["summary"], path.parent.name
