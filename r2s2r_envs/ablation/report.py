@@ -52,6 +52,7 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
         [
             *_header_lines(design, report),
             *_variants_lines(report),
+            *_data_cards_lines(report),
             *_effects_lines(report),
             *_findings_lines(report),
             *_study_lines(report),
@@ -116,6 +117,56 @@ def _variants_lines(report: Mapping[str, Any]) -> list[str]:
         detectable_markdown(report),
         "",
     ]
+
+
+def _data_cards_lines(report: Mapping[str, Any]) -> list[str]:
+    if not report.get("data_cards"):  # a report.json written before data cards
+        return []
+    return [
+        "## Who made each cell's data (data cards)",
+        "",
+        "Per dataset, from its data card (docs/datasets.md#data-card): the demonstrator's successes per attempt; "
+        "medians over the episodes of the time to sort, of each object's arrival-to-closure time (objects in the "
+        "order the belt brings them), of the margin at the lift before the object would have left the reach, and of "
+        "the mean squared jerk of the demonstrator's commanded TCP path.",
+        "",
+        data_cards_markdown(report["data_cards"]),
+        "",
+    ]
+
+
+def data_cards_markdown(cards: Sequence[Mapping[str, Any]]) -> str:
+    """The compact table of the data cards (``report["data_cards"]``)."""
+    lines = [
+        "| data | variant | demonstrator success | attempts | time to sort, s | arrival to closure, s | "
+        "margin at lift, s | grasp types | squared jerk, m^2/s^6 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in cards:
+        card = entry.get("card")
+        if not card:
+            why = "not made yet" if not entry.get("done") else "none (`r2s2r datasets card FILE --store` adds it)"
+            lines.append(f"| {entry['data']} | {entry['variant']} | {why} | | | | | | |")
+            continue
+        d, grasps = card.get("demonstrator") or {}, card.get("grasps") or {}
+        rate = d.get("success_rate")
+        success = "n/a" if rate is None else f"{100 * rate:.0f}% ({d.get('successes')}/{d.get('attempts')})"
+        if grasps.get("available"):
+            arrival = " / ".join(_median(o.get("arrival_to_closure_s")) for o in grasps.get("objects") or []) or "n/a"
+            margin = _median(grasps.get("margin_s"))
+            types = ", ".join(f"{k} {v}" for k, v in (grasps.get("types") or {}).items() if v) or "none"
+        else:
+            arrival = margin = types = "n/a"
+        lines.append(
+            f"| {entry['data']} | {entry['variant']} | {success} | {d.get('attempts')} | "
+            f"{_median((card.get('time_to_sort') or {}).get('seconds'))} | {arrival} | {margin} | {types} | "
+            f"{_median((card.get('smoothness') or {}).get('mean_squared_jerk'))} |"
+        )
+    return "\n".join(lines)
+
+
+def _median(s: Mapping[str, Any] | None) -> str:
+    return "n/a" if not s or s.get("median") is None else f"{s['median']:.3g}"
 
 
 def _effects_lines(report: Mapping[str, Any]) -> list[str]:

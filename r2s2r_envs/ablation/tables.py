@@ -1,6 +1,7 @@
-"""The report's numbers (:func:`analyze`): the four-variant table, the effects and findings, the comparison with
-the study, the real_fraction sweep, where policies fail, the mixture summaries, the chain's stages and the tasks'
-status, read from a design's finished tasks in the store; the statistics themselves are in :mod:`.stats`."""
+"""The report's numbers (:func:`analyze`): the four-variant table, the data cards of the cells' data, the effects
+and findings, the comparison with the study, the real_fraction sweep, where policies fail, the mixture summaries,
+the chain's stages and the tasks' status, read from a design's finished tasks in the store; the statistics
+themselves are in :mod:`.stats`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from r2s2r_envs.ablation.stats import (
 )
 from r2s2r_envs.ablation.store import Store
 from r2s2r_envs.ablation.study import AblationDesign
+from r2s2r_envs.ablation.tasks import data_path
+from r2s2r_envs.datasets import DatasetError, open_dataset
+from r2s2r_envs.datasets.card import card_state
 
 #: The published figures of the grounding study PickSort is modelled on (docs/concepts.md#findings): success on its
 #: real robot, real-only and fully grounded co-training, the axes' effects in points averaged over configurations,
@@ -220,6 +224,33 @@ def failure_table(runs: Sequence[EvalRun], design: AblationDesign) -> list[dict[
     return rows
 
 
+def data_cards(design: AblationDesign, tasks: Sequence[Task], store: Store) -> list[dict[str, Any]]:
+    """The data card of every data task (the real data, then each variant's sim data): the one its record holds,
+    else the one stored current in its dataset file (a record made before data cards), else ``None``."""
+    variant_of = {design.real.label: "real", **{spec.label: v for v, spec in design.sim}}
+    out = []
+    for task in tasks:
+        if task.kind != "data":
+            continue
+        label = str(task.config.get("label"))
+        card = None
+        done = store.is_done("data", task.key)
+        if done:
+            card = store.done_record("data", task.key).get("card") or _stored_card(store, task.key)
+        out.append({"data": label, "variant": variant_of.get(label, label), "done": done, "card": card})
+    return out
+
+
+def _stored_card(store: Store, key: str) -> dict[str, Any] | None:
+    """The current card stored in a finished data task's dataset file, if it has one."""
+    try:
+        with open_dataset(data_path(store, key), verify="quick") as f:
+            state, card = card_state(f)
+    except (DatasetError, OSError):
+        return None
+    return card if state == "current" else None
+
+
 def mixture_summaries(tasks: Sequence[Task], store: Store) -> list[dict[str, Any]]:
     """The summary of every finished mixture task."""
     out = []
@@ -256,6 +287,7 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
     report["detectable"]["sweep"] = detectable(sweep_cells(runs, design))
     report["failures"] = failure_table(runs, design)
     report["mixture"] = mixture_summaries(tasks, store)
+    report["data_cards"] = data_cards(design, tasks, store)
     status = task_status(tasks, store)
     done = {t.key for t in tasks if status[t.key][0] == "done"}
     report["tasks"] = {

@@ -8,7 +8,9 @@ goes through the suite's public APIs: the datasets generation API and reader, ``
 ``policies.load_policy``, ``evaluation.evaluate``, and the lab only as ``gym.make("PickSort-Real-v0")``.
 
 An attempt starts by deleting the partial output of an earlier attempt (a dataset generation instead resumes its
-crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`). A chain stage
+crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`). A data task
+records its dataset's data card (``card``: :mod:`r2s2r_envs.datasets.card`), which the report shows beside the
+results. A chain stage
 that ran and cannot deliver (:class:`~r2s2r_envs.ablation.chain.StageError`) is not raised to Ray, which would retry
 it for the same answer: it is recorded as a final failure (``Store.record_failure(final=True)``) and returned as
 ``{"stage_failed": reason}``; the runner then skips the tasks that need it.
@@ -36,6 +38,7 @@ from r2s2r_envs.ablation.chain import (
 )
 from r2s2r_envs.ablation.mixture import attribute_policy
 from r2s2r_envs.ablation.store import RESULT_FILE, Store
+from r2s2r_envs.datasets.card import data_card
 from r2s2r_envs.envs.conditions import STANDARD_MIX
 from r2s2r_envs.safe_json import read_json
 
@@ -153,7 +156,12 @@ def _run_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
             f"{config['label']}: generated {result.num_demos} of {config['episodes']} successful demos in "
             f"{result.attempts} attempts of {config['env_id']} (max_attempts {config['max_attempts']})"
         )
-    return {"dataset": str(out / DATASET_FILE), "sha256": result.content_hash, "num_demos": result.num_demos}
+    return {
+        "dataset": str(out / DATASET_FILE),
+        "sha256": result.content_hash,
+        "num_demos": result.num_demos,
+        "card": data_card(out / DATASET_FILE),  # written by generate
+    }
 
 
 def _canonical_data(config: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -172,13 +180,22 @@ def _canonical_data(config: dict[str, Any], out: Path) -> dict[str, Any]:
     if config["episodes"] > available:
         raise TaskError(f"{config['canonical']} has {available} demos, the design asks for {config['episodes']}")
     if config["episodes"] == available:
-        return {"dataset": config["canonical"], "path": str(path), "sha256": source_hash, "num_demos": available}
+        # The cache's file is shared by every task: its card is read or computed, never written into it.
+        card = data_card(path)
+        return {
+            "dataset": config["canonical"],
+            "path": str(path),
+            "sha256": source_hash,
+            "num_demos": available,
+            "card": card,
+        }
     sha = write_subset(path, out / DATASET_FILE, config["episodes"], source_name=config["canonical"])
     return {
         "dataset": str(out / DATASET_FILE),
         "sha256": sha,
         "num_demos": config["episodes"],
         "subset_of": source_hash,
+        "card": data_card(out / DATASET_FILE, store=True),
     }
 
 

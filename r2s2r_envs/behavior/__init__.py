@@ -6,12 +6,15 @@
 * ``humanlike``: the generator fitted to real demonstrations (``behavior.fit``, ``behavior.humanlike``;
   docs/behavior.md), the demonstrator of ``PickSort-BehaviorGrounded-v0`` (``behavior.variants``).
 * ``behavior.metrics``: how alike two demonstration sets move.
+* ``behavior.card``: the grasp section of every dataset's data card (registered here with
+  ``datasets.card.register_card_section``).
 """
 
 from typing import Any
 
 from r2s2r_envs.behavior.reactive import ReactivePlanner
 from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
+from r2s2r_envs.datasets.card import register_card_section
 from r2s2r_envs.envs.demonstrators import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
 
 
@@ -23,6 +26,13 @@ def _humanlike(env: Any, **settings: Any) -> Any:
     return make_humanlike(env, **settings)
 
 
+def _grasp_card(dataset: Any) -> Any:
+    # Imported on first use, like the generator: the segmentation needs scipy.signal.
+    from r2s2r_envs.behavior.card import grasp_section
+
+    return grasp_section(dataset)
+
+
 def __getattr__(name: str) -> Any:
     if name == "HumanlikeGenerator":
         from r2s2r_envs.behavior.humanlike import HumanlikeGenerator
@@ -32,6 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 register_demonstrator("humanlike", _humanlike)
+register_card_section("grasps", _grasp_card)
 
 __all__ = [
     "Demonstrator",

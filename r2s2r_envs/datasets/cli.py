@@ -1,5 +1,5 @@
-"""``r2s2r`` subcommands of the datasets module: ``generate``, ``replay``, ``datasets {make,list,info,verify}`` and
-``datasets export``.
+"""``r2s2r`` subcommands of the datasets module: ``generate``, ``replay``, ``datasets {make,list,info,card,verify}``
+and ``datasets export``.
 
 ``r2s2r_envs.cli`` calls :func:`add_subcommands` on its subparsers; every handler takes the parsed
 arguments and returns an exit code (0 ok, 1 error, 130 interrupted).
@@ -9,6 +9,7 @@ Examples:
     r2s2r replay ungrounded.hdf5 --demo 3 --video demo3.mp4 --check
     r2s2r datasets make --all
     r2s2r datasets info ungrounded.hdf5
+    r2s2r datasets card old-file.hdf5 --episodes
     r2s2r datasets export ungrounded.hdf5 --format lerobot --out ungrounded-lerobot
 """
 
@@ -120,7 +121,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     rep.set_defaults(func=cmd_replay)
 
     ds = subparsers.add_parser("datasets", help="canonical datasets and dataset files")
-    ds_sub = ds.add_subparsers(dest="datasets_command", metavar="{make,list,info,verify,export}")
+    ds_sub = ds.add_subparsers(dest="datasets_command", metavar="{make,list,info,card,verify,export}")
     ds_sub.required = True
     make = ds_sub.add_parser("make", help="build missing canonical datasets into the cache and verify hashes")
     make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
@@ -148,10 +149,24 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     lst.add_argument("--spec", type=Path, default=None, help="spec file (default: the one shipped with the package)")
     lst.add_argument("--cache-dir", type=Path, default=None)
     lst.set_defaults(func=cmd_datasets_list)
-    info = ds_sub.add_parser("info", help="print a dataset file's summary and provenance")
+    info = ds_sub.add_parser("info", help="print a dataset file's summary, data card and provenance")
     info.add_argument("file", type=Path, metavar="FILE")
-    add_json_option(info, "the summary and provenance")
+    add_json_option(info, "the summary, data card and provenance")
     info.set_defaults(func=cmd_datasets_info)
+    card = ds_sub.add_parser(
+        "card",
+        help="compute a dataset file's data card (docs/datasets.md#data-card)",
+        description="Compute the data card of a dataset file from its content: demonstrator success and attempts, "
+        "the scenes kept, time to sort, grasp timing against the belt and grasp types, action smoothness. Works on "
+        "files made before cards existed. The card is outside the content hash: --store changes no hash.",
+    )
+    card.add_argument("file", type=Path, metavar="FILE")
+    card.add_argument("--episodes", action="store_true", help="also list each episode's values")
+    card.add_argument(
+        "--store", action="store_true", help="write the card into the file's metadata (what `datasets info` shows)"
+    )
+    add_json_option(card, "the card")
+    card.set_defaults(func=cmd_datasets_card)
     ver = ds_sub.add_parser(
         "verify", help="check files' schema and content hashes (a canonical dataset's name: its cached file)"
     )
@@ -321,11 +336,14 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets_info(args: argparse.Namespace) -> int:
-    """Handler of ``r2s2r datasets info``."""
+    """Handler of ``r2s2r datasets info``: the summary, the stored data card (``data_card``: ``None`` when the file
+    has none; ``data_card_status``: current, stale, absent or unreadable) and the provenance."""
+    from r2s2r_envs.datasets.card import card_state, format_card
     from r2s2r_envs.datasets.reader import open_dataset
 
     try:
         with open_dataset(args.file, verify="quick", allow_empty=True) as f:
+            status, card = card_state(f)
             summary: dict[str, Any] = {
                 "path": str(f.path),
                 "schema_version": f.schema_version,
@@ -339,17 +357,49 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
                 "content_sha256": f.content_hash,
                 "obs_keys": f.obs_keys,
                 "filter_keys": {k: len(v) for k, v in f.masks().items()},
+                "data_card_status": status,
+                "data_card": card,
                 "provenance": f.provenance,
             }
     except (DatasetError, FileNotFoundError) as exc:
         return _fail(exc, args)
     if args.json:
         print(json.dumps(summary, indent=2, sort_keys=True))
+        return EXIT_OK
+    for key, value in summary.items():
+        if key not in ("provenance", "data_card", "data_card_status"):
+            print(f"{key:15s} {value}")
+    if status == "current":
+        print("\n".join(format_card(card or {})))
     else:
-        for key, value in summary.items():
-            if key != "provenance":
-                print(f"{key:15s} {value}")
-        print("provenance     ", json.dumps(summary["provenance"], sort_keys=True))
+        why = {
+            "stale": "the stored one describes other content or is of another card version",
+            "unreadable": "the stored one is not a JSON object",
+            "absent": "the file was made before data cards, or its generation was interrupted",
+        }[status]
+        print(f"data card       none current ({why}); `r2s2r datasets card {args.file}` computes it")
+    print("provenance     ", json.dumps(summary["provenance"], sort_keys=True))
+    return EXIT_OK
+
+
+def cmd_datasets_card(args: argparse.Namespace) -> int:
+    """Handler of ``r2s2r datasets card``: the card computed from the file's content (and stored with ``--store``)."""
+    from r2s2r_envs.datasets.card import compute_card, format_card, format_episodes, store_card
+
+    try:
+        card = compute_card(args.file, per_episode=args.episodes)
+        if args.store:
+            store_card(args.file, card)
+    except (DatasetError, FileNotFoundError) as exc:
+        return _fail(exc, args)
+    if args.json:
+        print(json.dumps(card, indent=2, sort_keys=True))
+    else:
+        print("\n".join(format_card(card)))
+        if args.episodes:
+            print("\n".join(format_episodes(card["episodes"])))
+        if args.store:
+            print(f"stored in {args.file} (root attribute data_card; the content hash is unchanged)")
     return EXIT_OK
 
 

@@ -9,7 +9,8 @@ the kept demos are the first successful attempts in attempt order.  One attempt'
 it live in :mod:`r2s2r_envs.datasets.rollout`; the workers are :class:`r2s2r_envs.workers.WorkerPool`'s.
 
 The writer flushes after every demo (see :mod:`r2s2r_envs.datasets.writer`): an interrupted run leaves a
-valid file with every completed demo, and running the same call again resumes from the next attempt. A run holds
+valid file with every completed demo, and running the same call again resumes from the next attempt. A run that
+ends uninterrupted writes the file's data card (:mod:`r2s2r_envs.datasets.card`; outside the content hash). A run holds
 an exclusive lock on ``<out>.lock`` from before it creates anything until it returns, so a second run on the same
 file fails at once with a :class:`GenerationError` instead of racing the first (:mod:`r2s2r_envs.datasets.locking`).
 
@@ -39,6 +40,7 @@ import gymnasium as gym
 import numpy as np
 
 from r2s2r_envs.datasets import schema
+from r2s2r_envs.datasets.card import refresh_card
 from r2s2r_envs.datasets.env_values import record_by_value
 from r2s2r_envs.datasets.locking import check_not_locked, writer_lock
 from r2s2r_envs.datasets.reader import open_dataset
@@ -264,6 +266,8 @@ def generate(
                 writer.close()
         finally:
             env.close()
+        if not result.interrupted:  # an interrupted run gets its card when it is resumed
+            refresh_card(out)
     return result
 
 
