@@ -3,10 +3,11 @@
 A condition is a documented change of the world, applied the same way to the lab and to every simulated variant
 (``PickSortEnv(condition=...)``; the lab's hidden world is changed inside the env, nothing of it is revealed), so a
 simulator's ranking of policies can be compared with the lab's per condition (docs/protocol.md#conditions).  Each
-is a frozen dataclass with its own ``apply_world`` (the change of a ``WorldParams``) and ``object_shape`` (per
-category and geom axis, applied by the builder through ``MjSpec``: no new assets); the episode randomization is the
-same under every condition.  ``CONDITIONS`` is the registry; ``CONDITIONS_VERSION`` changes whenever a definition
-does, and results made under another version do not compare.
+is a frozen dataclass with its own ``apply_world`` (the change of a ``WorldParams``), ``object_shape`` (per
+category and geom axis, applied by the builder through ``MjSpec``: no new assets) and ``apply_appearance`` (the
+change of how the cell looks, ``world.appearance``: images only); the episode randomization is the same under every
+condition.  ``CONDITIONS`` is the registry; ``CONDITIONS_VERSION`` changes whenever a definition does, and results
+made under another version do not compare.
 
 Example::
 
@@ -22,6 +23,7 @@ import dataclasses
 from typing import ClassVar
 
 from r2s2r_envs.mappings import check_choice
+from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.builder import ObjectShape
 from r2s2r_envs.world.constants import CATEGORIES
 from r2s2r_envs.world.params import WorldParams
@@ -58,6 +60,10 @@ class Condition:
     def apply_world(self, world: WorldParams) -> WorldParams:
         """The world under this condition (``world`` itself when nothing of it changes)."""
         return world
+
+    def apply_appearance(self, appearance: Appearance) -> Appearance:
+        """How the cell looks under this condition (``appearance`` itself when nothing of it changes)."""
+        return appearance
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

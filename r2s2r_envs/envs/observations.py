@@ -3,8 +3,9 @@
 :class:`ObservationMixin` is the sensing half of :class:`~r2s2r_envs.envs.pick_sort.PickSortEnv`: the joint and
 object keys read from the simulation, the world's sensor noise and perception offset, the object estimator that
 perceives the objects instead where the world (or a lab) has one (``envs.perception``; its cameras and delay
-variation are hooks a lab overrides), the opt-in extra sensors (``SENSORS``) and the camera images.  The keys and
-their units are documented on the env.
+variation are hooks a lab overrides), the opt-in extra sensors (``SENSORS``) and the camera images, rendered with the
+env's appearance (``world.appearance``: the spec sheet in a simulator, a hook a lab overrides, changed by the
+condition) and passed through its cameras' sensor.  The keys and their units are documented on the env.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
+from r2s2r_envs.envs.conditions import Condition
 from r2s2r_envs.envs.perception import ObjectEstimator, PerceptionCamera
 from r2s2r_envs.envs.scene import SceneView
 from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.appearance import SPEC_SHEET, Appearance, CameraAppearance, sensor_image
+from r2s2r_envs.world.builder import spec_camera_position
 from r2s2r_envs.world.params import WorldParams
 
 OBS_MODES = ("state", "rgb", "state+rgb")
@@ -29,6 +33,9 @@ SENSORS = ("arm_torque", "finger_current", "object_visible")
 # Child of an episode's root seed sequence that seeds the object estimator (children 0-3: layout, physics,
 # sensors, extra sensors), so the estimator's draws never shift another stream.
 _PERCEPTION_STREAM = 4
+# Child of the episode's seed sequence that seeds the cameras' sensor noise, one draw per (step, camera): an image's
+# noise depends on neither the other camera nor how often it was rendered (5 is the lab's effects).
+_IMAGE_STREAM = 6
 
 # Pid of the process that created the first GL context, for the fork check in ``_render_camera``.
 _GL_OWNER_PID: int | None = None
@@ -45,6 +52,8 @@ class ObservationMixin:
     image_size: int
     dt: float
     scene: SceneView
+    condition: Condition
+    _steps: int
     _world: WorldParams
     _model: Any  # mujoco.MjModel
     _data: Any  # mujoco.MjData
@@ -76,6 +85,12 @@ class ObservationMixin:
         self._pos_offset = np.tile(np.asarray(w.object_pos_offset, dtype=np.float32), n)
         self._offset = bool(np.any(self._pos_offset != 0))
         self._perception = self._make_perception()
+        look = self._scene_appearance()
+        self._camera_sensors: dict[str, CameraAppearance] = {
+            camera: look.camera(camera)
+            for camera in C.CAMERAS
+            if look is not None and look.camera(camera).sensor_effects
+        }
         if self._perception is not None:
             # The estimator perceives the objects (its noise, offset and delay): the sensor stream still draws
             # the same amount, with zero scale on the objects.
@@ -218,7 +233,7 @@ class ObservationMixin:
         if cameras is None:
             if not self._world.perceives:
                 return None
-            position = self._model.camera(C.SCENE_CAMERA).pos
+            position = spec_camera_position(C.SCENE_CAMERA)  # the spec sheet's, wherever the appearance moves it
             cameras = (PerceptionCamera(position=(float(position[0]), float(position[1]), float(position[2]))),)
         return ObjectEstimator(self._world, cameras, self.dt, self.num_objects, self._perception_jitter())
 
@@ -237,6 +252,18 @@ class ObservationMixin:
                 d.qpos[s.object_pos_idx], d.qpos[s.object_quat_idx], d.qvel[s.object_vel_idx], d.site_xpos[s.tcp_site]
             )
 
+    # ------------------------------------------------------------------ appearance (a hook overridden by the lab)
+    def _appearance(self) -> Appearance:
+        """How the cell looks before the condition changes it (``world.appearance``): the spec sheet in a simulator;
+        a lab has its own."""
+        return SPEC_SHEET
+
+    def _scene_appearance(self) -> Appearance | None:
+        """The appearance the env's model is built with and its cameras see: ``_appearance()`` under the condition
+        (``None``: the spec sheet, the builder's plain model, as before appearances existed)."""
+        look = self.condition.apply_appearance(self._appearance())
+        return None if look == SPEC_SHEET else look
+
     # ------------------------------------------------------------------ cameras
     def _render_camera(self, camera: str, height: int, width: int) -> np.ndarray:
         global _GL_OWNER_PID
@@ -249,7 +276,13 @@ class ObservationMixin:
             if _GL_OWNER_PID is None:
                 _GL_OWNER_PID = os.getpid()
         renderer.update_scene(self._data, camera=camera)
-        return renderer.render().copy()
+        image = renderer.render().copy()
+        sensor = self._camera_sensors.get(camera)
+        if sensor is None:
+            return image
+        entropy = getattr(self, "_episode_entropy", 0)  # 0 before the first reset
+        stream = np.random.SeedSequence(entropy, spawn_key=(_IMAGE_STREAM, self._steps, C.CAMERAS.index(camera)))
+        return sensor_image(image, sensor, np.random.default_rng(stream))
 
 
 def _check_not_forked_after_gl() -> None:

@@ -283,7 +283,7 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
         """Compile (or reuse from the builder's cache) the model of ``world`` and resolve everything on it."""
         self.close()
         self._world = world
-        self._model = build_model(world, self.num_objects, self._object_shape)
+        self._model = build_model(world, self.num_objects, self._object_shape, self._scene_appearance())
         self._data = mujoco.MjData(self._model)
         self._resolve()
 

@@ -1,6 +1,6 @@
 """What defines a lab: its hidden world (physics, sensing, timing), the effects no simulator parameter can express,
-its operator (the style of the person who makes the lab's demonstrations, ``lab.teleop``) and, opt-in, faults of
-its robot interface.
+its operator (the style of the person who makes the lab's demonstrations, ``lab.teleop``), how its cameras see it
+(``appearance``, ``world.appearance``) and, opt-in, faults of its robot interface.
 
 A lab is a JSON file (see ``configs/default.json``; the format is documented in docs/lab.md), plain or sealed
 (``seal_lab``, as the course's exercise labs are), or an equivalent dict.  A partial dict is applied on top of the
@@ -27,6 +27,7 @@ from r2s2r_envs.envs.config import replace_checked
 from r2s2r_envs.lab.draw import DRAW_VERSIONS, draw_lab
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.safe_json import MAX_BYTES, loads
+from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.params import N_ARM_JOINTS, Bound, WorldParams, check_fields, field_metadata, param
 from r2s2r_envs.world.presets import read_json_config
 
@@ -295,6 +296,8 @@ class LabConfig:
         interface: Faults of the robot interface (none by default).
         perception: The lab's cameras and delay jitter (default: the scene camera alone, no jitter).
         contact: Contact physics of the lab's objects (default: the simulator's).
+        appearance: How the lab's cameras see it: their calibration and sensor, its light, colours and clutter
+            (default: the spec sheet, as the simulators render it; docs/lab.md#appearance).
     """
 
     name: str
@@ -304,6 +307,7 @@ class LabConfig:
     interface: InterfaceFaults = InterfaceFaults()
     perception: LabPerception = LabPerception()
     contact: LabContact = LabContact()
+    appearance: Appearance = Appearance()
 
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form.  ``interface`` appears only when a fault is on, so a lab without interface
@@ -319,6 +323,8 @@ class LabConfig:
             out["perception"] = self.perception.to_dict()
         if self.contact != LabContact():
             out["contact"] = dataclasses.asdict(self.contact)
+        if self.appearance != Appearance():
+            out["appearance"] = self.appearance.to_dict()
         if self.interface.faulty:
             out["interface"] = {
                 k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.interface).items()
@@ -335,7 +341,7 @@ class LabConfig:
         return {"name": self.name, "config_sha256": self.sha256()}
 
 
-_TOP_KEYS = ("name", "world", "effects", "operator", "interface", "perception", "contact")
+_TOP_KEYS = ("name", "world", "effects", "operator", "interface", "perception", "contact", "appearance")
 # A lab file must have these; a file without "operator" (written before the operator existed) gets the default one,
 # one without "interface" a fault-free interface.
 _REQUIRED_KEYS = ("name", "world", "effects")
@@ -425,6 +431,7 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
             interface=replace_checked(InterfaceFaults(), raw.get("interface", {}), "lab interface"),
             perception=_perception(raw.get("perception", {}), LabPerception()),
             contact=replace_checked(LabContact(), raw.get("contact", {}), "lab contact"),
+            appearance=Appearance.from_dict(raw.get("appearance", {}), where="lab appearance"),
         )
     return LabConfig(
         name=raw.get("name", f"{base.name}+overrides"),
@@ -434,6 +441,7 @@ def _from_mapping(raw: Mapping[str, Any], base: LabConfig | None) -> LabConfig:
         interface=replace_checked(base.interface, raw.get("interface", {}), "lab interface"),
         perception=_perception(raw.get("perception", {}), base.perception),
         contact=replace_checked(base.contact, raw.get("contact", {}), "lab contact"),
+        appearance=Appearance.from_dict(raw.get("appearance", {}), base.appearance, where="lab appearance"),
     )
 
 
@@ -444,12 +452,12 @@ def _perception(raw: Any, base: LabPerception) -> LabPerception:
 
 
 #: ``"draw:SEED"`` names the lab ``r2s2r_envs.lab.draw.draw_lab(SEED)`` wherever a lab is accepted;
-#: ``"draw2:SEED"`` the lab ``draw_lab(SEED, version=2)`` (``lab.draw.DRAW_VERSIONS``).
+#: ``"drawN:SEED"`` the lab ``draw_lab(SEED, version=N)`` (``lab.draw.DRAW_VERSIONS``: 2, 3).
 DRAW_PREFIX = "draw:"
 
 
 def parse_drawn_lab(lab: str) -> tuple[int, int] | None:
-    """The seed and draw version of a drawn-lab string (``"draw:SEED"``: version 1, ``"draw2:SEED"``: version 2),
+    """The seed and draw version of a drawn-lab string (``"draw:SEED"``: version 1, ``"drawN:SEED"``: version N),
     ``None`` for a string of another form (``draw`` then digits then ``:`` is a drawn lab's form).
 
     Raises:

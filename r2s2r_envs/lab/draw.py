@@ -19,6 +19,9 @@ Two versions of the ranges exist (:data:`DRAW_VERSIONS`); a lab is named by its 
   :data:`EFFECT_DRAW_V2`, :data:`PERCEPTION_DRAW_V2`, :data:`CONTACT_DRAW_V2`); belt, actuation latency and the
   operator's approach (:data:`OPERATOR_DRAW_V2`) are narrowed to lab v3's, so its teleoperator still sorts most episodes
   (experiments/drawn-labs-v2).  Its own random stream: ``draw2:7`` is not ``draw:7`` with more fields.
+- version 3 (``"draw3:SEED"``, named ``drawn3-SEED``): version 2's lab of the same seed, and an ``appearance``
+  (``world.appearance``) drawn from :data:`APPEARANCE_DRAW_V3` on a stream of its own: ``draw3:7`` is ``draw2:7``
+  as its cameras see it, so the two tell the visual gap apart from the rest.
 
 Example::
 
@@ -32,11 +35,13 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.world.appearance import Colours
 from r2s2r_envs.world.params import N_ARM_JOINTS, PERCEPTION_FIELDS, WorldParams, nominal
 
 #: World fields: ``("uniform", low, high)`` draws the value; ``("scale", low, high)`` multiplies each nominal value
@@ -89,7 +94,11 @@ OPERATOR_DRAW: dict[str, tuple[Any, ...]] = {
 #: The version ``draw_lab(seed)`` and ``"draw:SEED"`` draw (frozen: recorded results name these labs).
 DRAW_VERSION = 1
 #: Every version ``draw_lab`` accepts, and the lab string and name of each (``SEED`` the seed).
-DRAW_VERSIONS: dict[int, tuple[str, str]] = {1: ("draw:SEED", "drawn-SEED"), 2: ("draw2:SEED", "drawn2-SEED")}
+DRAW_VERSIONS: dict[int, tuple[str, str]] = {
+    1: ("draw:SEED", "drawn-SEED"),
+    2: ("draw2:SEED", "drawn2-SEED"),
+    3: ("draw3:SEED", "drawn3-SEED"),
+}
 
 # Version 2 (docs/lab.md#drawn-labs).  Each range spans lab v3's value (lab/configs/v3.json; docs/lab.md#lab-v3)
 # within its real-world reference.  The world table is version 1's with these entries replaced (same order).
@@ -148,6 +157,42 @@ CONTACT_DRAW_V2: dict[str, tuple[float, float]] = {
 }
 
 
+#: Version 3's appearance (docs/lab.md#appearance; ``world.appearance`` states each field's real-world reference).
+#: Each camera (scene, then wrist): ``focal_error``, ``translation_error`` and ``rotation_error`` per axis uniform in
+#: ``[-high, high]`` (a camera calibrated, but not perfectly: 2 % of focal length, 1 cm, 0.015 rad or 0.9 degrees);
+#: ``blur``, ``noise`` and ``exposure`` uniform (1-2.5 px of a 640 px image at most, 0.3-2 % noise, +-1/3 stop).
+#: The light: tilted ``light_tilt`` rad off vertical towards a uniform azimuth, its colour ``light_warmth`` of the
+#: way from white (6500 K) to 3000 K (1, 0.69, 0.43) (that is 6500-3800 K), ``intensity`` and ``ambient`` uniform.
+#: Colours: belt and table a grey of uniform level with each channel x``surface_tint``; bins and objects their
+#: spec-sheet colour with each channel x``part_tint`` (clipped to 1: the categories still read red, green, blue);
+#: patterns one of the choices with equal chance.  Clutter: ``clutter`` items (uniform count), each of a uniform shape,
+#: upstream of the robot, between it and the belt as the scene camera sees them (``clutter_radius`` m from the base,
+#: ``clutter_azimuth`` degrees from +x), standing on the floor, half-sizes ``clutter_size`` m, a uniform colour.
+APPEARANCE_DRAW_V3: dict[str, Any] = {
+    "focal_error": 0.02,
+    "translation_error": 0.01,  # m, per axis
+    "rotation_error": 0.015,  # rad, per axis
+    "blur": (0.0, 0.004),  # image widths
+    "noise": (0.003, 0.02),  # full scale
+    "exposure": (0.8, 1.25),
+    "light_tilt": (0.0, 0.5),  # rad
+    "light_warmth": (0.0, 0.6),
+    "intensity": (0.75, 1.3),
+    "ambient": (0.7, 1.3),
+    "belt_grey": (0.06, 0.3),
+    "table_grey": (0.35, 0.75),
+    "surface_tint": (0.9, 1.1),
+    "part_tint": (0.85, 1.15),
+    "belt_pattern": ("plain", "speckle"),
+    "table_pattern": ("plain", "checker", "speckle"),
+    "clutter": (0, 4),  # items, inclusive
+    "clutter_radius": (1.0, 1.7),  # m
+    "clutter_azimuth": (85.0, 125.0),  # degrees from +x
+    "clutter_size": (0.03, 0.15),  # m
+}
+_WARM_3000K = (1.0, 0.69, 0.43)
+
+
 def draw_lab(
     seed: int, *, name: str | None = None, operator: bool = True, version: int = DRAW_VERSION
 ) -> dict[str, Any]:
@@ -157,11 +202,12 @@ def draw_lab(
         seed: the draw's seed (an integer >= 0): the same seed gives the same lab.
         name: the lab's name (default ``"drawn-<seed>"``, ``"drawn2-<seed>"`` in version 2).
         operator: also draw the operator's style (else the lab has the default operator).
-        version: which ranges (:data:`DRAW_VERSIONS`): 1, the default and frozen; 2, also lab v3's structure.
+        version: which ranges (:data:`DRAW_VERSIONS`): 1, the default and frozen; 2, also lab v3's structure; 3,
+            version 2's lab with an appearance.
 
     Returns:
-        The config as a JSON-ready dict (``name``, ``world``, ``effects``, in version 2 ``perception`` and
-        ``contact``, and with ``operator``, ``operator``).
+        The config as a JSON-ready dict (``name``, ``world``, ``effects``, from version 2 ``perception`` and
+        ``contact``, in version 3 ``appearance``, and with ``operator``, ``operator``).
 
     Raises:
         ValueError: ``seed`` is not an integer >= 0, or ``version`` is not one of :data:`DRAW_VERSIONS` (the message
@@ -174,6 +220,9 @@ def draw_lab(
         raise ValueError(f"unknown drawn-lab version {version!r}; valid versions: {valid}")
     if version == 2:
         return _draw_v2(int(seed), name=name, operator=operator)
+    if version == 3:
+        seen = _draw_v2(int(seed), name=f"drawn3-{int(seed)}" if name is None else name, operator=operator)
+        return {**seen, "appearance": draw_appearance(int(seed))}
     rng = np.random.default_rng(int(seed))
     world = _draw_world(rng, WORLD_DRAW)
     config: dict[str, Any] = {
@@ -248,6 +297,52 @@ def _draw_v2(seed: int, *, name: str | None, operator: bool) -> dict[str, Any]:
     if operator:
         config["operator"] = _draw_operator(rng, OPERATOR_DRAW_V2)
     return config
+
+
+def draw_appearance(seed: int) -> dict[str, Any]:
+    """Version 3's appearance for ``seed`` (:data:`APPEARANCE_DRAW_V3`; the ``appearance`` of ``draw3:SEED``), as a
+    JSON-ready dict, on its own stream (entropy ``[seed, 3]``): scene camera, wrist camera, light, colours, clutter."""
+    rng = np.random.default_rng([seed, 3])
+    u, t = rng.uniform, APPEARANCE_DRAW_V3
+    cameras = {}
+    for camera in ("scene_camera", "wrist_camera"):
+        cameras[camera] = {
+            "focal_error": float(u(-t["focal_error"], t["focal_error"])),
+            "translation_error": [float(u(-t["translation_error"], t["translation_error"])) for _ in range(3)],
+            "rotation_error": [float(u(-t["rotation_error"], t["rotation_error"])) for _ in range(3)],
+            **{k: float(u(*t[k])) for k in ("blur", "noise", "exposure")},
+        }
+    tilt, azimuth, warmth = float(u(*t["light_tilt"])), float(u(0.0, 2.0 * math.pi)), float(u(*t["light_warmth"]))
+    lighting = {
+        "direction": [math.sin(tilt) * math.cos(azimuth), math.sin(tilt) * math.sin(azimuth), -math.cos(tilt)],
+        "colour": [1.0 - warmth * (1.0 - w) for w in _WARM_3000K],
+        "intensity": float(u(*t["intensity"])),
+        "ambient": float(u(*t["ambient"])),
+    }
+    spec = Colours()
+    colours: dict[str, Any] = {}
+    for surface in ("belt", "table"):
+        grey = float(u(*t[f"{surface}_grey"]))
+        colours[surface] = [min(1.0, grey * float(u(*t["surface_tint"]))) for _ in range(3)]
+    for parts in ("bins", "objects"):
+        colours[parts] = [min(1.0, v * float(u(*t["part_tint"]))) for v in getattr(spec, parts)]
+    for key in ("belt_pattern", "table_pattern"):
+        colours[key] = str(t[key][int(rng.integers(len(t[key])))])
+    clutter = []
+    for _ in range(int(rng.integers(t["clutter"][0], t["clutter"][1] + 1))):
+        shape = ("box", "cylinder", "sphere")[int(rng.integers(3))]
+        radius, angle = float(u(*t["clutter_radius"])), math.radians(float(u(*t["clutter_azimuth"])))
+        size = [float(u(*t["clutter_size"])) for _ in range(3)]
+        lift = {"box": size[2], "cylinder": size[1], "sphere": size[0]}[shape]  # standing on the floor
+        clutter.append(
+            {
+                "shape": shape,
+                "position": [radius * math.cos(angle), radius * math.sin(angle), lift],
+                "size": size,
+                "colour": [float(u(0.1, 0.9)) for _ in range(3)],
+            }
+        )
+    return {**cameras, "lighting": lighting, "colours": colours, "clutter": clutter}
 
 
 def _check_tables() -> None:

@@ -10,6 +10,9 @@ The lab is a black box to grounding code (docs/concepts.md#the-lab): it steps th
 simulator states (``world_params``, ``model``, ``data``, ``get_state``, ``set_state``, ``set_world`` raise
 ``LabBoundaryError``), and ``provenance()`` names the lab (name and config hash) but never its parameters.
 
+Its cameras see it as its ``appearance`` says (``world.appearance``: calibration, sensor, light, colours, clutter);
+a lab without one renders as the simulators do.
+
 A lab may also carry faults in its robot interface (``config.InterfaceFaults``, docs/lab.md#interface-faults):
 permuted arm joints, joint readings in degrees, a scaled task-space step, BGR images.  They act only at the
 boundary (the action going in, the observation coming out); a lab without them runs the code it ran before.
@@ -27,6 +30,7 @@ from r2s2r_envs.envs.file_arguments import FileArgument
 from r2s2r_envs.envs.perception import PerceptionCamera
 from r2s2r_envs.envs.pick_sort import PickSortEnv
 from r2s2r_envs.lab.config import InterfaceFaults, LabConfig, available_labs, load_lab
+from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.params import Bound, check_number
 
 #: ``lab``: a shipped lab name, a lab file or a dict.  Never recorded by value: a lab config is the lab's hidden
@@ -154,6 +158,9 @@ class LabEnv(PickSortEnv):
 
     def _perception_jitter(self) -> float:
         return self._lab.perception.delay_jitter
+
+    def _appearance(self) -> Appearance:
+        return self._lab.appearance
 
     def _command_gain(self) -> np.ndarray:
         return self._arm_command_gain

@@ -14,11 +14,13 @@ import functools
 import math
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from r2s2r_envs.world import constants as C
+from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.params import SENSING_FIELDS, WorldParams
 
 #: Geom size multiplier per object category (order ``constants.CATEGORIES``) and axis.
@@ -76,9 +78,14 @@ def category_inertia(category: str, mass: float, size: np.ndarray) -> np.ndarray
     return mass / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
 
 
-def build_spec(params: WorldParams, num_objects: int, object_shape: ObjectShape | None = None) -> mujoco.MjSpec:
-    """Assemble the PickSort scene for ``params`` (objects reshaped by ``object_shape``, see ``object_half_sizes``)
-    as an (uncompiled) ``MjSpec``."""
+def build_spec(
+    params: WorldParams,
+    num_objects: int,
+    object_shape: ObjectShape | None = None,
+    appearance: Appearance | None = None,
+) -> mujoco.MjSpec:
+    """Assemble the PickSort scene for ``params`` (objects reshaped by ``object_shape``, see ``object_half_sizes``;
+    seen as ``appearance`` looks, see ``apply_appearance``; None: the spec sheet) as an (uncompiled) ``MjSpec``."""
     if not isinstance(num_objects, int) or num_objects < 1:
         raise ValueError(f"num_objects must be a positive integer, got {num_objects!r}")
     scene = mujoco.MjSpec.from_file(asset_path(SCENE_FILE))
@@ -112,6 +119,8 @@ def build_spec(params: WorldParams, num_objects: int, object_shape: ObjectShape 
         act = scene.actuator(name)
         _set_position_gains(act, params.finger_kp, params.finger_kv, params.finger_force_limit)
         _set_delay(act, params.control_latency, samples)
+    if appearance is not None:
+        apply_appearance(scene, appearance, num_objects)
     return scene
 
 
@@ -142,16 +151,140 @@ def model_params(params: WorldParams) -> WorldParams:
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(params: WorldParams, num_objects: int, object_shape: ObjectShape | None = None) -> mujoco.MjModel:
-    return build_spec(params, num_objects, object_shape).compile()
+def _compiled(
+    params: WorldParams,
+    num_objects: int,
+    object_shape: ObjectShape | None = None,
+    appearance: Appearance | None = None,
+) -> mujoco.MjModel:
+    return build_spec(params, num_objects, object_shape, appearance).compile()
 
 
-def build_model(params: WorldParams, num_objects: int = 3, object_shape: ObjectShape | None = None) -> mujoco.MjModel:
+def build_model(
+    params: WorldParams,
+    num_objects: int = 3,
+    object_shape: ObjectShape | None = None,
+    appearance: Appearance | None = None,
+) -> mujoco.MjModel:
     """Compiled PickSort model for ``params`` with ``num_objects`` object slots (a private copy); ``object_shape``
-    reshapes the objects (see ``object_half_sizes``)."""
-    if object_shape is None:  # the cache key of every call without a shape, as before
+    reshapes the objects (see ``object_half_sizes``); ``appearance`` changes how the scene looks, never its physics
+    (see ``apply_appearance``; None: the spec sheet)."""
+    shape = None if object_shape is None else tuple(tuple(a) for a in object_shape)
+    if appearance is not None:
+        return copy.copy(_compiled(model_params(params), num_objects, shape, appearance))
+    if shape is None:  # the cache key of every call without a shape, as before
         return copy.copy(_compiled(model_params(params), num_objects))
-    return copy.copy(_compiled(model_params(params), num_objects, tuple(tuple(a) for a in object_shape)))
+    return copy.copy(_compiled(model_params(params), num_objects, shape))
+
+
+def spec_camera_position(camera: str) -> np.ndarray:
+    """Where the spec sheet puts ``camera`` (``constants.CAMERAS``) in its parent body's frame, m (the world's for
+    the scene camera), whatever a model's appearance moves it to."""
+    return _compiled(WorldParams(), 1).camera(camera).pos.copy()
+
+
+# ---------------------------------------------------------------------- appearance
+#: The distractors' body (``Appearance.clutter``): one static body, added last, so every other id stays.
+CLUTTER_BODY = "clutter"
+_GEOM_TYPES = {
+    "box": mujoco.mjtGeom.mjGEOM_BOX,
+    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
+}
+
+
+def apply_appearance(spec: mujoco.MjSpec, appearance: Appearance, num_objects: int) -> None:
+    """Write ``appearance`` into the assembled scene ``spec``: the lights, the cameras' focal length and pose, the
+    surfaces' colours and patterns, and the distractors (a static body of geoms that collide with nothing).  Only
+    what the renderer reads changes: masses, contacts, joints and every existing id stay as they were.  The
+    cameras' sensor (blur, noise, exposure) is applied to the images (``appearance.sensor_image``)."""
+    light = appearance.lighting
+    colour = np.asarray(light.colour)
+    top = spec.light("top")
+    top.dir = np.asarray(light.direction) / np.linalg.norm(light.direction)
+    top.diffuse = np.asarray(top.diffuse) * light.intensity * colour
+    top.specular = np.asarray(top.specular) * light.intensity * colour
+    head = spec.visual.headlight
+    head.diffuse = np.asarray(head.diffuse) * light.intensity * colour
+    head.ambient = np.asarray(head.ambient) * light.ambient * colour
+
+    for name in C.CAMERAS:
+        _move_camera(spec.camera(name), name, appearance.camera(name))
+
+    colours = appearance.colours
+    _paint(spec, spec.geom(C.BELT_GEOM), colours.belt, colours.belt_pattern, repeat=(4.0, 4.0))
+    _paint(spec, spec.geom(C.FLOOR_GEOM), colours.table, colours.table_pattern, repeat=(8.0, 8.0))
+    for k, c in enumerate(C.CATEGORIES):
+        for geom in spec.body(C.BIN_SITES[c]).geoms:
+            geom.rgba = [*colours.bins[3 * k : 3 * k + 3], 1.0]
+        for i in range(num_objects):
+            spec.geom(f"{C.object_prefix(i)}{c}").rgba = [*colours.objects[3 * k : 3 * k + 3], 1.0]
+
+    if appearance.clutter:
+        body = spec.worldbody.add_body(name=CLUTTER_BODY)
+        for i, item in enumerate(appearance.clutter):
+            body.add_geom(
+                name=f"{CLUTTER_BODY}_{i}",
+                type=_GEOM_TYPES[item.shape],
+                size=list(item.size),
+                pos=list(item.position),
+                rgba=[*item.colour, 1.0],
+                contype=0,
+                conaffinity=0,
+                group=1,
+            )
+
+
+def _move_camera(camera: mujoco.MjsCamera, name: str, look: Any) -> None:
+    # The spec sheet's pose in the parent body's frame (the compiled nominal model's), then the error in the
+    # camera's own frame: position + R t, orientation R * R_error.  The focal length scales tan(fovy / 2) by
+    # 1 / (1 + focal_error).
+    nominal = _compiled(WorldParams(), 1).camera(name)
+    if any(look.translation_error) or any(look.rotation_error):
+        rotation = np.empty(9)
+        mujoco.mju_quat2Mat(rotation, nominal.quat)
+        camera.pos = nominal.pos + rotation.reshape(3, 3) @ np.asarray(look.translation_error)
+        error = np.empty(4)
+        mujoco.mju_axisAngle2Quat(error, *_axis_angle(look.rotation_error))
+        quat = np.empty(4)
+        mujoco.mju_mulQuat(quat, nominal.quat, error)
+        camera.alt.type = mujoco.mjtOrientation.mjORIENTATION_QUAT
+        camera.quat = quat
+    if look.focal_error != 0.0:
+        half = math.radians(float(nominal.fovy[0])) / 2.0
+        camera.fovy = math.degrees(2.0 * math.atan(math.tan(half) / (1.0 + look.focal_error)))
+
+
+def _axis_angle(rotation_vector: tuple[float, float, float]) -> tuple[np.ndarray, float]:
+    v = np.asarray(rotation_vector, dtype=float)
+    angle = float(np.linalg.norm(v))
+    return (v / angle if angle > 0.0 else np.array([1.0, 0.0, 0.0])), angle
+
+
+def _paint(
+    spec: mujoco.MjSpec, geom: mujoco.MjsGeom, rgb: tuple[float, ...], pattern: str, repeat: tuple[float, float]
+) -> None:
+    # "plain": the colour; else a 2D texture of it (a checkerboard with a 30 % darker shade, or dark speckles),
+    # repeated per metre, which the geom's white rgba leaves as it is.
+    if pattern == "plain":
+        geom.rgba = [*rgb, 1.0]
+        return
+    dark = [0.7 * v for v in rgb]
+    name = f"{geom.name}_{pattern}"
+    texture = spec.add_texture(name=name, type=mujoco.mjtTexture.mjTEXTURE_2D, width=64, height=64)
+    if pattern == "checker":
+        texture.builtin = mujoco.mjtBuiltin.mjBUILTIN_CHECKER
+        texture.rgb1, texture.rgb2 = list(rgb), dark
+    else:
+        texture.builtin = mujoco.mjtBuiltin.mjBUILTIN_FLAT
+        texture.rgb1 = texture.rgb2 = list(rgb)
+        texture.mark = mujoco.mjtMark.mjMARK_RANDOM
+        texture.random = 0.15
+        texture.markrgb = [0.5 * v for v in rgb]
+    material = spec.add_material(name=name, texrepeat=list(repeat), texuniform=True)
+    material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = name
+    geom.material = name
+    geom.rgba = [1.0, 1.0, 1.0, 1.0]
 
 
 def delay_samples(model: mujoco.MjModel, latency: float) -> int:
