@@ -2,8 +2,9 @@
 
 The simulators and every lab without an ``appearance`` section render as before (same images, same hashes); a lab
 with one renders its own cameras, light, colours and clutter and passes its images through its cameras' sensor, and
-never changes a state observation; drawn labs of version 3 draw an appearance within the documented ranges; bad
-fields are refused naming the field and its range."""
+never changes a state observation; the ``lighting`` condition tints the light red alike in the lab and every
+simulator; drawn labs of version 3 draw an appearance within the documented ranges; bad fields are refused naming
+the field and its range."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 import r2s2r_envs  # noqa: F401  (registers the ids)
+from r2s2r_envs.envs.conditions import CONDITIONS_VERSION, STANDARD_MIX, RedLight, condition_record, get_condition
 from r2s2r_envs.lab import draw_lab, load_lab
 from r2s2r_envs.lab.draw import APPEARANCE_DRAW_V3
 from r2s2r_envs.world import constants as C
@@ -190,6 +192,22 @@ def test_noise_is_seeded_reproducible_and_of_the_stated_size():
     noise = [f["scene_image"].astype(float) - p["scene_image"] for f, p in zip(first, plain)]
     assert 0.8 * 0.02 * 255 < np.std(noise) < 1.1 * 0.02 * 255  # 5.1 of 255 (less where clipped)
     assert not np.allclose(noise[0], noise[1])  # a new draw every step
+
+
+# ---------------------------------------------------------------------- the lighting condition
+def test_the_lighting_condition_tints_every_env_red_and_changes_no_state():
+    condition = get_condition("lighting")
+    assert isinstance(condition, RedLight) and condition.shifted and "lighting" not in STANDARD_MIX
+    assert condition_record("lighting")["definition"] == {"light_colour": [1.0, 0.35, 0.3]}
+    assert condition_record("lighting")["version"] == CONDITIONS_VERSION == 1
+    warm = Appearance.from_dict({"lighting": {"colour": [1.0, 0.8, 0.6]}})
+    assert condition.apply_appearance(warm).lighting.colour == pytest.approx((1.0, 0.28, 0.18))  # the same rule
+    for env_id, lab in ((SIM, {}), (LAB, {"lab": "v3"}), (LAB, {"lab": lab_with(FULL)})):
+        nominal = rollout(env_id, steps=1, **lab)
+        red = rollout(env_id, steps=1, condition="lighting", **lab)
+        for a, b in zip(nominal, red):
+            assert all(np.array_equal(a[k], b[k]) for k in STATE_KEYS)
+            assert redness(b["scene_image"]) > 1.5 * redness(a["scene_image"])
 
 
 # ---------------------------------------------------------------------- drawn labs

@@ -7,7 +7,8 @@ is a frozen dataclass with its own ``apply_world`` (the change of a ``WorldParam
 category and geom axis, applied by the builder through ``MjSpec``: no new assets) and ``apply_appearance`` (the
 change of how the cell looks, ``world.appearance``: images only); the episode randomization is the same under every
 condition.  ``CONDITIONS`` is the registry; ``CONDITIONS_VERSION`` changes whenever a definition does, and results
-made under another version do not compare.
+made under another version do not compare.  A new condition outside the standard mix changes no definition and no
+standard result, so it leaves the version as it is.
 
 Example::
 
@@ -44,12 +45,14 @@ class Condition:
     Attributes:
         name: The condition's name (``condition=`` of the env, ``--conditions`` of ``r2s2r evaluate``).
         shifted: Whether it lies outside what the lab's demonstrations cover (counted in the "all shifted" figure).
-        episodes: Its episodes in the standard mix (docs/protocol.md#conditions).
+        standard: Whether it is part of the standard mix (``STANDARD_MIX``).
+        episodes: Its episodes in the standard mix (docs/protocol.md#conditions), or when named alone.
     """
 
     name: ClassVar[str]
     description: ClassVar[str]
     shifted: ClassVar[bool] = True
+    standard: ClassVar[bool] = True
     episodes: int
 
     @property
@@ -134,11 +137,36 @@ class NovelObjects(Condition):
         return dataclasses.replace(world, object_mass=(cube, ball, bar))
 
 
-#: Every condition by name, in the standard mix's order.  ``lighting`` is reserved for image observations once the
-#: cameras see a visual gap.
-CONDITIONS: dict[str, Condition] = {c.name: c for c in (Nominal(), FastBelt(), NovelObjects())}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RedLight(Condition):
+    """Red light: every light of the cell (the lamp, the head light, the ambient) tinted red, its colour multiplied
+    by ``light_colour`` (the spec sheet's white in a simulator, the lab's own light in the lab).  Images only: the
+    state observations and the physics are those of ``nominal``.  Not in the standard mix (a state policy sees no
+    change); run it by name (``--conditions lighting``).
+
+    Attributes:
+        light_colour: Multiplier of ``Appearance.lighting.colour`` per channel (R, G, B), dimensionless.
+            Ref: the study's red-light shift; a red filter or red warning lamps pass most of the red and about a
+            third of green and blue, so the objects' own colours (red cube, green ball, blue bar) and the bins' no
+            longer read as they do under white light.
+    """
+
+    name: ClassVar[str] = "lighting"
+    description: ClassVar[str] = "red light: the cell's lights tinted red (images only)"
+    standard: ClassVar[bool] = False
+    episodes: int = 25
+    light_colour: tuple[float, float, float] = (1.0, 0.35, 0.3)
+
+    def apply_appearance(self, appearance: Appearance) -> Appearance:
+        light = appearance.lighting
+        r, g, b = (c * f for c, f in zip(light.colour, self.light_colour))
+        return dataclasses.replace(appearance, lighting=dataclasses.replace(light, colour=(r, g, b)))
+
+
+#: Every condition by name, the standard mix's first, in its order.
+CONDITIONS: dict[str, Condition] = {c.name: c for c in (Nominal(), FastBelt(), NovelObjects(), RedLight())}
 #: The conditions a default evaluation runs, with their episode counts: about half nominal, half shifted.
-STANDARD_MIX: dict[str, int] = {name: c.episodes for name, c in CONDITIONS.items()}
+STANDARD_MIX: dict[str, int] = {name: c.episodes for name, c in CONDITIONS.items() if c.standard}
 
 
 def get_condition(name: object) -> Condition:
@@ -182,6 +210,7 @@ __all__ = [
     "FastBelt",
     "Nominal",
     "NovelObjects",
+    "RedLight",
     "apply_condition",
     "condition_record",
     "get_condition",

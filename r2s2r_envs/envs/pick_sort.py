@@ -174,7 +174,8 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
     estimate, all 1 without an estimator; state modes only), ``condition`` (an evaluation condition of
     ``envs.conditions.CONDITIONS``, default ``"nominal"``: the world as given; ``"fast-belt"``,
     ``"novel-objects"``: a documented shift applied to the world, the lab's included, docs/protocol.md#conditions;
-    a shifted env's ``provenance()`` names it).
+    ``"lighting"``: red light, a change of the appearance the cameras see, images only; a shifted env's
+    ``provenance()`` names it).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
     ``env.reset(options={"world": world})`` (same forms as ``world``), for system identification and domain
