@@ -210,6 +210,15 @@ def test_the_lighting_condition_tints_every_env_red_and_changes_no_state():
             assert redness(b["scene_image"]) > 1.5 * redness(a["scene_image"])
 
 
+def test_an_env_without_images_refuses_the_lighting_condition():
+    for env_id, lab in ((SIM, {}), (LAB, {"lab": "v3"})):
+        with pytest.raises(ValueError, match=r"condition 'lighting' changes only what the cameras see.*'state\+rgb'"):
+            gym.make(env_id, **{**SMALL, "obs_mode": "state"}, condition="lighting", **lab)
+    # With images it is a condition like another; the image-free shifts stay open to state envs.
+    assert rollout(SIM, steps=0, condition="lighting", obs_mode="rgb")[0]["scene_image"].shape == (64, 64, 3)
+    gym.make(SIM, **{**SMALL, "obs_mode": "state"}, condition="fast-belt").close()
+
+
 # ---------------------------------------------------------------------- drawn labs
 def test_drawn_appearances_lie_within_their_ranges_and_repeat():
     t = APPEARANCE_DRAW_V3

@@ -290,3 +290,18 @@ def test_from_json_refuses_non_json():
         EvaluationResult.from_json("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ResultSchemaError, match="NaN is not a JSON value"):
         EvaluationResult.from_json('{"wall_time_s": NaN}')
+
+
+def test_an_images_only_condition_is_refused_for_a_state_policy_before_any_episode():
+    from r2s2r_envs.envs.registration import EnvArgumentError
+
+    class Counting(RandomPolicy):
+        calls = 0
+
+        def act(self, obs):
+            Counting.calls += 1
+            return super().act(obs)
+
+    with pytest.raises(EnvArgumentError, match=r"condition\(s\) \['lighting'\].*no images"):
+        evaluate(SIM, Counting(), conditions=["nominal", "lighting"], env_kwargs=FAST, progress=False)
+    assert Counting.calls == 0

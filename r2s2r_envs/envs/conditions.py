@@ -46,6 +46,8 @@ class Condition:
         name: The condition's name (``condition=`` of the env, ``--conditions`` of ``r2s2r evaluate``).
         shifted: Whether it lies outside what the lab's demonstrations cover (counted in the "all shifted" figure).
         standard: Whether it is part of the standard mix (``STANDARD_MIX``).
+        images_only: Whether it changes only what the cameras see (an env without images refuses it: there it
+            would be ``nominal`` under another name).
         episodes: Its episodes in the standard mix (docs/protocol.md#conditions), or when named alone.
     """
 
@@ -53,6 +55,7 @@ class Condition:
     description: ClassVar[str]
     shifted: ClassVar[bool] = True
     standard: ClassVar[bool] = True
+    images_only: ClassVar[bool] = False
     episodes: int
 
     @property
@@ -142,7 +145,7 @@ class RedLight(Condition):
     """Red light: every light of the cell (the lamp, the head light, the ambient) tinted red, its colour multiplied
     by ``light_colour`` (the spec sheet's white in a simulator, the lab's own light in the lab).  Images only: the
     state observations and the physics are those of ``nominal``.  Not in the standard mix (a state policy sees no
-    change); run it by name (``--conditions lighting``).
+    change, so an env without images refuses it); run it by name (``--conditions lighting``).
 
     Attributes:
         light_colour: Multiplier of ``Appearance.lighting.colour`` per channel (R, G, B), dimensionless.
@@ -154,6 +157,7 @@ class RedLight(Condition):
     name: ClassVar[str] = "lighting"
     description: ClassVar[str] = "red light: the cell's lights tinted red (images only)"
     standard: ClassVar[bool] = False
+    images_only: ClassVar[bool] = True
     episodes: int = 25
     light_colour: tuple[float, float, float] = (1.0, 0.35, 0.3)
 

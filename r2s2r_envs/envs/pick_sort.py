@@ -174,7 +174,7 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
     estimate, all 1 without an estimator; state modes only), ``condition`` (an evaluation condition of
     ``envs.conditions.CONDITIONS``, default ``"nominal"``: the world as given; ``"fast-belt"``,
     ``"novel-objects"``: a documented shift applied to the world, the lab's included, docs/protocol.md#conditions;
-    ``"lighting"``: red light, a change of the appearance the cameras see, images only; a shifted env's
+    ``"lighting"``: red light, a change of the appearance the cameras see, refused without images; a shifted env's
     ``provenance()`` names it).
 
     Physics can change without rebuilding the env: ``env.unwrapped.set_world(world)`` or
@@ -249,6 +249,12 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
         self.rules = OutcomeRules()
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.condition: Condition = get_condition(condition)  # a ValueError listing the conditions
+        if self.condition.images_only and obs_mode == "state":
+            raise ValueError(
+                f"condition {self.condition.name!r} changes only what the cameras see, and obs_mode='state' has no "
+                "images (it would be 'nominal' under another name): choose obs_mode 'rgb' or 'state+rgb', or "
+                "another condition"
+            )
         shape = self.condition.object_shape
         self._object_shape = None if shape == IDENTITY_SHAPE else shape  # None: the builder's cache as before
         self._build(self.condition.apply_world(load_world(world)))

@@ -377,6 +377,18 @@ def _batched_episodes(
         vec.close()
 
 
+def _check_images(env_id: str, env: Any, runs: Sequence[ConditionRun]) -> None:
+    """Refuses, before any episode, a condition that changes only images for an env that has none."""
+    obs_mode = getattr(getattr(env, "unwrapped", env), "obs_mode", None)
+    images_only = [run.condition for run in runs if CONDITIONS[run.condition].images_only]
+    if obs_mode == "state" and images_only:
+        raise EnvArgumentError(
+            f"cannot evaluate on {env_id} under condition(s) {images_only}: they change only what the cameras see, "
+            "and the policy's obs_mode 'state' has no images (they would be 'nominal' under another name); choose "
+            "other conditions or an image policy"
+        )
+
+
 def evaluate(
     env_id: str,
     policy: PolicyOrFactory,
@@ -469,6 +481,7 @@ def evaluate(
     run = _Run(env_id, policy, kwargs, {"render_mode": "rgb_array"} if video is not None else {})
     try:
         main_policy = run.start()
+        _check_images(env_id, run.env, runs)
         provenance = env_provenance(cast(gym.Env, run.env))
         recorded_kwargs = recorded_env_kwargs(run.kwargs, provenance["domain"])
         run.envs["nominal"] = (cast(gym.Env, run.env), main_policy)
