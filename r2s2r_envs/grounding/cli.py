@@ -49,6 +49,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     add_seed_option(log, 0, "base seed (default 0)")
     log.add_argument("--quick", action="store_true", help="fewer, shorter runs (a reduced budget)")
     log.add_argument("--quiet", action="store_true", help="no per-run lines")
+    log.add_argument(
+        "--visual",
+        action="store_true",
+        help="run the visual protocols instead (camera calibration, appearance frames; images at "
+        "160 x 160): a visual log for r2s2r sysid --visual-logs",
+    )
     log.set_defaults(func=_log_lab)
     fit_cli.add_subcommands(subparsers)  # sysid
     tune = subparsers.add_parser(
@@ -84,12 +90,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def _log_lab(args: argparse.Namespace) -> int:
     from r2s2r_envs.grounding.excitation import log_lab
+    from r2s2r_envs.grounding.visual import log_visual
 
     if args.out.exists() and not args.out.is_dir():
         return report_error("log-lab", f"--out {args.out} exists and is not a directory", EXIT_USAGE)
     start = time.perf_counter()
+    run = log_visual if args.visual else log_lab
     try:
-        logs = log_lab(args.lab, args.out, seed=args.seed, quick=args.quick, progress=None if args.quiet else print)
+        logs = run(args.lab, args.out, seed=args.seed, quick=args.quick, progress=None if args.quiet else print)
     except (FileNotFoundError, KeyError, TypeError, ValueError) as exc:
         return report_error("log-lab", exc)
     print(
