@@ -12,8 +12,14 @@ A grounding file is JSON (schema ``grounding_schema.json``, shipped with the pac
       "validation": {"nrmse": {...}, "planner": {...}, "unmodeled": {...}},
       "provenance": {"lab": {"name": ..., "config_sha256": ...}, "logs": {file: sha256}, "versions": {...},
                      "seed": 0, "wall_time_s": {...}},
-      "demonstrator": {"name": "scripted", "settings": {"position_gain": 0.3}, "tuning": {...}}
+      "demonstrator": {"name": "scripted", "settings": {"position_gain": 0.3}, "tuning": {...}},
+      "appearance": {"look": {...}, "logs": {file: sha256}, "fit": {...}}
     }
+
+``appearance`` (optional) is the lab's look identified from a visual log (``grounding.visual``, ``r2s2r sysid
+--visual-logs``): world-grounded envs render with ``look`` (a ``world.appearance.Appearance``).  A file without it
+(every file written before it, and the shipped ones) reads with ``Grounding.appearance`` None: the envs render the
+spec sheet, and ``Grounding.appearance_origin`` says so.
 
 ``demonstrator`` (schema version 2) is the scripted planner as tuned in this world (``grounding.tuning``,
 ``r2s2r sysid`` / ``r2s2r tune-planner --update-grounding``): the demonstrator that comes with
@@ -52,6 +58,7 @@ from r2s2r_envs.safe_json import (
     plain_json,
     with_content_hash,
 )
+from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.params import FIELD_BOUNDS, PERCEPTION_FIELDS, WorldParams
 
 #: Version of the grounding file format written; readers take ``READABLE_SCHEMA_VERSIONS`` and refuse others.
@@ -62,6 +69,8 @@ READABLE_SCHEMA_VERSIONS = (1, 2)
 TUNABLE_DEMONSTRATOR = "scripted"
 #: The ``format`` field of a grounding file.
 GROUNDING_FORMAT = "r2s2r_envs.grounding"
+#: The optional section of the look identified from a visual log (checked in code, outside the JSON schema).
+APPEARANCE_SECTION = "appearance"
 #: Name of the grounding shipped for the default lab.
 DEFAULT_GROUNDING = "default"
 #: ``Grounding.source`` of a grounding given as a JSON object (no file: ``file_sha256`` is None).
@@ -99,6 +108,8 @@ class Grounding:
         file_sha256: SHA-256 of the file's bytes when loaded from a file; not part of the file.
         file_schema_version: The schema version of the file or dict it was read from (a version-1 file is read
             with ``demonstrator`` None); None when made in memory (written as the current version).
+        appearance_section: The file's ``appearance`` section (``look``, ``logs``, ``fit``), or None: the file has
+            none and the envs render the spec sheet (see ``appearance`` and ``appearance_origin``).
     """
 
     world: WorldParams
@@ -111,6 +122,7 @@ class Grounding:
     source: str | None = dataclasses.field(default=None, compare=False)
     file_sha256: str | None = dataclasses.field(default=None, compare=False)
     file_schema_version: int | None = dataclasses.field(default=None, compare=False)
+    appearance_section: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.world, WorldParams):
@@ -120,7 +132,24 @@ class Grounding:
         object.__setattr__(self, "not_identifiable", dict(self.not_identifiable))
         if self.demonstrator is not None:
             object.__setattr__(self, "demonstrator", plain_json(self.demonstrator))
+        if self.appearance_section is not None:
+            object.__setattr__(self, "appearance_section", plain_json(self.appearance_section))
         _check_semantics(self.to_dict(), "Grounding")
+
+    @property
+    def appearance(self) -> Appearance | None:
+        """The identified look the grounded envs render, or None: the file has no ``appearance`` section and they
+        render the spec sheet (``world.appearance.SPEC_SHEET``)."""
+        if self.appearance_section is None:
+            return None
+        return Appearance.from_dict(self.appearance_section["look"], where="grounding appearance.look")
+
+    @property
+    def appearance_origin(self) -> str:
+        """Where the rendered look comes from, in words: the visual log, or the spec sheet for lack of one."""
+        if self.appearance_section is None:
+            return "spec sheet: the grounding file has no appearance section (no visual log was fitted)"
+        return f"identified from a visual log ({len(self.appearance_section['logs'])} run files)"
 
     def to_dict(self) -> dict[str, Any]:
         """The file's JSON object (``source`` and ``file_sha256`` are not part of it)."""
@@ -134,6 +163,8 @@ class Grounding:
             "validation": plain_json(self.validation),
             "provenance": plain_json(self.provenance),
             "demonstrator": None if self.demonstrator is None else dict(self.demonstrator),
+            # Only when identified: a file without it (every earlier one) keeps its content and hash.
+            **({} if self.appearance_section is None else {"appearance": dict(self.appearance_section)}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -165,6 +196,7 @@ class Grounding:
             provenance=data["provenance"],
             demonstrator=data.get("demonstrator"),
             file_schema_version=data["schema_version"],
+            appearance_section=data.get("appearance"),
         )
 
     @classmethod
@@ -358,10 +390,14 @@ def validate_grounding(data: Any, *, where: str = "grounding") -> None:
 
     _check_identity(data, where)
     version = data["schema_version"]
-    known = [k for k in grounding_schema()["properties"] if version >= 2 or k != "demonstrator"]
-    check_keys(data, known, what="field", where=where, required=known, error=GroundingFileError)
+    required = [k for k in grounding_schema()["properties"] if version >= 2 or k != "demonstrator"]
+    known = [*required, APPEARANCE_SECTION] if version >= 2 else required
+    check_keys(data, known, what="field", where=where, required=required, error=GroundingFileError)
+    if data.get(APPEARANCE_SECTION) is not None:
+        _check_appearance_section(data[APPEARANCE_SECTION], where)
     validator = jsonschema.Draft202012Validator(grounding_schema_for(version))
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    plain = {k: v for k, v in data.items() if k != APPEARANCE_SECTION}  # checked above, in code
+    errors = sorted(validator.iter_errors(plain), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         at = "/".join(str(p) for p in e.absolute_path) or "(top level)"
@@ -395,6 +431,28 @@ def _check_semantics(data: Mapping[str, Any], where: str) -> None:
         raise GroundingFileError(f"{where}: {both} listed both as identified and as not identifiable")
     if data.get("demonstrator") is not None:
         _check_demonstrator(where, data["demonstrator"])
+    if data.get(APPEARANCE_SECTION) is not None:
+        _check_appearance_section(data[APPEARANCE_SECTION], where)
+
+
+def _check_appearance_section(section: Any, where: str) -> None:
+    """The optional ``appearance`` section: ``look`` (an ``Appearance`` in its JSON form), ``logs`` (file -> SHA-256),
+    ``fit`` (the fit's record)."""
+    keys = ("look", "logs", "fit")
+    if not isinstance(section, Mapping):
+        raise GroundingFileError(f"{where}: appearance must be an object with keys {list(keys)}, got {section!r}")
+    check_keys(section, keys, what="key", where=f"{where}: appearance", required=keys, error=GroundingFileError)
+    logs, fit = section["logs"], section["fit"]
+    if not isinstance(logs, Mapping) or not all(
+        isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) for v in logs.values()
+    ):
+        raise GroundingFileError(f"{where}: appearance.logs must map each visual log file to its SHA-256, got {logs!r}")
+    if not isinstance(fit, Mapping):
+        raise GroundingFileError(f"{where}: appearance.fit must be an object (the fit's record), got {fit!r}")
+    try:
+        Appearance.from_dict(section["look"], where="appearance.look")
+    except (KeyError, TypeError, ValueError) as e:
+        raise GroundingFileError(f"{where}: {e.args[0] if e.args else e} (docs/grounding.md#appearance)") from None
 
 
 def _check_demonstrator(where: str, section: Mapping[str, Any]) -> None:

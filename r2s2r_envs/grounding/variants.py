@@ -10,6 +10,10 @@ The demonstrator that comes with ``PickSort-WorldGrounded-v0`` is the scripted p
 world (the file's ``demonstrator`` section, written by ``r2s2r sysid`` or ``r2s2r tune-planner
 --update-grounding``; ``grounding.tuning``): ``make_demonstrator(env)`` and dataset generation use those settings.
 A file without the section leaves the planner at its defaults.
+
+The cameras see the look the file's ``appearance`` section identified (``r2s2r sysid --visual-logs``, through the
+env's ``_appearance`` hook, as the lab shows its own); a file without one renders the spec sheet, as every simulator
+does, and ``appearance_origin`` says so.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from r2s2r_envs.grounding.result import (
     load_grounding,
     shipped_groundings,
 )
+from r2s2r_envs.world.appearance import SPEC_SHEET, Appearance
 
 #: ``grounding``: a shipped name, a grounding file, or the file's JSON object (checked as the file is).
 GROUNDING_FILE = FileArgument(
@@ -77,6 +82,16 @@ class WorldGroundedEnv(PickSortEnv):
         self.grounding = load_grounding(grounding)
         super().__init__(world=self.grounding.world, **kwargs)
 
+    def _appearance(self) -> Appearance:
+        """The grounding file's identified look, or the spec sheet when it has none (``appearance_origin``)."""
+        look = self.grounding.appearance
+        return SPEC_SHEET if look is None else look
+
+    @property
+    def appearance_origin(self) -> str:
+        """Where the look the cameras render comes from (``Grounding.appearance_origin``)."""
+        return self.grounding.appearance_origin
+
     @property
     def demonstrator_settings(self) -> dict[str, Any]:
         """The scripted planner's settings as tuned in this world (the grounding file's ``demonstrator`` section),
@@ -96,6 +111,8 @@ class WorldGroundedEnv(PickSortEnv):
             "sha256": g.file_sha256,
             "schema_version": g.file_schema_version or GROUNDING_SCHEMA_VERSION,
             "lab": dict(g.provenance.get("lab", {})),
+            # Only with an identified look: a file without one is named exactly as before (spec-sheet renders).
+            **({"appearance": g.appearance_origin} if g.appearance_section is not None else {}),
         }
 
     def provenance(self) -> dict[str, Any]:
