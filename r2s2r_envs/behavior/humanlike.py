@@ -105,6 +105,8 @@ _MIN_GRASP_HEIGHT = 0.03
 _SLIPPED_DISTANCE = 0.04
 # Object-to-TCP distance while carrying beyond which the object counts as lost, m.
 _LOST_DISTANCE = 0.1
+#: The pace settings' ranges (``reach_tempo``, ``carry_tempo``: see :class:`HumanlikeGenerator`).
+PACE_BOUNDS: dict[str, tuple[float, float]] = {"reach_tempo": (0.25, 4.0), "carry_tempo": (0.25, 4.0)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -193,9 +195,15 @@ class HumanlikeGenerator:
         env: a PickSort env with task-space control and state observations.
         model: a shipped model name (``"default"``), a model file, or a model dict; default: the env's
             ``behavior`` if it has one, else ``"default"``.
+        reach_tempo: pace of everything before the lift (:data:`PACE_BOUNDS`): a source grasp's approach (retreat,
+            pause, reach) and closure resampled to ``1 / reach_tempo`` of their duration, its delay between the
+            object's arrival and the reach divided by it; 1: the operator's own pace.
+        carry_tempo: the same for the transport and the move after the release. Both are pace settings a control
+            arm calibrates (the generator at the planner's pace, docs/ablation.md#control-arms); at their defaults
+            the generator is unchanged.
 
     Raises:
-        ValueError: joint-space control.
+        ValueError: joint-space control, or a pace setting out of range (named, with its range).
         r2s2r_envs.behavior.fit.BehaviorModelError: a missing or malformed model.
     """
 
@@ -206,11 +214,18 @@ class HumanlikeGenerator:
         env: gym.Env,
         model: str | Path | dict[str, Any] | None = None,
         world: Mapping[str, Any] | WorldKnowledge | None = None,
+        reach_tempo: float = 1.0,
+        carry_tempo: float = 1.0,
     ) -> None:
         base: Any = env.unwrapped  # a PickSort env (gym.Env declares none of the attributes read here)
         self._env = base
         if getattr(base, "control_mode", "task") != "task":
             raise ValueError("the humanlike generator drives task-space control: make the env with control_mode='task'")
+        for name, value in (("reach_tempo", reach_tempo), ("carry_tempo", carry_tempo)):
+            low, high = PACE_BOUNDS[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"humanlike generator: {name} must be a number in [{low:g}, {high:g}], got {value!r}")
+        self.reach_tempo, self.carry_tempo = float(reach_tempo), float(carry_tempo)
         choice = model if model is not None else getattr(base, "behavior", DEFAULT_MODEL)
         self._fitted = load_model(choice)
         self._fitted_name = "<dict>" if isinstance(choice, dict) else str(choice)
@@ -228,17 +243,22 @@ class HumanlikeGenerator:
         self._reach_limit_y = float(lim["reach_limit_y"])
         self._reach_upstream_y = float(lim["reach_upstream_y"])
         offset = np.asarray(self._fitted["calibration"]["grasp_offset_xy"], dtype=float)
-        self._sources = [_Source(s, offset) for s in self._fitted["sources"]]
+        self._sources = [
+            _Source(retimed(s, self.reach_tempo, self.carry_tempo), offset) for s in self._fitted["sources"]
+        ]
         self._by_category = {c: [s for s in self._sources if s.category == c] for c in C.CATEGORIES}
         self.reset()
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "model": self._fitted_name,
             "model_sha256": self._fitted_hash,
             "world": dataclasses.asdict(self.knowledge),
         }
+        if (self.reach_tempo, self.carry_tempo) != (1.0, 1.0):  # recorded only when set: defaults keep their records
+            out["pace"] = {"reach_tempo": self.reach_tempo, "carry_tempo": self.carry_tempo}
+        return out
 
     def reset(self, seed: int | None = None) -> None:
         self._rng = np.random.default_rng(seed)
@@ -576,6 +596,36 @@ class _Source:
         out = (1.0 - w) * self.approach_world[k] + w * (obj + self.approach_rel[k])
         out[2] = self.approach_world[k, 2]
         return out
+
+
+def retimed(source: dict[str, Any], reach_tempo: float, carry_tempo: float) -> dict[str, Any]:
+    """A model's source grasp at another pace: its approach and closure resampled (linearly) to ``1 / reach_tempo``
+    of their duration, with the pause and reach indices and the delay after arrival, its transport and tail to
+    ``1 / carry_tempo``; the source itself at ``(1, 1)``."""
+    if reach_tempo == 1.0 and carry_tempo == 1.0:
+        return source
+    out = dict(source)
+    for segments, tempo in ((("approach", "close"), reach_tempo), (("transport", "tail"), carry_tempo)):
+        for segment in segments:
+            out[segment] = {k: _resampled(v, tempo) for k, v in source[segment].items()}
+    last = len(out["approach"]["world"]) - 1
+    out["rest"] = min(int(round(source["rest"] / reach_tempo)), last)
+    out["reach"] = min(max(int(round(source["reach"] / reach_tempo)), out["rest"]), last)
+    out["delay_s"] = float(source["delay_s"]) / reach_tempo
+    return out
+
+
+def _resampled(values: Any, tempo: float) -> list[Any]:
+    """A per-step array sampled every ``tempo`` steps (its first and last samples kept)."""
+    a = np.asarray(values, dtype=float)
+    if len(a) <= 1 or tempo == 1.0:
+        return a.tolist()
+    t = np.arange(int(round((len(a) - 1) / tempo)) + 1) * tempo
+    t[-1] = len(a) - 1
+    t = np.minimum(t, len(a) - 1)
+    i = np.minimum(np.floor(t).astype(int), len(a) - 2)
+    w = (t - i).reshape(-1, *([1] * (a.ndim - 1)))
+    return (a[i] * (1.0 - w) + a[i + 1] * w).tolist()
 
 
 def _minjerk(x: float) -> float:
