@@ -6,6 +6,8 @@ intervals (docs/ablation.md).
   graph keyed by config hash.
 * :mod:`~r2s2r_envs.ablation.chain`: with ``--lab``, the lab's Real2Sim2Real chain as tasks of that graph (sysid,
   the behavior fit), the lab known only by its name and config hash (:class:`LabRef`, :func:`resolve_lab`).
+* :mod:`~r2s2r_envs.ablation.arms`: the control arms a design may add (``--arms``), whose data
+  :mod:`~r2s2r_envs.ablation.arm_data` makes and :mod:`~r2s2r_envs.ablation.arms_report` reports.
 * :mod:`~r2s2r_envs.ablation.tasks`: the units of work (data, training, evaluation, mixture attribution).
 * :mod:`~r2s2r_envs.ablation.runner`: :func:`run_ablation`, the checks before any work and the sweep on Ray.
 * :mod:`~r2s2r_envs.ablation.analysis`: the four-variant table, effects with paired seed-level t-intervals,

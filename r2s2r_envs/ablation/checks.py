@@ -7,6 +7,7 @@ import dataclasses
 import math
 from typing import cast
 
+from r2s2r_envs.ablation.arms import check_arms
 from r2s2r_envs.ablation.specs import LAB_ENV_ID, VARIANTS, DesignError, policy_label
 from r2s2r_envs.ablation.study import AblationDesign
 from r2s2r_envs.envs.conditions import STANDARD_MIX
@@ -26,6 +27,7 @@ def check_design(design: AblationDesign) -> None:
         raise DesignError(f"no variant selected; choose from {list(VARIANTS)}")
     if design.sweep_variant is not None:
         check_choice(design.sweep_variant, VARIANTS, what="sweep variant", error=DesignError)
+    check_arms(design.arms, design.variants)
     missing = [v for v in design._sim_variants_used() if v not in dict(design.sim)]
     if missing:
         raise DesignError(f"no sim data given for variant(s) {missing}")

@@ -12,6 +12,7 @@ Examples:
     r2s2r ablation --recipe v1 --out runs/ablation-v1              # the first policies' recipe (earlier records)
     r2s2r ablation --lab my_lab.json --quick --out runs/my-lab      # the whole chain on another lab (sysid, demos,
                                                                     # behavior fit, the variants' data, train, eval)
+    r2s2r ablation --quick --arms all --out runs/control-arms       # with the control arms (preset control-arms)
 
 A re-run with the same ``--out`` skips every finished task (results are keyed by their config hash). Exit codes:
 0 every task finished, 1 some tasks failed (the others' results and the report are written), 2 bad input (nothing
@@ -28,7 +29,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.ablation.design import DEFAULT_METHODS, PRESETS, VARIANTS, AblationDesign, DesignError, lab_design
+from r2s2r_envs.ablation.design import (
+    ARM_NAMES,
+    DEFAULT_METHODS,
+    PRESETS,
+    VARIANTS,
+    AblationDesign,
+    DesignError,
+    lab_design,
+)
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, comma_list, positive_int, report_error
 from r2s2r_envs.policies.config import RECIPES
 
@@ -94,6 +103,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         default=None,
         metavar="V,V",
         help=f"grounding variants (default: {','.join(VARIANTS)})",
+    )
+    p.add_argument(
+        "--arms",
+        type=_comma_list,
+        default=None,
+        metavar="A,A",
+        help=f"control arms to add, or 'all' ({','.join(ARM_NAMES)}): data variants that split each axis's effect "
+        "(world = physics + re-tune, behavior = pace + style, the same scenes in every variant, the lab's sensing on "
+        "nominal physics); docs/ablation.md#control-arms",
     )
     p.add_argument(
         "--seeds",
@@ -234,6 +252,8 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
         changes["variants"] = args.variants
         if design.sweep_variant not in args.variants:
             changes["sweep_variant"] = None
+    if getattr(args, "arms", None) is not None:
+        changes["arms"] = ARM_NAMES if args.arms == ("all",) else args.arms  # checked by check_design, before work
     if args.seeds is not None:
         changes["seeds"] = args.seeds
         changes["sweep_seeds"] = None  # the same seeds, unless given apart

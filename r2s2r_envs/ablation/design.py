@@ -20,16 +20,20 @@ This module gathers the design's public names; each lives in the module of its j
   :class:`PolicySpec`, :class:`Task` and :func:`config_hash`;
 * :mod:`~r2s2r_envs.ablation.study`: :class:`AblationDesign` and its task graph;
 * :mod:`~r2s2r_envs.ablation.presets`: the shipped designs and :func:`lab_design`;
+* :mod:`~r2s2r_envs.ablation.arms`: the control arms a design may add (``AblationDesign.arms``);
 * :mod:`~r2s2r_envs.ablation.checks`: :func:`check_design`.
 """
 
 from __future__ import annotations
 
+from r2s2r_envs.ablation.arms import ARM_NAMES, ARMS
 from r2s2r_envs.ablation.checks import check_design
 from r2s2r_envs.ablation.presets import (
     LAB_CHAINS,
     PRESETS,
     SMOKE_PROTOCOLS,
+    control_arms_design,
+    control_arms_smoke_design,
     full_design,
     lab_design,
     quick_design,
@@ -61,6 +65,8 @@ from r2s2r_envs.ablation.specs import (
 from r2s2r_envs.ablation.study import AblationDesign
 
 __all__ = [
+    "ARMS",
+    "ARM_NAMES",
     "AXIS_INPUTS",
     "DEFAULT_METHODS",
     "DEFAULT_SWEEP",
@@ -85,6 +91,8 @@ __all__ = [
     "canonical_sim_name",
     "check_design",
     "config_hash",
+    "control_arms_design",
+    "control_arms_smoke_design",
     "env_id_of",
     "full_design",
     "lab_design",

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.ablation.arms_report import arms_markdown
 from r2s2r_envs.ablation.plots import plot_all
 from r2s2r_envs.ablation.specs import REAL_ONLY, Task
 from r2s2r_envs.ablation.stats import (
@@ -54,6 +55,7 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
             *_variants_lines(report),
             *_data_cards_lines(report),
             *_effects_lines(report),
+            *arms_markdown(report),
             *_findings_lines(report),
             *_study_lines(report),
             *_versus_real_only_lines(report),

@@ -152,17 +152,23 @@ def contrast(cells: Mapping[Any, np.ndarray], weights: Mapping[Any, float]) -> d
     return intervals.contrast_interval({k: cells[k] for k in used}, used).to_dict()
 
 
-def effects(cells_by_method: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, dict[str, Any]]:
-    """Every effect of :data:`EFFECTS` per method and, with several methods, pooled over them (``"all methods"``)
-    when the heterogeneity test allows it (p >= :data:`HETEROGENEITY_ALPHA`); otherwise ``"all methods"`` has no
-    estimate and says why (``withheld``). Every ``"all methods"`` entry carries its ``heterogeneity`` test.
+def effects(
+    cells_by_method: Mapping[str, Mapping[str, np.ndarray]],
+    contrasts: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Every effect of :data:`EFFECTS` (or of ``contrasts``) per method and, with several methods, pooled over them
+    (``"all methods"``) when the heterogeneity test allows it (p >= :data:`HETEROGENEITY_ALPHA`); otherwise
+    ``"all methods"`` has no estimate and says why (``withheld``). Every ``"all methods"`` entry carries its
+    ``heterogeneity`` test.
 
     Args:
         cells_by_method: ``{method: {variant: (seeds, episodes) matrix}}`` for one metric.
+        contrasts: ``{name: weights over cells}`` (default :data:`EFFECTS`; the control arms' rows,
+            ``arms.ARM_EFFECTS``).
     """
     out: dict[str, dict[str, Any]] = {}
     methods = list(cells_by_method)
-    for name, weights in EFFECTS.items():
+    for name, weights in (EFFECTS if contrasts is None else contrasts).items():
         out[name] = {}
         for method in methods:
             out[name][method] = contrast(cells_by_method[method], weights)

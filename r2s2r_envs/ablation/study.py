@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from r2s2r_envs.ablation.arms import arm_reads, arm_stages, arm_tasks
 from r2s2r_envs.ablation.chain import ChainSpec, LabRef
 from r2s2r_envs.ablation.mixture import ATTRIBUTION_VERSION
 from r2s2r_envs.ablation.specs import (
@@ -73,6 +74,10 @@ class AblationDesign:
         chain: how the chain's stages run (sysid, behavior fit); set exactly when ``lab`` is. With both, the real
             data is made in that lab by its teleoperator, the grounded variants' envs take the grounding file and
             the behavior model its chain produced, and every policy is evaluated in that lab.
+        arms: control arms (:mod:`~r2s2r_envs.ablation.arms`: ``"untuned-planner"``, ``"lab-sensing"``,
+            ``"slowed-planner"``, ``"generator-planner-pace"``, ``"success-matched"``): data variants whose cells
+            are trained and evaluated in the lab like the table's, and split the axes' effects in the report. Their
+            tasks come after all others; a design without arms has the tasks and keys it had before they existed.
     """
 
     name: str
@@ -100,6 +105,7 @@ class AblationDesign:
     max_retries: int = 2
     lab: LabRef | None = None
     chain: ChainSpec | None = None
+    arms: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ derived
     def sim_spec(self, variant: str) -> DataSpec:
@@ -170,6 +176,8 @@ class AblationDesign:
         d["chain"] = None if self.chain is None else self.chain.to_dict()
         if self.eval_split is None:  # the designs before protocol v2 keep their manifests
             del d["eval_split"]
+        if not self.arms:  # so do the designs without control arms
+            del d["arms"]
         return d
 
     @classmethod
@@ -179,7 +187,7 @@ class AblationDesign:
         kw = dict(data)
         kw["real"] = DataSpec(**data["real"])
         kw["sim"] = tuple((v, DataSpec(**s)) for v, s in data["sim"])
-        for name in ("variants", "methods", "seeds", "sweep_fractions", "sweep_methods", "mixture_methods"):
+        for name in ("variants", "methods", "seeds", "sweep_fractions", "sweep_methods", "mixture_methods", "arms"):
             if name in kw:
                 kw[name] = tuple(kw[name])
         if kw.get("sweep_seeds") is not None:
@@ -204,8 +212,8 @@ class AblationDesign:
         stage_keys: dict[str, str] = {}  # chain stage kind -> key (designs with a lab only)
         # A stage runs when a variant of the design is grounded on its axis (--variants may leave one out).
         used = self._sim_variants_used()
-        needs_world = any(VARIANT_AXES[v][0] for v in used)
-        needs_behavior = any(VARIANT_AXES[v][1] for v in used)
+        needs_world = any(VARIANT_AXES[v][0] for v in used) or "world" in arm_stages(self.arms)
+        needs_behavior = any(VARIANT_AXES[v][1] for v in used) or "behavior" in arm_stages(self.arms)
         if self.lab is not None and self.chain is not None and needs_world:
             config = self.chain.sysid_config(self.lab)
             key = config_hash("sysid", config)
@@ -286,6 +294,8 @@ class AblationDesign:
             key = config_hash("mixture", config, deps)
             label = f"mixture {policy_label(policy)}"
             tasks.append(Task(kind="mixture", key=key, config=config, deps=deps, num_cpus=1, label=label))
+        if self.arms:
+            tasks += arm_tasks(self, data_keys, stage_keys)
         return tasks
 
     def mixture_policies(self) -> list[tuple[PolicySpec, str]]:
@@ -325,6 +335,7 @@ class AblationDesign:
         used = list(self.variants)
         if self.sweep_variant is not None and self.sweep_variant not in used:
             used.append(self.sweep_variant)
+        used += arm_reads(self.arms)  # the variants the control arms' data are made from
         return [v for v in VARIANTS if v in used]
 
     def _sim_deps(self, policy: PolicySpec) -> list[str]:

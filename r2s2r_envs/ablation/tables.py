@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r_envs.ablation.arms_report import arms_analysis
 from r2s2r_envs.ablation.runs import EvalRun, cell_matrix, load_runs
 from r2s2r_envs.ablation.specs import REAL_ONLY, SINGLE_DOMAIN_METHOD, VARIANTS, Task
 from r2s2r_envs.ablation.stats import (
@@ -237,7 +238,8 @@ def data_cards(design: AblationDesign, tasks: Sequence[Task], store: Store) -> l
         done = store.is_done("data", task.key)
         if done:
             card = store.done_record("data", task.key).get("card") or _stored_card(store, task.key)
-        out.append({"data": label, "variant": variant_of.get(label, label), "done": done, "card": card})
+        cell = (task.config.get("arm") or {}).get("cell")  # a control arm's data: its cell
+        out.append({"data": label, "variant": cell or variant_of.get(label, label), "done": done, "card": card})
     return out
 
 
@@ -300,6 +302,8 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
     if design.lab is not None:
         report["lab"] = {"name": design.lab.name, "config_sha256": design.lab.config_sha256}
         report["chain"] = chain_summary(tasks, store, status)
+    if design.arms:
+        report["arms"] = arms_analysis(design, tasks, store, runs)
     return report
 
 

@@ -10,7 +10,9 @@ goes through the suite's public APIs: the datasets generation API and reader, ``
 An attempt starts by deleting the partial output of an earlier attempt (a dataset generation instead resumes its
 crash-safe file) and ends by writing ``task.json``; only then is the task finished (:mod:`.store`). A data task
 records its dataset's data card (``card``: :mod:`r2s2r_envs.datasets.card`), which the report shows beside the
-results. A chain stage
+results. A control arm's data task (``config["arm"]``, :mod:`.arms`) is made by :mod:`.arm_data`: a paced
+demonstrator calibrated first (its record keeps the target, the calibration and the pace achieved), a nominal world
+with a sysid's sensing, or a cut of the variants' data to the scenes all solved (``matched``). A chain stage
 that ran and cannot deliver (:class:`~r2s2r_envs.ablation.chain.StageError`) is not raised to Ray, which would retry
 it for the same answer: it is recorded as a final failure (``Store.record_failure(final=True)``) and returned as
 ``{"stage_failed": reason}``; the runner then skips the tasks that need it.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,33 +137,122 @@ def format_error(exc: BaseException) -> str:
 # ---------------------------------------------------------------------- data
 def _run_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
     config = task["config"]
+    arm = config.get("arm") or {}
+    if "match" in arm:
+        return _matched_data(task, store, out)
     if config["canonical"] is not None:
         return _canonical_data(config, out)
     from r2s2r_envs.datasets.generate import generate
 
+    env_kwargs = env_kwargs_of(task, store, config["env_id"])
+    generate_kwargs = dict(config.get("generate_kwargs", {}))
+    extra: dict[str, Any] = {}
+    if "sensing_of" in arm:  # a nominal world seen through the sensing the chain's sysid identified
+        from r2s2r_envs.ablation.arm_data import sensing_world
+        from r2s2r_envs.grounding.result import load_grounding
+
+        source = arm["sensing_of"]
+        grounding = store.task_dir(source["kind"], source["key"]) / GROUNDING_FILE
+        env_kwargs["world"] = sensing_world(load_grounding(str(grounding)).world)
+    if "pace" in arm:
+        generate_kwargs["demonstrator"], extra["pace"] = _paced_demonstrator(task, store, out, env_kwargs)
     result = generate(
         config["env_id"],
         config["episodes"],
         out / DATASET_FILE,
         seed=config["seed"],
         successes_only=True,
-        env_kwargs=env_kwargs_of(task, store, config["env_id"]),
+        env_kwargs=env_kwargs,
         episode_steps=config["episode_steps"],
         max_attempts=config["max_attempts"],
         progress=False,
         handle_signals=False,
-        **config.get("generate_kwargs", {}),
+        **generate_kwargs,
     )
     if not result.complete:
         raise TaskError(
             f"{config['label']}: generated {result.num_demos} of {config['episodes']} successful demos in "
             f"{result.attempts} attempts of {config['env_id']} (max_attempts {config['max_attempts']})"
         )
+    if "pace" in extra:  # the paced demonstrator's pace on the data it made
+        from r2s2r_envs.ablation.arm_data import measure_pace
+
+        extra["pace"]["achieved"] = measure_pace(out / DATASET_FILE).to_dict()
     return {
         "dataset": str(out / DATASET_FILE),
         "sha256": result.content_hash,
         "num_demos": result.num_demos,
         "card": data_card(out / DATASET_FILE),  # written by generate
+        **extra,
+    }
+
+
+def _paced_demonstrator(
+    task: dict[str, Any], store: Store, out: Path, env_kwargs: dict[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The demonstrator of a paced control arm, its pace calibrated in the arm's env to the pace of the target
+    dataset (a training dataset of the design: ``config["arm"]["pace"]["target"]``), and what the calibration did."""
+    from r2s2r_envs.ablation.arm_data import PacedDemonstrator, PaceError, calibrate_generation, measure_pace
+
+    config = task["config"]
+    pace = config["arm"]["pace"]
+    try:
+        target = measure_pace(data_path(store, pace["target"]["key"]))
+    except PaceError as exc:
+        raise TaskError(f"{config['label']}: the target pace of {pace['target']['data']}: {exc}") from None
+    calibration = calibrate_generation(
+        pace["demonstrator"],
+        target,
+        env_id=config["env_id"],
+        env_kwargs=env_kwargs,
+        episode_steps=config["episode_steps"],
+        generate_kwargs=config.get("generate_kwargs", {}),
+        workdir=out / "calibration",
+        episodes=pace["episodes"],
+        rounds=pace["rounds"],
+    )
+    settings = tuple(sorted(calibration["settings"].items()))
+    record = {"target": {**pace["target"], **target.to_dict()}, "calibration": calibration}
+    return PacedDemonstrator(pace["demonstrator"], settings), record
+
+
+def _matched_data(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
+    """A success-matched arm's dataset: its variant's demos of the attempts every variant's demonstrator solved
+    (``arm_data.matched_attempts``), in attempt order."""
+    from r2s2r_envs.ablation.arm_data import PaceError, matched_attempts
+
+    config = task["config"]
+    match = config["arm"]["match"]
+    paths = [data_path(store, key) for key in task["deps"]]
+    try:
+        found = matched_attempts(paths)
+    except PaceError as exc:
+        raise TaskError(f"{config['label']}: {exc}") from None
+    if not found["attempts"]:
+        raise TaskError(
+            f"{config['label']}: no scene of the {found['compared']} attempts every variant made was solved by every "
+            f"variant's demonstrator (solved per variant: {found['solved']}); give the variants more demos"
+        )
+    own = match["variants"].index(match["variant"])
+    sha = write_subset(
+        Path(paths[own]),
+        out / DATASET_FILE,
+        len(found["attempts"]),
+        source_name=f"{match['variant']} data {task['deps'][own]}",
+        demos=found["positions"][own],
+    )
+    matched = {
+        "variants": match["variants"],
+        "compared_attempts": found["compared"],
+        "solved": found["solved"],
+        "kept_attempts": found["attempts"],
+    }
+    return {
+        "dataset": str(out / DATASET_FILE),
+        "sha256": sha,
+        "num_demos": len(found["attempts"]),
+        "card": data_card(out / DATASET_FILE, store=True),
+        "matched": matched,
     }
 
 
@@ -199,8 +291,11 @@ def _canonical_data(config: dict[str, Any], out: Path) -> dict[str, Any]:
     }
 
 
-def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -> str:
-    """Writes the first ``episodes`` demos of ``source`` to a new dataset file; returns its content hash.
+def write_subset(
+    source: Path, dest: Path, episodes: int, *, source_name: str, demos: Sequence[int] | None = None
+) -> str:
+    """Writes the first ``episodes`` demos of ``source`` (or those at positions ``demos`` of its demo order) to a
+    new dataset file; returns its content hash.
 
     The provenance is the source's, plus ``subset_of`` (the source's name, content hash and the demos taken), so a
     result trained on the subset names exactly which demos it saw. The demos keep their executed ``actions`` and
@@ -218,7 +313,8 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
     with open_dataset(source, verify="quick") as f:
         label_array = f.label_array()  # before anything is written
         provenance = dict(f.provenance)
-        provenance["subset_of"] = {"name": source_name, "sha256": f.content_hash, "demos": list(range(episodes))}
+        chosen = list(range(episodes)) if demos is None else [int(i) for i in demos]
+        provenance["subset_of"] = {"name": source_name, "sha256": f.content_hash, "demos": chosen}
         generation = {"subset_of": provenance["subset_of"], "source_generation": f.generation}
         with DatasetWriter.create(
             dest,
@@ -228,7 +324,7 @@ def write_subset(source: Path, dest: Path, episodes: int, *, source_name: str) -
             episodes_requested=episodes,
             overwrite=True,
         ) as writer:
-            for demo_id in f.demo_ids[:episodes]:
+            for demo_id in (f.demo_ids[i] for i in chosen):
                 demo = f.demo(demo_id, states=True)
                 attrs = demo.attrs
                 observations = {k: np.concatenate([demo.obs[k], demo.next_obs[k][-1:]]) for k in demo.obs}

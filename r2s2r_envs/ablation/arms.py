@@ -1,0 +1,294 @@
+"""The control arms (docs/ablation.md#control-arms): data variants that split a grounding axis's effect into its
+parts, each a name a design lists (``AblationDesign.arms``, ``r2s2r ablation --arms``) and a set of cells the
+runner trains and evaluates like the four variants' (every method and seed of the table, co-trained at the rule's
+real_fraction of the variant whose data recipe the cell follows, evaluated in the lab).
+
+* ``untuned-planner``: identified physics (WorldGrounded's env and grounding), the planner at its default settings;
+  splits world (W - U) into physics (untuned-planner - U) and re-tune (W - untuned-planner);
+* ``lab-sensing``: nominal physics seen through the grounding's sensing (sensor noise, calibration, the camera-based
+  estimator), the planner at its defaults; splits physics into sensing and dynamics;
+* ``slowed-planner``: nominal physics, the planner slowed to the pace of the design's lab demos; splits behavior
+  (B - U) into pace (slowed-planner - U) and style (B - slowed-planner);
+* ``generator-planner-pace``: nominal physics, the generator at the pace of the design's Ungrounded data (the
+  planner's); splits behavior into the generator's pace and style at the planner's pace;
+* ``success-matched``: each variant's data cut to the scenes every variant's demonstrator solved; each axis on the
+  same scenes.
+
+A design without arms has exactly the tasks (and keys) it had before arms existed: the arms' tasks come after all
+others and none of the others' configurations changes. Everything an arm's data is made from is in its data task's
+configuration or dependencies: the paced arms' target pace is read at run time from a dataset of the design (a
+dependency), the sensing from the grounding the WorldGrounded data use (the shipped file's values, or with ``--lab``
+the chain's sysid output). Nothing is read from the lab but its training demos, and nothing from an evaluation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from r2s2r_envs.ablation.arm_data import CALIBRATION_ROUNDS, calibration_episodes, sensing_world
+from r2s2r_envs.ablation.specs import (
+    LAB_ENV_ID,
+    VARIANTS,
+    DataSpec,
+    DesignError,
+    PolicySpec,
+    Task,
+    canonical_recipe,
+    config_hash,
+    policy_label,
+)
+from r2s2r_envs.mappings import check_keys
+
+if TYPE_CHECKING:
+    from r2s2r_envs.ablation.study import AblationDesign
+
+#: The cells of the success-matched arm, one per variant.
+MATCHED_CELLS: dict[str, str] = {v: f"matched-{v}" for v in VARIANTS}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Arm:
+    """One control arm.
+
+    Attributes:
+        name: its name (``--arms``).
+        summary: what its data are, in a line.
+        base: per cell it adds, the variant whose data recipe (env, seed, demos, noise) and real_fraction it follows.
+        compares: the table's variants its effects read (they must be in the design's ``variants``).
+        stages: the chain stages its data need with ``--lab`` (``"world"``: sysid, ``"behavior"``: the fit).
+        reads: the variants whose data its data are made from (their data tasks run too).
+    """
+
+    name: str
+    summary: str
+    base: Mapping[str, str]
+    compares: tuple[str, ...]
+    stages: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return tuple(self.base)
+
+
+ARMS: dict[str, Arm] = {
+    a.name: a
+    for a in (
+        Arm(
+            name="untuned-planner",
+            summary="identified physics, the planner at its default settings (not re-tuned there)",
+            base={"untuned-planner": "WorldGrounded"},
+            compares=("Ungrounded", "WorldGrounded"),
+            stages=("world",),
+        ),
+        Arm(
+            name="lab-sensing",
+            summary="nominal physics seen through the identified sensing (noise, calibration, estimator), default "
+            "planner",
+            base={"lab-sensing": "Ungrounded"},
+            compares=("Ungrounded", "WorldGrounded"),
+            stages=("world",),
+        ),
+        Arm(
+            name="slowed-planner",
+            summary="nominal physics, the planner slowed to the pace of the design's lab demos",
+            base={"slowed-planner": "Ungrounded"},
+            compares=("Ungrounded", "BehaviorGrounded"),
+        ),
+        Arm(
+            name="generator-planner-pace",
+            summary="nominal physics, the generator at the pace of the design's Ungrounded data (the planner's)",
+            base={"generator-planner-pace": "BehaviorGrounded"},
+            compares=("Ungrounded", "BehaviorGrounded"),
+            stages=("behavior",),
+            reads=("Ungrounded",),
+        ),
+        Arm(
+            name="success-matched",
+            summary="each variant's data cut to the scenes (attempts of one base seed) every variant's demonstrator "
+            "solved",
+            base={cell: v for v, cell in MATCHED_CELLS.items()},
+            compares=(),
+            reads=VARIANTS,
+        ),
+    )
+}
+ARM_NAMES: tuple[str, ...] = tuple(ARMS)
+
+_U, _W, _B, _F = VARIANTS
+_M = MATCHED_CELLS
+#: The decomposition rows: name -> (arms they need, weights over cells). A row is reported when the design has
+#: its arms; the rows of one split add up (world W - U = physics + re-tune, and so on).
+ARM_EFFECTS: dict[str, tuple[tuple[str, ...], dict[str, float]]] = {
+    "world, nominal behavior (W - U)": (("untuned-planner",), {_W: 1.0, _U: -1.0}),
+    "physics (untuned-planner - U)": (("untuned-planner",), {"untuned-planner": 1.0, _U: -1.0}),
+    "re-tune (W - untuned-planner)": (("untuned-planner",), {_W: 1.0, "untuned-planner": -1.0}),
+    "sensing (lab-sensing - U)": (("lab-sensing",), {"lab-sensing": 1.0, _U: -1.0}),
+    "dynamics (untuned-planner - lab-sensing)": (
+        ("untuned-planner", "lab-sensing"),
+        {"untuned-planner": 1.0, "lab-sensing": -1.0},
+    ),
+    "behavior, nominal world (B - U)": (("slowed-planner",), {_B: 1.0, _U: -1.0}),
+    "pace (slowed-planner - U)": (("slowed-planner",), {"slowed-planner": 1.0, _U: -1.0}),
+    "style (B - slowed-planner)": (("slowed-planner",), {_B: 1.0, "slowed-planner": -1.0}),
+    "generator's pace (B - generator-planner-pace)": (
+        ("generator-planner-pace",),
+        {_B: 1.0, "generator-planner-pace": -1.0},
+    ),
+    "style at the planner's pace (generator-planner-pace - U)": (
+        ("generator-planner-pace",),
+        {"generator-planner-pace": 1.0, _U: -1.0},
+    ),
+    "world, matched scenes": (("success-matched",), {_M[_W]: 0.5, _M[_F]: 0.5, _M[_U]: -0.5, _M[_B]: -0.5}),
+    "behavior, matched scenes": (("success-matched",), {_M[_B]: 0.5, _M[_F]: 0.5, _M[_U]: -0.5, _M[_W]: -0.5}),
+    "interaction, matched scenes": (("success-matched",), {_M[_U]: 1.0, _M[_F]: 1.0, _M[_W]: -1.0, _M[_B]: -1.0}),
+    "W - U, matched scenes": (("success-matched",), {_M[_W]: 1.0, _M[_U]: -1.0}),
+    "B - U, matched scenes": (("success-matched",), {_M[_B]: 1.0, _M[_U]: -1.0}),
+}
+
+
+def check_arms(arms: Sequence[str], variants: Sequence[str]) -> None:
+    """Refuses an unknown arm, a repeated one, or one whose compared variants the design leaves out.
+
+    Raises:
+        DesignError: naming the arm and what is accepted.
+    """
+    check_keys(arms, ARM_NAMES, what="control arm", error=DesignError)
+    if len(set(arms)) != len(arms):
+        raise DesignError(f"control arms {list(arms)} name an arm twice")
+    for name in arms:
+        missing = [v for v in ARMS[name].compares if v not in variants]
+        if missing:
+            raise DesignError(
+                f"control arm {name!r} is compared with {list(ARMS[name].compares)}: add {missing} to the variants"
+            )
+
+
+def arm_cells(arms: Sequence[str]) -> dict[str, str]:
+    """``{cell: base variant}`` of the arms, in their order."""
+    return {cell: base for name in arms for cell, base in ARMS[name].base.items()}
+
+
+def arm_reads(arms: Sequence[str]) -> set[str]:
+    """The variants whose data the arms' data are made from."""
+    return {v for name in arms for v in ARMS[name].reads}
+
+
+def arm_stages(arms: Sequence[str]) -> set[str]:
+    """The axes whose chain stage the arms' data need with ``--lab``."""
+    return {s for name in arms for s in ARMS[name].stages}
+
+
+def effect_rows(arms: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The decomposition rows the design's arms give (:data:`ARM_EFFECTS`), as ``{name: weights}``."""
+    return {name: weights for name, (needs, weights) in ARM_EFFECTS.items() if set(needs) <= set(arms)}
+
+
+# ---------------------------------------------------------------------- data
+def arm_data_spec(design: AblationDesign, cell: str) -> DataSpec:
+    """The dataset of an arm's cell: its base variant's recipe (a canonical dataset's recipe when the design reads
+    the canonical dataset), with what the arm changes."""
+    base = arm_cells(design.arms)[cell]
+    spec = design.sim_spec(base)
+    if spec.canonical is not None:
+        spec = canonical_recipe(spec.canonical, spec.episodes, spec.label)
+    generate_kwargs = dict(spec.generate_kwargs)
+    env_kwargs = dict(spec.env_kwargs)
+    if cell in ("untuned-planner", "lab-sensing", "slowed-planner"):
+        # Named, the planner gets no settings of the env's (WorldGrounded's re-tune): its defaults, or the pace's.
+        generate_kwargs["demonstrator"] = "scripted"
+    elif cell == "generator-planner-pace":
+        generate_kwargs["demonstrator"] = "humanlike"
+    if cell == "lab-sensing" and design.lab is None:
+        env_kwargs["world"] = _default_sensing(design)
+    suffix = "matched" if cell in MATCHED_CELLS.values() else cell
+    return dataclasses.replace(
+        spec, label=f"{spec.label}-{suffix}", env_kwargs=env_kwargs, generate_kwargs=generate_kwargs, recipe_of=None
+    )
+
+
+def _default_sensing(design: AblationDesign) -> dict[str, Any]:
+    """The sensing of the grounding the design's WorldGrounded data use (without ``--lab``: a shipped file)."""
+    from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, load_grounding
+
+    grounding = design.sim_spec("WorldGrounded").env_kwargs.get("grounding", DEFAULT_GROUNDING)
+    return sensing_world(load_grounding(grounding).world)
+
+
+def _data_task(design: AblationDesign, cell: str, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> Task:
+    base = arm_cells(design.arms)[cell]
+    spec = arm_data_spec(design, cell)
+    config = spec.to_dict()
+    deps: list[str] = []
+    arm: dict[str, Any] = {"cell": cell}
+    if cell in MATCHED_CELLS.values():
+        config = {**config, "episodes": None, "seed": None}  # a cut of the variants' data: made, not generated
+        arm["match"] = {"variant": base, "variants": list(VARIANTS)}
+        deps = [data_keys[v] for v in VARIANTS]
+    elif cell == "lab-sensing":
+        if stage_keys:
+            arm["sensing_of"] = {"kind": "sysid", "key": stage_keys["sysid"]}
+            deps.append(stage_keys["sysid"])
+    elif stage_keys and base != "Ungrounded":
+        config["inputs"], inputs = design._grounding_inputs(base, stage_keys)
+        deps += inputs
+    if cell in ("slowed-planner", "generator-planner-pace"):
+        target = "real" if cell == "slowed-planner" else "Ungrounded"
+        source = design.real if target == "real" else design.sim_spec(target)
+        arm["pace"] = {
+            "demonstrator": spec.generate_kwargs["demonstrator"],
+            "target": {"data": source.label, "key": data_keys[target]},
+            "episodes": calibration_episodes(spec.episodes),  # attempts per calibration round
+            "rounds": CALIBRATION_ROUNDS,
+        }
+        deps.append(data_keys[target])
+    config["arm"] = arm
+    key = config_hash("data", config, deps)
+    return Task(kind="data", key=key, config=config, deps=tuple(deps), num_cpus=1, label=f"data {spec.label}")
+
+
+# ---------------------------------------------------------------------- task graph
+def arm_tasks(design: AblationDesign, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> list[Task]:
+    """The arms' tasks: each cell's data, then per seed and method its co-trained policy, then their lab
+    evaluations (the four-variant table's recipe, seeds and lab episodes)."""
+    cells = arm_cells(design.arms)
+    tasks = [_data_task(design, cell, data_keys, stage_keys) for cell in cells]
+    cell_data = {cell: t.key for cell, t in zip(cells, tasks, strict=True)}
+    trained: list[tuple[PolicySpec, str]] = []
+    for seed in design.seeds:
+        for method in design.methods:
+            for cell, base in cells.items():
+                policy = PolicySpec(method=method, variant=cell, real_fraction=design.rule_fraction(base), seed=seed)
+                config = design._train_config(policy)
+                deps = (data_keys["real"], cell_data[cell])
+                key = config_hash("train", config, deps)
+                tasks.append(
+                    Task(
+                        kind="train",
+                        key=key,
+                        config=config,
+                        deps=deps,
+                        num_cpus=1,
+                        num_gpus=design.train_gpus,
+                        label=f"train {policy_label(policy)}",
+                    )
+                )
+                trained.append((policy, key))
+    for policy, pkey in trained:
+        config = {
+            "env_id": LAB_ENV_ID,
+            "episodes": design.lab_episodes,
+            "env_kwargs": dict(design.eval_env_kwargs),
+            "policy": dataclasses.asdict(policy),
+        }
+        if design.eval_split is not None:
+            config["split"] = design.eval_split
+        if design.lab is not None:
+            config["lab"] = design.lab.to_config()
+        key = config_hash("eval", config, (pkey,))
+        label = f"eval {policy_label(policy)} in {LAB_ENV_ID}"
+        batch = min(design.eval_batch, design.lab_episodes)
+        tasks.append(Task(kind="eval", key=key, config=config, deps=(pkey,), num_cpus=1, label=label, batch=batch))
+    return tasks
