@@ -26,7 +26,7 @@ from r2s2r_envs.argtypes import (
     report_error,
 )
 from r2s2r_envs.grounding.result import GroundingFileError
-from r2s2r_envs.grounding.sysid import SysidResult, format_parameters, run_sysid
+from r2s2r_envs.grounding.sysid import SysidResult, format_parameters, format_visual_gap, run_sysid
 from r2s2r_envs.paths import check_output_file
 
 
@@ -67,6 +67,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
         help="tune the scripted demonstrator in the grounded world on N episodes per grid point and store the "
         "choice in the file (default 40, 10 with --quick; 0: keep the planner's defaults)",
     )
+    p.add_argument(
+        "--visual-logs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a visual log of the same lab (r2s2r log-lab --visual): fit its cameras and look into the file's "
+        "appearance section (without it the grounded envs render the spec sheet)",
+    )
+    p.add_argument("--visual", action="store_true", help="with --lab: log and fit the visual protocols too")
     p.add_argument("--quick", action="store_true", help="reduced logging and fitting budget (a quick look)")
     add_workers_option(p, "threads/processes (default 1)")
     add_seed_option(p, 0, "base seed of logging (default 0)")
@@ -88,6 +97,10 @@ def cmd_sysid(args: argparse.Namespace) -> int:
         return report_error(
             "sysid", f"--report {args.report} is a file; the report is written into a folder", EXIT_USAGE
         )
+    if args.visual_logs is not None and not args.visual_logs.is_dir():
+        return report_error(
+            "sysid", f"--visual-logs {args.visual_logs} is not a directory (r2s2r log-lab --visual)", EXIT_USAGE
+        )
     if args.logs is not None and not args.logs.is_dir():
         return report_error(
             "sysid", f"--logs {args.logs} is not a directory (write one with r2s2r log-lab)", EXIT_USAGE
@@ -105,12 +118,16 @@ def cmd_sysid(args: argparse.Namespace) -> int:
             tune_episodes=args.tune_episodes,
             report=args.report,
             progress=None if args.quiet else (lambda line: print(line, file=sys.stderr)),
+            visual_logs=args.visual_logs,
+            visual=args.visual,
         )
     except (LogError, GroundingFileError, ValueError, FileNotFoundError) as e:
         return report_error("sysid", e)
     print(format_parameters(result.grounding))
     print()
     print(result.validation.format())
+    print()
+    print(format_visual_gap(result.grounding))
     print()
     if result.tuning is not None:
         t = result.tuning

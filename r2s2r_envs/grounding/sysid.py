@@ -14,7 +14,9 @@ With ``--lab LAB`` the lab is logged first (``r2s2r log-lab``'s protocols, into 
 ``--planner-episodes N``, the scripted planner's success in the nominal sim, the grounded sim and the lab
 (``validation.planner_success``), then the scripted demonstrator's tuning in the grounded world
 (``tuning.tune_planner``, ``--tune-episodes`` per grid point, default 40, 10 with ``--quick``, 0 skips it),
-stored as the file's ``demonstrator`` section.  :func:`run_sysid` runs them all; ``fit_cli``'s handler
+stored as the file's ``demonstrator`` section; with ``--visual-logs DIR`` (or ``--lab LAB --visual``) the cameras
+and look fitted from a visual log (``grounding.visual``), stored as its ``appearance`` section with the visual gap in
+``validation``.  :func:`run_sysid` runs them all; ``fit_cli``'s handler
 only parses arguments and prints.
 """
 
@@ -50,7 +52,7 @@ class SysidResult:
         out: The grounding file.
         sha256: The file's SHA-256.
         wall_time_s: Seconds per stage: ``logging`` (0 with ``--logs``), ``fitting``, ``validation``, ``planner``
-            (0 without the planner table), ``tuning`` (0 without it), ``total``.
+            (0 without the planner table), ``tuning`` (0 without it), ``visual`` (with a visual log), ``total``.
         tuning: The demonstrator's tuning in the grounded world (``grounding.tuning.PlannerTuning``), or None.
     """
 
@@ -79,6 +81,8 @@ def run_sysid(
     tune_grid: Mapping[str, Sequence[float]] | None = None,
     report: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    visual_logs: str | Path | None = None,
+    visual: bool = False,
 ) -> SysidResult:
     """Log (with ``lab`` and no ``logs``), identify, validate, write the grounding file (and the report).
 
@@ -100,6 +104,10 @@ def run_sysid(
         tune_grid: The tuning grid (None: ``tuning.DEFAULT_GRID``).
         report: Directory of the HTML report (None: no report).
         progress: Called with one line per step (e.g. ``print``).
+        visual_logs: A visual log of the same lab (``r2s2r log-lab --visual``): the cameras and look are fitted
+            from it and stored as the file's ``appearance`` section, the visual gap in ``validation`` (None: the
+            file has no appearance section, its envs render the spec sheet).
+        visual: With ``lab``, log the visual protocols too (into ``<log dir>/visual``) and fit them.
 
     Raises:
         ValueError: neither ``logs`` nor ``lab``, or a lab whose identity does not match the logs.
@@ -126,6 +134,8 @@ def run_sysid(
         check_protocols(protocols)  # unknown names fail before any work
     times = {"logging": 0.0, "fitting": 0.0, "validation": 0.0, "planner": 0.0, "tuning": 0.0}
     start = time.perf_counter()
+    if visual and (lab is None or logs is not None or visual_logs is not None):
+        raise ValueError("--visual logs the lab's visual protocols: give it with --lab, or pass --visual-logs DIR")
     if logs is None:
         if lab is None:
             raise ValueError("give --logs DIR (existing lab logs) or --lab LAB (log the lab first)")
@@ -135,6 +145,12 @@ def run_sysid(
         say(f"logging lab {lab} into {log_dir}")
         t0 = time.perf_counter()
         log_set = log_lab(lab, log_dir, seed=seed, quick=quick, protocols=protocols, progress=say)
+        if visual:
+            from r2s2r_envs.grounding.visual import log_visual
+
+            visual_logs = Path(log_dir) / "visual"
+            say(f"logging lab {lab}'s visual protocols into {visual_logs}")
+            log_visual(lab, visual_logs, seed=seed, quick=quick, progress=say)
         times["logging"] = time.perf_counter() - t0
     else:
         log_set = read_logs(logs)
@@ -158,10 +174,19 @@ def run_sysid(
         )
         times["planner"] = time.perf_counter() - t0
         validation = validation.with_planner(table)
+    appearance, visual_gap = None, None
+    if visual_logs is not None:
+        say(f"fitting the cameras and look from the visual log {visual_logs}")
+        t0 = time.perf_counter()
+        appearance, visual_gap = fit_appearance_section(visual_logs, log_set, progress=say)
+        times["visual"] = time.perf_counter() - t0
     provenance = _provenance(
         log_set, identification, seed=seed, quick=quick, protocols=protocols, workers=workers, times=times
     )
-    grounding = Grounding.from_identification(identification, validation=validation.to_dict(), provenance=provenance)
+    checked = validation.to_dict() if visual_gap is None else {**validation.to_dict(), "visual_gap": visual_gap}
+    grounding = Grounding.from_identification(identification, validation=checked, provenance=provenance)
+    if appearance is not None:
+        grounding = dataclasses.replace(grounding, appearance_section=appearance)
     tuning = None
     if tune_episodes > 0:
         say(f"tuning the scripted demonstrator in the grounded world: {tune_episodes} episodes per grid point")
@@ -198,6 +223,46 @@ def run_sysid(
         wall_time_s=times,
         tuning=tuning,
     )
+
+
+def fit_appearance_section(
+    visual_logs: str | Path, log_set: Any, progress: Callable[[str], None] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The grounding file's ``appearance`` section and ``validation.visual_gap`` from a visual log of the lab
+    ``log_set`` comes from (``grounding.visual.fit_visual``).
+
+    Raises:
+        ValueError: the visual log comes from another lab (a ``LogError`` if it is not a usable visual log).
+    """
+    from r2s2r_envs.grounding.logs import read_logs
+    from r2s2r_envs.grounding.visual import fit_visual
+
+    visual = read_logs(visual_logs)
+    if visual.lab_config_sha256 != log_set.lab_config_sha256:
+        raise ValueError(
+            f"the visual log {str(visual_logs)!r} comes from lab {visual.lab_name} (config "
+            f"{visual.lab_config_sha256[:12]}), the logs from {log_set.lab_name} (config "
+            f"{log_set.lab_config_sha256[:12]}): give a visual log of the same lab"
+        )
+    fit = fit_visual(visual, progress=progress)
+    section = {"look": fit.appearance.to_dict(), "logs": dict(visual.file_sha256s), "fit": fit.record()}
+    return section, fit.validation()
+
+
+def format_visual_gap(grounding: Grounding) -> str:
+    """The visual-gap figure and reprojection error per camera, or where the look comes from without them."""
+    figure = grounding.validation.get("visual_gap")
+    if not figure:
+        return f"Appearance: {grounding.appearance_origin}"
+    lines = ["Visual gap on held-out frames (embedding-centroid distance; reprojection error, px)"]
+    for camera, row in figure["cameras"].items():
+        px = figure["reprojection_px"].get(camera, {})
+        lines.append(
+            f"  {camera:14s} gap {row['nominal']:.4g} -> {row['grounded']:.4g} "
+            f"({row['reduction_percent']:.1f}% smaller)"
+            f"  reprojection {px.get('nominal', float('nan')):.3g} -> {px.get('grounded', float('nan')):.3g} px"
+        )
+    return "\n".join(lines)
 
 
 def lab_identity(lab: str | Path) -> dict[str, str]:
@@ -313,7 +378,9 @@ __all__ = [
     "LAB_ID",
     "SysidResult",
     "check_lab_matches",
+    "fit_appearance_section",
     "format_parameters",
+    "format_visual_gap",
     "lab_for_logs",
     "lab_identity",
     "run_sysid",
