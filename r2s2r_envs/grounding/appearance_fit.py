@@ -10,11 +10,13 @@ set-ups, through the cameras the calibration fitted:
   ambient part scaled by ``ambient / intensity`` plus its direct part (both rendered separately): one ratio for the
   whole cell, one gain per region and channel (a saturated pixel says only that the gain saturates it).  A gain is
   the surface's colour relative to the spec sheet times the light's colour times its intensity, which the images
-  alone cannot split: the light's colour is what the gains share (grey world: parts and bins as specified, belt and
-  table grey on average, their tints averaging out), normalised to its brightest channel, and its intensity the
-  mean gain of the parts and bins over that colour.  The lamp's direction is left at the spec sheet's.  Exposure
-  is a gain on every pixel (in linear light), the same as a brighter light: only the cameras' ratio shows (their
-  gains on the surfaces both see); their geometric mean is 1 and the fitted intensity and ambient carry the rest.
+  alone cannot split: the light's colour is the gain of the region no appearance recolours (the robot's paint and
+  the belt's rails, a grey card the cell always has), with what the other gains share (grey world: parts and bins
+  as specified, belt and table grey on average) weighing less, normalised to its brightest channel; its intensity
+  the mean gain of the reference, parts and bins over that colour.  The lamp's direction is left at the spec
+  sheet's.  Exposure is a gain on every pixel (in linear light), the same as a brighter light: only the cameras'
+  ratio shows (their gains on the surfaces both see); their geometric mean is 1 and the fitted intensity and
+  ambient carry the rest.
 * **noise**: the temporal standard deviation of static frames (pixels neither black nor saturated), less the
   rounding's share.
 * **blur**: the edge sharpness (mean gradient over that of a slightly blurred copy) near the parts and bins, in the
@@ -46,7 +48,17 @@ from r2s2r_envs.world.constants import CATEGORIES
 
 IMAGE_KEYS = ("scene_image", "wrist_image")
 #: Regions the light and colour fit reads: belt, table, then per category its bin and its part.
-REGIONS: tuple[str, ...] = ("belt", "table", *(f"bin_{c}" for c in CATEGORIES), *(f"object_{c}" for c in CATEGORIES))
+REGIONS: tuple[str, ...] = (
+    "belt",
+    "table",
+    *(f"bin_{c}" for c in CATEGORIES),
+    *(f"object_{c}" for c in CATEGORIES),
+    "reference",
+)
+#: How much the reference weighs in the light's colour and intensity against each other region.
+REFERENCE_WEIGHT = 8.0
+#: The region no appearance recolours (the robot's paint, the belt's rails): a colour reference, like a grey card.
+REFERENCE = "reference"
 #: Candidate blur widths (image widths) the sharpness is interpolated on.
 BLUR_GRID = (0.0, 0.002, 0.004, 0.006, 0.009, 0.013, 0.02)
 
@@ -140,6 +152,7 @@ def region_masks(first: np.ndarray, second: np.ndarray) -> dict[str, np.ndarray]
     for k, c in enumerate(CATEGORIES):
         masks[f"bin_{c}"] = (a == 2) & (b == k)
         masks[f"object_{c}"] = (a == -1) & (b == k)
+    masks[REFERENCE] = (a == -2) & (b == -2) & (np.abs(first.astype(np.float64) - second).sum(axis=2) < 6.0)
     return {name: _erode(mask) for name, mask in masks.items()}
 
 
@@ -259,20 +272,26 @@ def fit_light(
         logs_rk = np.array([np.log(per[(r, k)] / factor[k]) for k in keys_of[r]])
         g[r] = np.exp((w * logs_rk).sum(axis=0) / w.sum(axis=0))
         sat[r] = np.min([saturated[(r, k)] for k in keys_of[r]], axis=0)
-    # Grey world: the parts and bins are their specified colours and the belt and table some grey on average, so
-    # the light's colour is what their gains share (a surface's gain taken relative to a grey of its brightness);
-    # a channel mostly saturated in a region says nothing of it.
+    # The light's colour: the reference's gain where it is seen (its colours are specified and no appearance changes
+    # them), else grey world: the parts and bins are their specified colours and the belt and table some grey on
+    # average, so the light's colour is what their gains share (a surface's gain taken relative to a grey of its
+    # brightness).  A channel mostly saturated in a region says nothing of it.
     spec_rgb = _spec_rgb()
     logs, weights = [], []
     for r in used:
-        shared = g[r] * (spec_rgb[r] / spec_rgb[r].mean() if r in ("belt", "table") else 1.0)
+        if r == REFERENCE:
+            shared = g[r]
+        else:
+            shared = g[r] * (spec_rgb[r] / spec_rgb[r].mean() if r in ("belt", "table") else 1.0)
         logs.append(np.log(np.maximum(shared, 1e-6)))
-        weights.append((sat[r] < 0.3).astype(float))
+        weights.append((sat[r] < 0.3).astype(float) * (REFERENCE_WEIGHT if r == REFERENCE else 1.0))
     w = np.array(weights)
     light = np.exp((np.array(logs) * w).sum(axis=0) / np.maximum(w.sum(axis=0), 1e-9))
     colour = light / light.max()
-    parts = [r for r in used if r.startswith(("bin_", "object_"))] or used
-    intensity = float(np.exp(np.mean([np.log(np.maximum(g[r] / colour, 1e-6)).mean() for r in parts])))
+    parts = [r for r in used if r.startswith(("bin_", "object_")) or r == REFERENCE] or used
+    weight = np.array([REFERENCE_WEIGHT if r == REFERENCE else 1.0 for r in parts])
+    level = np.array([np.log(np.maximum(g[r] / colour, 1e-6)).mean() for r in parts])
+    intensity = float(np.exp((weight * level).sum() / weight.sum()))
     intensity = float(np.clip(intensity, 0.2, 3.0))
     spec = Colours()
     fitted: dict[str, Any] = {}
