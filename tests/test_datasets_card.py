@@ -392,3 +392,20 @@ def test_the_data_task_records_its_card_and_the_report_shows_it(tmp_path: Path) 
     report = analyze(design, tasks, store)
     assert report["data_cards"] == list(rows.values())
     assert "## Who made each cell's data (data cards)" in to_markdown(design, report)
+
+
+def test_importing_the_package_registers_the_grasp_section_without_the_datasets_layer():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, r2s2r_envs\n"
+        "from r2s2r_envs.card_sections import SECTIONS\n"
+        "print(sorted(SECTIONS), 'h5py' in sys.modules, 'r2s2r_envs.datasets' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['grasps']", "False", "False"]
+    from r2s2r_envs import card_sections
+    from r2s2r_envs.datasets import card
+
+    assert card.register_card_section is card_sections.register_card_section  # the old import path still works

@@ -7,14 +7,14 @@
   docs/behavior.md), the demonstrator of ``PickSort-BehaviorGrounded-v0`` (``behavior.variants``).
 * ``behavior.metrics``: how alike two demonstration sets move.
 * ``behavior.card``: the grasp section of every dataset's data card (registered here with
-  ``datasets.card.register_card_section``).
+  ``card_sections.register_card_section``).
 """
 
 from typing import Any
 
 from r2s2r_envs.behavior.reactive import ReactivePlanner
 from r2s2r_envs.behavior.scripted import PlannerConfig, ScriptedPlanner
-from r2s2r_envs.datasets.card import register_card_section
+from r2s2r_envs.card_sections import register_card_section
 from r2s2r_envs.envs.demonstrators import Demonstrator, demonstrator_names, make_demonstrator, register_demonstrator
 
 

@@ -30,9 +30,9 @@ content hash it describes (``content_sha256``): a card whose hash is not the fil
 was killed before it wrote the new card) is reported as stale and recomputed instead of trusted.
 
 The grasp section needs the segmentation of ``r2s2r_envs.behavior.segments``, a layer above this one
-(docs/architecture.md#dependencies): ``r2s2r_envs.behavior`` registers it here (:func:`register_card_section`), as
-the lab registers its teleoperator in the demonstrator registry, and importing ``r2s2r_envs`` imports it, so every
-card has it.
+(docs/architecture.md#dependencies): ``r2s2r_envs.behavior`` registers it in ``r2s2r_envs.card_sections``, as the lab
+registers its teleoperator in the demonstrator registry, and importing ``r2s2r_envs`` imports it, so every card has
+it (without importing this layer and h5py).
 """
 
 from __future__ import annotations
@@ -41,13 +41,16 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from r2s2r_envs._version import __version__
+from r2s2r_envs.card_sections import SECTIONS
+from r2s2r_envs.card_sections import CardSection as CardSection  # re-exported
+from r2s2r_envs.card_sections import register_card_section as register_card_section  # re-exported
 from r2s2r_envs.datasets.reader import DatasetFile, open_dataset
 from r2s2r_envs.datasets.schema import CorruptDatasetError, NoCleanLabelsError
 from r2s2r_envs.envs.config import ControlConfig
@@ -63,14 +66,8 @@ MAX_RANGES_CHARS = 4000
 _PICKSORT_ACTION_DIM = 22
 _ARM_DIMS = 6
 
-#: A section computed by a layer above this one: ``(summary, per-episode rows in demo order)`` for an open file.
-CardSection = Callable[[DatasetFile], tuple[dict[str, Any], list[dict[str, Any]]]]
-_SECTIONS: dict[str, CardSection] = {}
-
-
-def register_card_section(name: str, compute: CardSection) -> None:
-    """Adds section ``name`` to every card: ``compute(file)`` returns its summary and per-episode rows."""
-    _SECTIONS[name] = compute
+# Sections computed by a layer above this one live in their own registry (``r2s2r_envs.card_sections``).
+_SECTIONS = SECTIONS
 
 
 # ---------------------------------------------------------------------------------------------- computing
