@@ -147,7 +147,7 @@ def plan_runs(*, quick: bool = False, dt: float = 0.05) -> list[RunPlan]:
 
 #: Names of short runs in ``plan_runs(quick=True)``, one of each protocol but the finger steps and the arm chirp
 #: (about 3 s to log in the nominal simulator): the small log set that the log checks' tests and
-#: ``benchmarks/hardening_probes.py`` write and corrupt.
+#: hardening probes (``tests/hardening/``) write and corrupt.
 SMOKE_RUNS: tuple[str, ...] = (
     "sensing_rest_0",
     "sensing_rest_2",
