@@ -37,7 +37,6 @@ from r2s2r_envs.ablation.specs import (
     Task,
     canonical_recipe,
     config_hash,
-    policy_label,
 )
 from r2s2r_envs.mappings import check_keys
 
@@ -261,34 +260,10 @@ def arm_tasks(design: AblationDesign, data_keys: Mapping[str, str], stage_keys: 
         for method in design.methods:
             for cell, base in cells.items():
                 policy = PolicySpec(method=method, variant=cell, real_fraction=design.rule_fraction(base), seed=seed)
-                config = design._train_config(policy)
-                deps = (data_keys["real"], cell_data[cell])
-                key = config_hash("train", config, deps)
-                tasks.append(
-                    Task(
-                        kind="train",
-                        key=key,
-                        config=config,
-                        deps=deps,
-                        num_cpus=1,
-                        num_gpus=design.train_gpus,
-                        label=f"train {policy_label(policy)}",
-                    )
-                )
-                trained.append((policy, key))
+                task = design.train_task(policy, (data_keys["real"], cell_data[cell]))
+                tasks.append(task)
+                trained.append((policy, task.key))
     for policy, pkey in trained:
-        config = {
-            "env_id": LAB_ENV_ID,
-            "episodes": design.lab_episodes,
-            "env_kwargs": dict(design.eval_env_kwargs),
-            "policy": dataclasses.asdict(policy),
-        }
-        if design.eval_split is not None:
-            config["split"] = design.eval_split
-        if design.lab is not None:
-            config["lab"] = design.lab.to_config()
-        key = config_hash("eval", config, (pkey,))
-        label = f"eval {policy_label(policy)} in {LAB_ENV_ID}"
-        batch = min(design.eval_batch, design.lab_episodes)
-        tasks.append(Task(kind="eval", key=key, config=config, deps=(pkey,), num_cpus=1, label=label, batch=batch))
+        config = design.eval_config(policy, LAB_ENV_ID, design.lab_episodes)
+        tasks.append(design.eval_task(policy, LAB_ENV_ID, design.lab_episodes, config, (pkey,)))
     return tasks

@@ -242,42 +242,19 @@ class AblationDesign:
                 stage_keys["behavior"] = bkey
         policy_keys: dict[PolicySpec, str] = {}
         for policy in self.policies():
-            config = self._train_config(policy)
             deps = tuple(data_keys[d] for d in (["real"] if policy.real_fraction > 0 else []) + self._sim_deps(policy))
-            key = config_hash("train", config, deps)
-            label = f"train {policy_label(policy)}"
-            tasks.append(
-                Task(
-                    kind="train",
-                    key=key,
-                    config=config,
-                    deps=deps,
-                    num_cpus=1,
-                    num_gpus=self.train_gpus,
-                    label=label,
-                )
-            )
-            policy_keys[policy] = key
+            task = self.train_task(policy, deps)
+            tasks.append(task)
+            policy_keys[policy] = task.key
         for policy, pkey in policy_keys.items():
             for env_id, episodes in self._eval_envs(policy):
-                config = {
-                    "env_id": env_id,
-                    "episodes": episodes,
-                    "env_kwargs": dict(self.eval_env_kwargs),
-                    "policy": dataclasses.asdict(policy),
-                }
-                if self.eval_split is not None:
-                    config["split"] = self.eval_split
+                config = self.eval_config(policy, env_id, episodes)
                 deps = (pkey,)
-                if self.lab is not None and env_id == LAB_ENV_ID:
-                    config["lab"] = self.lab.to_config()
-                elif policy.variant is not None and stage_keys:  # its own variant, grounded on this lab
+                in_lab = self.lab is not None and env_id == LAB_ENV_ID  # eval_config names the lab
+                if not in_lab and policy.variant is not None and stage_keys:  # its own variant, grounded on this lab
                     config["inputs"], inputs = self._grounding_inputs(policy.variant, stage_keys)
                     deps = (pkey, *inputs)
-                key = config_hash("eval", config, deps)
-                label = f"eval {policy_label(policy)} in {env_id}"
-                batch = min(self.eval_batch, episodes)
-                tasks.append(Task(kind="eval", key=key, config=config, deps=deps, num_cpus=1, label=label, batch=batch))
+                tasks.append(self.eval_task(policy, env_id, episodes, config, deps))
         for policy, sim_variant in self.mixture_policies():
             pkey = policy_keys[policy]
             config = {
@@ -340,6 +317,47 @@ class AblationDesign:
 
     def _sim_deps(self, policy: PolicySpec) -> list[str]:
         return [policy.variant] if policy.variant is not None and policy.real_fraction < 1 else []
+
+    def train_task(self, policy: PolicySpec, deps: tuple[str, ...]) -> Task:
+        """The task that trains ``policy`` on the data tasks ``deps``."""
+        config = self._train_config(policy)
+        return Task(
+            kind="train",
+            key=config_hash("train", config, deps),
+            config=config,
+            deps=deps,
+            num_cpus=1,
+            num_gpus=self.train_gpus,
+            label=f"train {policy_label(policy)}",
+        )
+
+    def eval_config(self, policy: PolicySpec, env_id: str, episodes: int) -> dict[str, Any]:
+        """The config of ``policy``'s evaluation in ``env_id`` (the lab's identity when it is this design's lab)."""
+        config: dict[str, Any] = {
+            "env_id": env_id,
+            "episodes": episodes,
+            "env_kwargs": dict(self.eval_env_kwargs),
+            "policy": dataclasses.asdict(policy),
+        }
+        if self.eval_split is not None:
+            config["split"] = self.eval_split
+        if self.lab is not None and env_id == LAB_ENV_ID:
+            config["lab"] = self.lab.to_config()
+        return config
+
+    def eval_task(
+        self, policy: PolicySpec, env_id: str, episodes: int, config: dict[str, Any], deps: tuple[str, ...]
+    ) -> Task:
+        """The task that evaluates ``policy`` in ``env_id`` with ``config`` (:meth:`eval_config`, maybe extended)."""
+        return Task(
+            kind="eval",
+            key=config_hash("eval", config, deps),
+            config=config,
+            deps=deps,
+            num_cpus=1,
+            label=f"eval {policy_label(policy)} in {env_id}",
+            batch=min(self.eval_batch, episodes),
+        )
 
     def _train_config(self, policy: PolicySpec) -> dict[str, Any]:
         from r2s2r_envs.policies.config import DEFAULT_RECIPE, RECIPES
