@@ -181,6 +181,23 @@ def _splits(plans: list[RunPlan]) -> dict[str, str]:
     return split
 
 
+def log_run(plan: RunPlan, split: str, seed: int, env_kwargs: dict[str, Any], record: dict[str, Any]) -> LogRun:
+    """The logged run of ``plan``: what :func:`execute` recorded (``record``), with how it was made."""
+    return LogRun(
+        name=plan.name,
+        protocol=plan.protocol,
+        settings=plan.settings,
+        split=split,
+        seed=seed,
+        control_mode=plan.control_mode,
+        setup=plan.setup,
+        env_kwargs=env_kwargs,
+        actions=record["actions"],
+        timestamps=record["timestamps"],
+        obs=record["obs"],
+    )
+
+
 def execute(env: gym.Env, plan: RunPlan, seed: int, actions: np.ndarray | None = None) -> dict[str, Any]:
     """Run one plan on ``env``; returns the logged arrays (actions, timestamps, obs)."""
     obs, _ = env.reset(seed=seed, options={"setup": plan.setup})
@@ -314,21 +331,7 @@ def log_env(
         finally:
             env.close()
         logged[plan.name] = record["actions"]
-        runs.append(
-            LogRun(
-                name=plan.name,
-                protocol=plan.protocol,
-                settings=plan.settings,
-                split=splits[plan.name],
-                seed=s,
-                control_mode=plan.control_mode,
-                setup=plan.setup,
-                env_kwargs=kwargs,
-                actions=record["actions"],
-                timestamps=record["timestamps"],
-                obs=record["obs"],
-            )
-        )
+        runs.append(log_run(plan, splits[plan.name], s, kwargs, record))
         if progress is not None:
             progress(f"{plan.name:28s} {plan.protocol:14s} {splits[plan.name]:8s} {time.perf_counter() - start:5.2f} s")
     assert identity is not None

@@ -86,7 +86,7 @@ def log_visual(
         progress: Called with one line per run.
         make_env: Env factory (default ``gym.make(LAB_ID, lab=lab, **kwargs)``).
     """
-    from r2s2r_envs.grounding.excitation import execute, run_seed
+    from r2s2r_envs.grounding.excitation import execute, log_run, run_seed
 
     plans = visual_plans(quick)
     split = visual_split(plans)
@@ -101,22 +101,7 @@ def log_visual(
         for i, plan in enumerate(plans):
             start = time.perf_counter()
             s = run_seed(seed, i)
-            record = execute(env, plan, s)
-            runs.append(
-                LogRun(
-                    name=plan.name,
-                    protocol=plan.protocol,
-                    settings=plan.settings,
-                    split=split[plan.name],
-                    seed=s,
-                    control_mode=plan.control_mode,
-                    setup=plan.setup,
-                    env_kwargs=kwargs,
-                    actions=record["actions"],
-                    timestamps=record["timestamps"],
-                    obs=record["obs"],
-                )
-            )
+            runs.append(log_run(plan, split[plan.name], s, kwargs, execute(env, plan, s)))
             if progress is not None:
                 progress(
                     f"{plan.name:24s} {plan.protocol:18s} {split[plan.name]:8s} {time.perf_counter() - start:5.2f} s"
