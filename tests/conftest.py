@@ -180,3 +180,42 @@ def tiny_train_config(data: dict[str, Path], out: Path, method: str = "flow", **
 
     settings = {"real": (str(data["real"]),), "sim": (str(data["sim"]),), **TINY_TRAIN, "progress": False, **kw}
     return TrainConfig(method=method, real_fraction=settings.pop("real_fraction", 0.5), out=str(out), **settings)
+
+
+def hand_made_result(env_id: str, sorted_counts: list[int], method: dict, indent: int | None = None) -> str:
+    """An evaluation result's JSON text in which episode ``i`` sorts the first ``sorted_counts[i]`` of 3 objects
+    (the rest missed); a lab id (``*Real*``) gets a lab's provenance."""
+    from r2s2r_envs.evaluation import EVALUATION_BASE_SEED, EpisodeRecord, EvaluationResult, evaluation_seeds
+
+    records = []
+    for i, ((env_seed, policy_seed), k) in enumerate(zip(evaluation_seeds(len(sorted_counts)), sorted_counts)):
+        records.append(
+            EpisodeRecord(
+                index=i,
+                env_seed=int(env_seed),
+                policy_seed=int(policy_seed),
+                is_success=k == 3,
+                success_any_step=k == 3,
+                sort_accuracy=k / 3,
+                time_to_sort=10.0 if k == 3 else None,
+                failure_cause=None if k == 3 else "missed",
+                object_outcomes=("sorted",) * k + ("missed",) * (3 - k),
+                steps=100,
+                episode_return=float(k),
+                terminated=True,
+                truncated=False,
+                unstable=False,
+            )
+        )
+    lab = {"domain": "real", "lab": {"name": "default", "config_sha256": "0" * 64}} if "Real" in env_id else {}
+    result = EvaluationResult(
+        env_id=env_id,
+        env_kwargs={},
+        provenance={"domain": "sim", **lab},
+        policy={"name": "hand-made", "class": "tests.HandMade", "settings": None},
+        method=method,
+        base_seed=EVALUATION_BASE_SEED,
+        records=tuple(records),
+        versions={k: "test" for k in ("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python")},
+    )
+    return result.to_json() if indent is None else result.to_json(indent=indent) + "\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import hand_made_result
 
 from r2s2r_envs.ablation import analysis
 from r2s2r_envs.ablation.design import (
@@ -520,44 +521,6 @@ HAND = {
 HAND_EFFECTS = {"world": 0.5, "behavior": 1 / 3, "interaction": 0.5}
 
 
-def _hand_made_result(env_id: str, sorted_counts: list[int], method: dict) -> str:
-    from r2s2r_envs.evaluation import EVALUATION_BASE_SEED, EpisodeRecord, EvaluationResult, evaluation_seeds
-
-    records = []
-    for i, ((env_seed, policy_seed), k) in enumerate(zip(evaluation_seeds(len(sorted_counts)), sorted_counts)):
-        outcomes = ["sorted"] * k + ["missed"] * (3 - k)
-        records.append(
-            EpisodeRecord(
-                index=i,
-                env_seed=int(env_seed),
-                policy_seed=int(policy_seed),
-                is_success=k == 3,
-                success_any_step=k == 3,
-                sort_accuracy=k / 3,
-                time_to_sort=10.0 if k == 3 else None,
-                failure_cause=None if k == 3 else "missed",
-                object_outcomes=tuple(outcomes),
-                steps=100,
-                episode_return=float(k),
-                terminated=True,
-                truncated=False,
-                unstable=False,
-            )
-        )
-    domain = {"domain": "real", "lab": {"name": "default", "config_sha256": "0" * 64}} if "Real" in env_id else {}
-    result = EvaluationResult(
-        env_id=env_id,
-        env_kwargs={},
-        provenance={"domain": "sim", **domain},
-        policy={"name": "hand-made", "class": "tests.HandMade", "settings": None},
-        method=method,
-        base_seed=EVALUATION_BASE_SEED,
-        records=tuple(records),
-        versions={k: "test" for k in ("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python")},
-    )
-    return result.to_json()
-
-
 def test_analysis_of_hand_made_result_files(tmp_path):
     design = dataclasses.replace(tiny_design(), sweep_variant=None, bootstrap_replicates=400)
     tasks = design.tasks()
@@ -582,7 +545,7 @@ def test_analysis_of_hand_made_result_files(tmp_path):
             "n_sim_demos": 2,
         }
         out = store.start("eval", task.key)
-        (out / "result.json").write_text(_hand_made_result(task.config["env_id"], counts, method))
+        (out / "result.json").write_text(hand_made_result(task.config["env_id"], counts, method))
         store.finish("eval", task.key, {"kind": "eval"})
         written += 1
     assert written == 2 * 5 + 2 * 4  # 2 seeds x (real-only + 4 variants) in the lab, the 4 variants in sim

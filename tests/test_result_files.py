@@ -13,13 +13,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import hand_made_result
 
 from r2s2r_envs.ablation import analysis
 from r2s2r_envs.ablation.design import smoke_design
 from r2s2r_envs.ablation.runner import check_results_dir, export_results
 from r2s2r_envs.ablation.store import RESULT_FILE, Store, export_record
 from r2s2r_envs.ablation.tasks import read_result
-from r2s2r_envs.evaluation import EVALUATION_BASE_SEED, EpisodeRecord, EvaluationResult, evaluation_seeds
+from r2s2r_envs.evaluation import EvaluationResult
 from r2s2r_envs.evaluation.leaderboard import LeaderboardError, build_leaderboard, load_results
 from r2s2r_envs.evaluation.result_files import (
     gzip_bytes,
@@ -35,39 +36,8 @@ LAB = "PickSort-Real-v0"
 
 
 def _result(env_id: str, sorted_counts: list[int], method: dict) -> str:
-    """A result's JSON text: episode ``i`` sorts ``sorted_counts[i]`` of 3 objects (the first ones)."""
-    records = []
-    for i, ((env_seed, policy_seed), k) in enumerate(zip(evaluation_seeds(len(sorted_counts)), sorted_counts)):
-        records.append(
-            EpisodeRecord(
-                index=i,
-                env_seed=int(env_seed),
-                policy_seed=int(policy_seed),
-                is_success=k == 3,
-                success_any_step=k == 3,
-                sort_accuracy=k / 3,
-                time_to_sort=10.0 if k == 3 else None,
-                failure_cause=None if k == 3 else "missed",
-                object_outcomes=("sorted",) * k + ("missed",) * (3 - k),
-                steps=100,
-                episode_return=float(k),
-                terminated=True,
-                truncated=False,
-                unstable=False,
-            )
-        )
-    lab = {"domain": "real", "lab": {"name": "default", "config_sha256": "0" * 64}} if env_id == LAB else {}
-    result = EvaluationResult(
-        env_id=env_id,
-        env_kwargs={},
-        provenance={"domain": "sim", **lab},
-        policy={"name": "hand-made", "class": "tests.HandMade", "settings": None},
-        method=method,
-        base_seed=EVALUATION_BASE_SEED,
-        records=tuple(records),
-        versions={k: "test" for k in ("r2s2r_envs", "mujoco", "gymnasium", "numpy", "python")},
-    )
-    return result.to_json(indent=2) + "\n"
+    """A result's JSON text as an export writes it: episode ``i`` sorts ``sorted_counts[i]`` of 3 objects."""
+    return hand_made_result(env_id, sorted_counts, method, indent=2)
 
 
 def _method(p: dict) -> dict:
