@@ -302,6 +302,6 @@ def test_an_images_only_condition_is_refused_for_a_state_policy_before_any_episo
             Counting.calls += 1
             return super().act(obs)
 
-    with pytest.raises(EnvArgumentError, match=r"condition\(s\) \['lighting'\].*no images"):
+    with pytest.raises(EnvArgumentError, match=r"cannot evaluate on .* condition 'lighting' .*has no images"):
         evaluate(SIM, Counting(), conditions=["nominal", "lighting"], env_kwargs=FAST, progress=False)
     assert Counting.calls == 0

@@ -173,6 +173,19 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (Nominal(), FastBelt(), N
 STANDARD_MIX: dict[str, int] = {name: c.episodes for name, c in CONDITIONS.items() if c.standard}
 
 
+def check_images(condition: Condition, obs_mode: str) -> None:
+    """Refuses an images-only ``condition`` for ``obs_mode`` ``"state"`` (it would be ``nominal`` under another name).
+
+    Raises:
+        ValueError: the message names the condition and the observation modes that have images.
+    """
+    if condition.images_only and obs_mode == "state":
+        raise ValueError(
+            f"condition {condition.name!r} changes only what the cameras see, and obs_mode='state' has no images (it "
+            "would be 'nominal' under another name): choose obs_mode 'rgb' or 'state+rgb', or another condition"
+        )
+
+
 def get_condition(name: object) -> Condition:
     """The registered condition called ``name``.
 

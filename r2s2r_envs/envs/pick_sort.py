@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import spaces
 
 from r2s2r_envs.envs import outcomes as rules_mod
-from r2s2r_envs.envs.conditions import IDENTITY_SHAPE, Condition, get_condition
+from r2s2r_envs.envs.conditions import IDENTITY_SHAPE, Condition, check_images, get_condition
 from r2s2r_envs.envs.config import REWARD_MODES, ControlConfig, EpisodeRandomization, RewardWeights, replace_checked
 from r2s2r_envs.envs.controller import CONTROL_MODES, N_FINGER, finger_scale, finger_targets, make_controller
 from r2s2r_envs.envs.file_arguments import WORLD_FILE, FileArgument
@@ -249,12 +249,7 @@ class PickSortEnv(ObservationMixin, LayoutMixin, ScoringMixin, gym.Env[dict[str,
         self.rules = OutcomeRules()
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self.condition: Condition = get_condition(condition)  # a ValueError listing the conditions
-        if self.condition.images_only and obs_mode == "state":
-            raise ValueError(
-                f"condition {self.condition.name!r} changes only what the cameras see, and obs_mode='state' has no "
-                "images (it would be 'nominal' under another name): choose obs_mode 'rgb' or 'state+rgb', or "
-                "another condition"
-            )
+        check_images(self.condition, obs_mode)
         shape = self.condition.object_shape
         self._object_shape = None if shape == IDENTITY_SHAPE else shape  # None: the builder's cache as before
         self._build(self.condition.apply_world(load_world(world)))

@@ -23,7 +23,7 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from r2s2r_envs.envs.conditions import CONDITIONS, CONDITIONS_VERSION
+from r2s2r_envs.envs.conditions import CONDITIONS, CONDITIONS_VERSION, check_images
 from r2s2r_envs.envs.registration import EnvArgumentError, check_env_id, make_env, registered_ids
 from r2s2r_envs.envs.seeding import episode_seeds
 from r2s2r_envs.evaluation.batched import batch_capable, make_batch_env, run_batched
@@ -380,13 +380,11 @@ def _batched_episodes(
 def _check_images(env_id: str, env: Any, runs: Sequence[ConditionRun]) -> None:
     """Refuses, before any episode, a condition that changes only images for an env that has none."""
     obs_mode = getattr(getattr(env, "unwrapped", env), "obs_mode", None)
-    images_only = [run.condition for run in runs if CONDITIONS[run.condition].images_only]
-    if obs_mode == "state" and images_only:
-        raise EnvArgumentError(
-            f"cannot evaluate on {env_id} under condition(s) {images_only}: they change only what the cameras see, "
-            "and the policy's obs_mode 'state' has no images (they would be 'nominal' under another name); choose "
-            "other conditions or an image policy"
-        )
+    for run in runs:
+        try:
+            check_images(CONDITIONS[run.condition], str(obs_mode))
+        except ValueError as exc:
+            raise EnvArgumentError(f"cannot evaluate on {env_id} with this policy: {exc}") from None
 
 
 def evaluate(
