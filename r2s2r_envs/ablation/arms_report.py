@@ -17,6 +17,8 @@ from r2s2r_envs.ablation.arms import ARMS, arm_cells, effect_rows
 from r2s2r_envs.ablation.runs import EvalRun, cell_matrix
 from r2s2r_envs.ablation.specs import Task
 from r2s2r_envs.ablation.stats import METRIC_NAMES, METRICS, effects, mean_ci
+from r2s2r_envs.ablation.stats import format_percent as _pct
+from r2s2r_envs.ablation.stats import format_points as _pts
 from r2s2r_envs.ablation.store import Store
 from r2s2r_envs.ablation.study import AblationDesign
 
@@ -141,17 +143,3 @@ def _pace(p: Mapping[str, Any] | None) -> str:
         return "n/a"
     shown = [f"{p.get(k):.2f}" if isinstance(p.get(k), (int, float)) else "n/a" for k in PACE_FIGURES]
     return f"arrival to closure {shown[0]}, transport {shown[1]} ({p.get('grasps')} grasps)"
-
-
-def _pct(x: Mapping[str, Any] | None) -> str:
-    if not x or x.get("mean") is None:
-        return "n/a"
-    low, high = x["ci95"]
-    return f"{100 * x['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
-
-
-def _pts(x: Mapping[str, Any]) -> str:
-    if x.get("estimate") is None:
-        return "n/a"
-    low, high = x["ci95"]
-    return f"{100 * x['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"

@@ -19,6 +19,8 @@ from r2s2r_envs.ablation.stats import (
     METRICS,
     report_interval_method,
 )
+from r2s2r_envs.ablation.stats import format_percent as _pct
+from r2s2r_envs.ablation.stats import format_points as _pts
 from r2s2r_envs.ablation.store import Store, write_json_atomic
 from r2s2r_envs.ablation.study import AblationDesign
 from r2s2r_envs.ablation.tables import analyze
@@ -418,25 +420,11 @@ def versus_study_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _pct(x: dict[str, Any] | None) -> str:
-    if not x or x.get("mean") is None:
-        return "n/a"
-    low, high = x["ci95"]
-    return f"{100 * x['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
-
-
 def _calibration(summary: Mapping[str, Any]) -> str:
     c = summary.get("calibration")
     if not c:
         return "n/a"
     return f"{100 * c['real_demos_real_like']:.0f} / {100 * c['sim_demos_real_like']:.0f}"
-
-
-def _pts(x: Mapping[str, Any]) -> str:
-    if x.get("estimate") is None:
-        return "n/a"
-    low, high = x["ci95"]
-    return f"{100 * x['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
 
 
 def variant_markdown(report: Mapping[str, Any]) -> str:

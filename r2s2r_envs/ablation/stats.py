@@ -368,3 +368,21 @@ def report_interval_method(report: Mapping[str, Any]) -> str:
     if not found:
         return OLD_INTERVALS
     return f"interval method {found['version']}: {found['method']}"
+
+
+def format_percent(x: Mapping[str, Any] | None) -> str:
+    """A mean with its 95% interval (``{"mean", "ci95"}``, shares) in percent, one decimal: ``"61.0 [52.1, 69.3]"``;
+    ``"n/a"`` without a mean."""
+    if not x or x.get("mean") is None:
+        return "n/a"
+    low, high = x["ci95"]
+    return f"{100 * x['mean']:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def format_points(x: Mapping[str, Any]) -> str:
+    """An effect with its 95% interval (``{"estimate", "ci95"}``, shares) in signed points: ``"+5.3 [-1.0, +11.6]"``;
+    ``"n/a"`` without an estimate."""
+    if x.get("estimate") is None:
+        return "n/a"
+    low, high = x["ci95"]
+    return f"{100 * x['estimate']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
