@@ -38,7 +38,7 @@ from r2s2r_envs.evaluation.splits import STANDARD, plan_conditions
 from r2s2r_envs.mappings import check_choice
 
 if TYPE_CHECKING:
-    from r2s2r_envs.evaluation.protocol import EvaluationResult
+    from r2s2r_envs.evaluation.results import EvaluationResult
 
 #: The track of ``r2s2r evaluate --track`` examples and the docs.
 DEFAULT_TRACK = "state"
