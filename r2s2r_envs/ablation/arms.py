@@ -14,34 +14,21 @@ real_fraction of the variant whose data recipe the cell follows, evaluated in th
 * ``success-matched``: each variant's data cut to the scenes every variant's demonstrator solved; each axis on the
   same scenes.
 
-A design without arms has exactly the tasks (and keys) it had before arms existed: the arms' tasks come after all
-others and none of the others' configurations changes. Everything an arm's data is made from is in its data task's
-configuration or dependencies: the paced arms' target pace is read at run time from a dataset of the design (a
-dependency), the sensing from the grounding the WorldGrounded data use (the shipped file's values, or with ``--lab``
-the chain's sysid output). Nothing is read from the lab but its training demos, and nothing from an evaluation.
+A design without arms has exactly the tasks (and keys) it had before arms existed: the arms' tasks
+(:meth:`~r2s2r_envs.ablation.study.AblationDesign.tasks` builds them) come after all others and none of the others'
+configurations changes. Everything an arm's data is made from is in its data task's configuration or dependencies: the
+paced arms' target pace is read at run time from a dataset of the design (a dependency), the sensing from the
+grounding the WorldGrounded data use (the shipped file's values, or with ``--lab`` the chain's sysid output). Nothing
+is read from the lab but its training demos, and nothing from an evaluation.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
-from r2s2r_envs.ablation.arm_data import CALIBRATION_ROUNDS, calibration_episodes, sensing_world
-from r2s2r_envs.ablation.specs import (
-    LAB_ENV_ID,
-    VARIANTS,
-    DataSpec,
-    DesignError,
-    PolicySpec,
-    Task,
-    canonical_recipe,
-    config_hash,
-)
+from r2s2r_envs.ablation.specs import VARIANTS, DesignError
 from r2s2r_envs.mappings import check_keys
-
-if TYPE_CHECKING:
-    from r2s2r_envs.ablation.study import AblationDesign
 
 #: The cells of the success-matched arm, one per variant.
 MATCHED_CELLS: dict[str, str] = {v: f"matched-{v}" for v in VARIANTS}
@@ -183,87 +170,3 @@ def arm_stages(arms: Sequence[str]) -> set[str]:
 def effect_rows(arms: Sequence[str]) -> dict[str, dict[str, float]]:
     """The decomposition rows the design's arms give (:data:`ARM_EFFECTS`), as ``{name: weights}``."""
     return {name: weights for name, (needs, weights) in ARM_EFFECTS.items() if set(needs) <= set(arms)}
-
-
-# ---------------------------------------------------------------------- data
-def arm_data_spec(design: AblationDesign, cell: str) -> DataSpec:
-    """The dataset of an arm's cell: its base variant's recipe (a canonical dataset's recipe when the design reads
-    the canonical dataset), with what the arm changes."""
-    base = arm_cells(design.arms)[cell]
-    spec = design.sim_spec(base)
-    if spec.canonical is not None:
-        spec = canonical_recipe(spec.canonical, spec.episodes, spec.label)
-    generate_kwargs = dict(spec.generate_kwargs)
-    env_kwargs = dict(spec.env_kwargs)
-    if cell in ("untuned-planner", "lab-sensing", "slowed-planner"):
-        # Named, the planner gets no settings of the env's (WorldGrounded's re-tune): its defaults, or the pace's.
-        generate_kwargs["demonstrator"] = "scripted"
-    elif cell == "generator-planner-pace":
-        generate_kwargs["demonstrator"] = "humanlike"
-    if cell == "lab-sensing" and design.lab is None:
-        env_kwargs["world"] = _default_sensing(design)
-    suffix = "matched" if cell in MATCHED_CELLS.values() else cell
-    return dataclasses.replace(
-        spec, label=f"{spec.label}-{suffix}", env_kwargs=env_kwargs, generate_kwargs=generate_kwargs, recipe_of=None
-    )
-
-
-def _default_sensing(design: AblationDesign) -> dict[str, Any]:
-    """The sensing of the grounding the design's WorldGrounded data use (without ``--lab``: a shipped file)."""
-    from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, load_grounding
-
-    grounding = design.sim_spec("WorldGrounded").env_kwargs.get("grounding", DEFAULT_GROUNDING)
-    return sensing_world(load_grounding(grounding).world)
-
-
-def _data_task(design: AblationDesign, cell: str, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> Task:
-    base = arm_cells(design.arms)[cell]
-    spec = arm_data_spec(design, cell)
-    config = spec.to_dict()
-    deps: list[str] = []
-    arm: dict[str, Any] = {"cell": cell}
-    if cell in MATCHED_CELLS.values():
-        config = {**config, "episodes": None, "seed": None}  # a cut of the variants' data: made, not generated
-        arm["match"] = {"variant": base, "variants": list(VARIANTS)}
-        deps = [data_keys[v] for v in VARIANTS]
-    elif cell == "lab-sensing":
-        if stage_keys:
-            arm["sensing_of"] = {"kind": "sysid", "key": stage_keys["sysid"]}
-            deps.append(stage_keys["sysid"])
-    elif stage_keys and base != "Ungrounded":
-        config["inputs"], inputs = design._grounding_inputs(base, stage_keys)
-        deps += inputs
-    if cell in ("slowed-planner", "generator-planner-pace"):
-        target = "real" if cell == "slowed-planner" else "Ungrounded"
-        source = design.real if target == "real" else design.sim_spec(target)
-        arm["pace"] = {
-            "demonstrator": spec.generate_kwargs["demonstrator"],
-            "target": {"data": source.label, "key": data_keys[target]},
-            "episodes": calibration_episodes(spec.episodes),  # attempts per calibration round
-            "rounds": CALIBRATION_ROUNDS,
-        }
-        deps.append(data_keys[target])
-    config["arm"] = arm
-    key = config_hash("data", config, deps)
-    return Task(kind="data", key=key, config=config, deps=tuple(deps), num_cpus=1, label=f"data {spec.label}")
-
-
-# ---------------------------------------------------------------------- task graph
-def arm_tasks(design: AblationDesign, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> list[Task]:
-    """The arms' tasks: each cell's data, then per seed and method its co-trained policy, then their lab
-    evaluations (the four-variant table's recipe, seeds and lab episodes)."""
-    cells = arm_cells(design.arms)
-    tasks = [_data_task(design, cell, data_keys, stage_keys) for cell in cells]
-    cell_data = {cell: t.key for cell, t in zip(cells, tasks, strict=True)}
-    trained: list[tuple[PolicySpec, str]] = []
-    for seed in design.seeds:
-        for method in design.methods:
-            for cell, base in cells.items():
-                policy = PolicySpec(method=method, variant=cell, real_fraction=design.rule_fraction(base), seed=seed)
-                task = design.train_task(policy, (data_keys["real"], cell_data[cell]))
-                tasks.append(task)
-                trained.append((policy, task.key))
-    for policy, pkey in trained:
-        config = design.eval_config(policy, LAB_ENV_ID, design.lab_episodes)
-        tasks.append(design.eval_task(policy, LAB_ENV_ID, design.lab_episodes, config, (pkey,)))
-    return tasks

@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from r2s2r_envs.ablation.arms import arm_reads, arm_stages, arm_tasks
+from r2s2r_envs.ablation.arm_data import CALIBRATION_ROUNDS, calibration_episodes, sensing_world
+from r2s2r_envs.ablation.arms import MATCHED_CELLS, arm_cells, arm_reads, arm_stages
 from r2s2r_envs.ablation.chain import ChainSpec, LabRef
 from r2s2r_envs.ablation.mixture import ATTRIBUTION_VERSION
 from r2s2r_envs.ablation.specs import (
@@ -27,6 +28,7 @@ from r2s2r_envs.ablation.specs import (
     PolicySpec,
     RuleEnd,
     Task,
+    canonical_recipe,
     config_hash,
     env_id_of,
     policy_label,
@@ -272,7 +274,7 @@ class AblationDesign:
             label = f"mixture {policy_label(policy)}"
             tasks.append(Task(kind="mixture", key=key, config=config, deps=deps, num_cpus=1, label=label))
         if self.arms:
-            tasks += arm_tasks(self, data_keys, stage_keys)
+            tasks += self._arm_tasks(data_keys, stage_keys)
         return tasks
 
     def mixture_policies(self) -> list[tuple[PolicySpec, str]]:
@@ -295,6 +297,84 @@ class AblationDesign:
                         if ref is not None:
                             out.append((ref, variant))
         return list(dict.fromkeys(out))
+
+    # ------------------------------------------------------------------ the control arms' tasks
+    def arm_data_spec(self, cell: str) -> DataSpec:
+        """The dataset of a control arm's cell (:mod:`~r2s2r_envs.ablation.arms`): its base variant's recipe (a
+        canonical dataset's recipe when the design reads the canonical dataset), with what the arm changes."""
+        spec = self.sim_spec(arm_cells(self.arms)[cell])
+        if spec.canonical is not None:
+            spec = canonical_recipe(spec.canonical, spec.episodes, spec.label)
+        generate_kwargs = dict(spec.generate_kwargs)
+        env_kwargs = dict(spec.env_kwargs)
+        if cell in ("untuned-planner", "lab-sensing", "slowed-planner"):
+            # Named, the planner gets no settings of the env's (WorldGrounded's re-tune): its defaults, or the pace's.
+            generate_kwargs["demonstrator"] = "scripted"
+        elif cell == "generator-planner-pace":
+            generate_kwargs["demonstrator"] = "humanlike"
+        if cell == "lab-sensing" and self.lab is None:
+            env_kwargs["world"] = self._default_sensing()
+        suffix = "matched" if cell in MATCHED_CELLS.values() else cell
+        return dataclasses.replace(
+            spec, label=f"{spec.label}-{suffix}", env_kwargs=env_kwargs, generate_kwargs=generate_kwargs, recipe_of=None
+        )
+
+    def _default_sensing(self) -> dict[str, Any]:
+        """The sensing of the grounding the design's WorldGrounded data use (without ``--lab``: a shipped file)."""
+        from r2s2r_envs.grounding.result import DEFAULT_GROUNDING, load_grounding
+
+        grounding = self.sim_spec("WorldGrounded").env_kwargs.get("grounding", DEFAULT_GROUNDING)
+        return sensing_world(load_grounding(grounding).world)
+
+    def _arm_data_task(self, cell: str, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> Task:
+        base = arm_cells(self.arms)[cell]
+        spec = self.arm_data_spec(cell)
+        config = spec.to_dict()
+        deps: list[str] = []
+        arm: dict[str, Any] = {"cell": cell}
+        if cell in MATCHED_CELLS.values():
+            config = {**config, "episodes": None, "seed": None}  # a cut of the variants' data: made, not generated
+            arm["match"] = {"variant": base, "variants": list(VARIANTS)}
+            deps = [data_keys[v] for v in VARIANTS]
+        elif cell == "lab-sensing":
+            if stage_keys:
+                arm["sensing_of"] = {"kind": "sysid", "key": stage_keys["sysid"]}
+                deps.append(stage_keys["sysid"])
+        elif stage_keys and base != "Ungrounded":
+            config["inputs"], inputs = self._grounding_inputs(base, stage_keys)
+            deps += inputs
+        if cell in ("slowed-planner", "generator-planner-pace"):
+            target = "real" if cell == "slowed-planner" else "Ungrounded"
+            source = self.real if target == "real" else self.sim_spec(target)
+            arm["pace"] = {
+                "demonstrator": spec.generate_kwargs["demonstrator"],
+                "target": {"data": source.label, "key": data_keys[target]},
+                "episodes": calibration_episodes(spec.episodes),  # attempts per calibration round
+                "rounds": CALIBRATION_ROUNDS,
+            }
+            deps.append(data_keys[target])
+        config["arm"] = arm
+        key = config_hash("data", config, deps)
+        return Task(kind="data", key=key, config=config, deps=tuple(deps), num_cpus=1, label=f"data {spec.label}")
+
+    def _arm_tasks(self, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> list[Task]:
+        """The arms' tasks: each cell's data, then per seed and method its co-trained policy, then their lab
+        evaluations (the four-variant table's recipe, seeds and lab episodes)."""
+        cells = arm_cells(self.arms)
+        tasks = [self._arm_data_task(cell, data_keys, stage_keys) for cell in cells]
+        cell_data = {cell: t.key for cell, t in zip(cells, tasks, strict=True)}
+        trained: list[tuple[PolicySpec, str]] = []
+        for seed in self.seeds:
+            for method in self.methods:
+                for cell, base in cells.items():
+                    policy = PolicySpec(method=method, variant=cell, real_fraction=self.rule_fraction(base), seed=seed)
+                    task = self.train_task(policy, (data_keys["real"], cell_data[cell]))
+                    tasks.append(task)
+                    trained.append((policy, task.key))
+        for policy, pkey in trained:
+            config = self.eval_config(policy, LAB_ENV_ID, self.lab_episodes)
+            tasks.append(self.eval_task(policy, LAB_ENV_ID, self.lab_episodes, config, (pkey,)))
+        return tasks
 
     def _grounding_inputs(
         self, variant: str, stage_keys: Mapping[str, str]
