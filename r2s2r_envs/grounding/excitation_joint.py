@@ -45,14 +45,12 @@ def plans_arm(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
         arm, hand = cmd.hold(len(pattern))
         arm[:, j] += pattern
         plans.append(
-            RunPlan(
-                name=f"arm_steps_j{j + 1}",
-                protocol="arm_steps",
-                settings={"joint": j + 1, "amplitudes_rad": list(amps), "hold_s": hold * dt},
-                control_mode="joint",
-                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
-                steps=len(pattern),
-                actions=cmd.joint_actions(arm, hand),
+            cmd.plan(
+                f"arm_steps_j{j + 1}",
+                "arm_steps",
+                {"joint": j + 1, "amplitudes_rad": list(amps), "hold_s": hold * dt},
+                arm,
+                hand,
             )
         )
     chirp_steps = 80 if quick else 120
@@ -61,14 +59,12 @@ def plans_arm(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
         arm, hand = cmd.hold(chirp_steps)
         arm[:, j] += wave
         plans.append(
-            RunPlan(
-                name=f"arm_chirp_j{j + 1}",
-                protocol="arm_chirp",
-                settings={"joint": j + 1, "f0_hz": 0.3, "f1_hz": 2.5, "amplitude_rad": _ARM_CHIRP_AMPLITUDE[j]},
-                control_mode="joint",
-                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
-                steps=chirp_steps,
-                actions=cmd.joint_actions(arm, hand),
+            cmd.plan(
+                f"arm_chirp_j{j + 1}",
+                "arm_chirp",
+                {"joint": j + 1, "f0_hz": 0.3, "f1_hz": 2.5, "amplitude_rad": _ARM_CHIRP_AMPLITUDE[j]},
+                arm,
+                hand,
             )
         )
     return plans
@@ -95,14 +91,12 @@ def plans_fingers(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
         hand = np.concatenate(rows)
         arm = np.tile(np.asarray(HOME), (len(hand), 1))
         plans.append(
-            RunPlan(
-                name=f"finger_steps_{k}_{label}",
-                protocol="finger_steps",
-                settings={"closing_fraction": fraction, "ramp_s": [r * dt for r in ramps]},
-                control_mode="joint",
-                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
-                steps=len(hand),
-                actions=cmd.joint_actions(arm, hand),
+            cmd.plan(
+                f"finger_steps_{k}_{label}",
+                "finger_steps",
+                {"closing_fraction": fraction, "ramp_s": [r * dt for r in ramps]},
+                arm,
+                hand,
             )
         )
     return plans
@@ -121,14 +115,12 @@ def plans_latency(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
         hand = cmd.hand_open + np.outer((pattern + 1.0) * 0.5, 0.4 * (cmd.hand_hi - cmd.hand_open))
         hand[:hold] = cmd.hand_open
         plans.append(
-            RunPlan(
-                name=f"latency_{k}",
-                protocol="latency",
-                settings={"hold_s": hold * dt, "arm_step_rad": [0.08, 0.2], "finger_fraction": 0.4},
-                control_mode="joint",
-                setup={"belt": False, "objects": [], "arm_qpos": list(HOME)},
-                steps=len(pattern),
-                actions=cmd.joint_actions(arm, hand),
+            cmd.plan(
+                f"latency_{k}",
+                "latency",
+                {"hold_s": hold * dt, "arm_step_rad": [0.08, 0.2], "finger_fraction": 0.4},
+                arm,
+                hand,
             )
         )
     return plans
@@ -150,18 +142,8 @@ def plans_rest(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
     plans = []
     for k in range(count):
         objects = [{"category": c, "position": list(_REST_SPOTS[k][i]), "yaw": 0.0} for i, c in enumerate(C.CATEGORIES)]
-        arm, hand = cmd.hold(steps)
-        plans.append(
-            RunPlan(
-                name=f"sensing_rest_{k}",
-                protocol="sensing_rest",
-                settings={"spots_m": [list(s) for s in _REST_SPOTS[k]]},
-                control_mode="joint",
-                setup={"belt": False, "objects": objects, "arm_qpos": list(HOME)},
-                steps=steps,
-                actions=cmd.joint_actions(arm, hand),
-            )
-        )
+        settings = {"spots_m": [list(s) for s in _REST_SPOTS[k]]}
+        plans.append(cmd.still_plan(f"sensing_rest_{k}", "sensing_rest", settings, steps, objects, belt=False))
     return plans
 
 
@@ -174,16 +156,6 @@ def plans_belt(cmd: JointCommands, dt: float, quick: bool) -> list[RunPlan]:
             {"category": c, "position": [0.55, 2.4 + 0.35 * i + 0.05 * k], "yaw": 0.0}
             for i, c in enumerate(("cube", "bar", "cube"))
         ]
-        arm, hand = cmd.hold(steps)
-        plans.append(
-            RunPlan(
-                name=f"belt_ride_{k}",
-                protocol="belt_ride",
-                settings={"start_y_m": [o["position"][1] for o in objects]},
-                control_mode="joint",
-                setup={"belt": True, "objects": objects, "arm_qpos": list(HOME)},
-                steps=steps,
-                actions=cmd.joint_actions(arm, hand),
-            )
-        )
+        settings = {"start_y_m": [o["position"][1] for o in objects]}
+        plans.append(cmd.still_plan(f"belt_ride_{k}", "belt_ride", settings, steps, objects, belt=True))
     return plans

@@ -40,20 +40,9 @@ def plans_perception_static(cmd: JointCommands, dt: float, quick: bool) -> list[
             y = -0.45 + 0.38 * i + 0.11 * (k % 3) + 0.02 * (k // 3)
             yaw = math.pi / 2 if category == "bar" else 0.0  # a bar lies along the belt: it fits every lane
             objects.append({"category": category, "position": [x, round(y, 3)], "yaw": yaw})
-        arm, hand = cmd.hold(steps)
+        settings = {"spots_m": [o["position"] for o in objects], "rest_steps": [PERCEPTION_REST_START, steps + 1]}
         plans.append(
-            RunPlan(
-                name=f"perception_static_{k}",
-                protocol="perception_static",
-                settings={
-                    "spots_m": [o["position"] for o in objects],
-                    "rest_steps": [PERCEPTION_REST_START, steps + 1],
-                },
-                control_mode="joint",
-                setup={"belt": False, "objects": objects, "arm_qpos": list(HOME)},
-                steps=steps,
-                actions=cmd.joint_actions(arm, hand),
-            )
+            cmd.still_plan(f"perception_static_{k}", "perception_static", settings, steps, objects, belt=False)
         )
     return plans
 
@@ -67,18 +56,8 @@ def plans_perception_moving(cmd: JointCommands, dt: float, quick: bool) -> list[
             {"category": c, "position": [_LANES[(i + k) % 3], round(0.25 + 0.2 * i + 0.02 * k, 3)], "yaw": 0.0}
             for i, c in enumerate(("cube", "bar", "cube"))
         ]
-        arm, hand = cmd.hold(steps)
-        plans.append(
-            RunPlan(
-                name=f"perception_moving_{k}",
-                protocol="perception_moving",
-                settings={"spots_m": [o["position"] for o in objects], "intercept_steps": list(INTERCEPT_STEPS)},
-                control_mode="joint",
-                setup={"belt": True, "objects": objects, "arm_qpos": list(HOME)},
-                steps=steps,
-                actions=cmd.joint_actions(arm, hand),
-            )
-        )
+        settings = {"spots_m": [o["position"] for o in objects], "intercept_steps": list(INTERCEPT_STEPS)}
+        plans.append(cmd.still_plan(f"perception_moving_{k}", "perception_moving", settings, steps, objects, belt=True))
     return plans
 
 

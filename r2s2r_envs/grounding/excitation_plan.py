@@ -9,7 +9,7 @@ A protocol is a function ``(cmd, dt, quick) -> list[RunPlan]`` (``excitation_joi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -73,6 +73,43 @@ class JointCommands:
 
     def hold(self, steps: int, arm_q: tuple[float, ...] = HOME) -> tuple[np.ndarray, np.ndarray]:
         return np.tile(np.asarray(arm_q), (steps, 1)), np.tile(self.hand_open, (steps, 1))
+
+    def plan(
+        self,
+        name: str,
+        protocol: str,
+        settings: dict[str, Any],
+        arm_q: np.ndarray,
+        hand_q: np.ndarray,
+        *,
+        objects: Sequence[dict[str, Any]] = (),
+        belt: bool = False,
+    ) -> RunPlan:
+        """An open-loop joint-mode run from home: the operator places ``objects`` (and starts the belt when
+        ``belt``) at reset, then the arm and fingers follow ``arm_q`` (T, 7) and ``hand_q`` (T, 16), one row a step."""
+        return RunPlan(
+            name=name,
+            protocol=protocol,
+            settings=settings,
+            control_mode="joint",
+            setup={"belt": belt, "objects": list(objects), "arm_qpos": list(HOME)},
+            steps=len(arm_q),
+            actions=self.joint_actions(arm_q, hand_q),
+        )
+
+    def still_plan(
+        self,
+        name: str,
+        protocol: str,
+        settings: dict[str, Any],
+        steps: int,
+        objects: Sequence[dict[str, Any]],
+        *,
+        belt: bool,
+    ) -> RunPlan:
+        """A joint-mode run of ``steps`` steps in which the robot holds home, open-handed, and only the placed
+        ``objects`` (and the belt, when ``belt``) move: the sensing and perception runs."""
+        return self.plan(name, protocol, settings, *self.hold(steps), objects=objects, belt=belt)
 
 
 def waypoint_policy(path: np.ndarray, hand: np.ndarray) -> Callable[[gym.Env], Policy]:
