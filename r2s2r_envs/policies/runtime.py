@@ -40,6 +40,7 @@ from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_c
 from r2s2r_envs.policies.method import Batch, Method, MethodError, Spec, import_method, module_digest
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
+from r2s2r_envs.policies.weights import load_state_dict_file
 from r2s2r_envs.policies.zoo import resolve_checkpoint
 
 
@@ -348,7 +349,7 @@ def load_policy(
     data = read_checkpoint(path)
     root = resolve_checkpoint(path)
     try:
-        state = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+        state = load_state_dict_file(root / WEIGHTS_FILE)  # float32, whatever the storage (policies.weights)
     except Exception as exc:  # a truncated or foreign file: torch raises several types
         # Never relay torch's advice to retry with weights_only=False: that would run code from the file.
         reason = "not a plain state_dict of tensors" if "weights_only" in str(exc) else str(exc).splitlines()[0]
