@@ -27,6 +27,8 @@ from r2s2r_envs.grounding.validation import (
     format_planner_table,
     format_unmodeled,
     group_masks,
+    nrmse_rows,
+    percent_text,
 )
 from r2s2r_envs.world.params import WorldParams, nominal
 
@@ -214,16 +216,12 @@ def _value(world: WorldParams, ref: str) -> Any:
 
 def _nrmse_html(nrmse: Mapping[str, Mapping[str, Any]]) -> str:
     rows = []
-    for group in SIGNAL_GROUPS:
-        row = nrmse.get(group)
-        if row is None:
-            continue
-        beyond = row.get("beyond_noise") or {}
+    for group, row, beyond in nrmse_rows(nrmse):
         rows.append(
             f"<tr><td>{group}</td><td>{_fmt(row['nominal'])}</td><td>{_fmt(row['grounded'])}</td>"
-            f"<td>{_pct(row.get('reduction_percent'))}</td><td>{row['samples']}</td>"
+            f"<td>{percent_text(row.get('reduction_percent'))}</td><td>{row['samples']}</td>"
             f"<td>{_fmt(beyond.get('nominal'))}</td><td>{_fmt(beyond.get('grounded'))}</td>"
-            f"<td>{_pct(beyond.get('reduction_percent'))}</td></tr>"
+            f"<td>{percent_text(beyond.get('reduction_percent'))}</td></tr>"
         )
     table = (
         "<p>Normalized RMSE = sqrt(SSE / SST) of the predicted against the logged signals on the held-out runs "
@@ -245,10 +243,6 @@ def _nrmse_html(nrmse: Mapping[str, Mapping[str, Any]]) -> str:
     )
     fig.update_layout(barmode="group", height=320, template="plotly_white", yaxis_title="NRMSE")
     return fig.to_html(full_html=False, include_plotlyjs=False) + table
-
-
-def _pct(v: Any) -> str:
-    return "n/a" if v is None else f"{v:.0f}%"
 
 
 def _finite(v: Any) -> Any:

@@ -451,21 +451,25 @@ def format_nrmse_table(table: Mapping[str, Mapping[str, Any]], n_runs: int | Non
         f"  {'signal group':22s} {'nominal':>9s} {'grounded':>9s} {'reduction':>10s} {'samples':>8s}   "
         "beyond the sensor noise: nominal, grounded, reduction",
     ]
-    for group in SIGNAL_GROUPS:
-        row = table.get(group)
-        if row is None:
-            continue
-        beyond = row.get("beyond_noise") or {}
+    for group, row, beyond in nrmse_rows(table):
         lines.append(
             f"  {group:22s} {_num(row['nominal']):>9s} {_num(row['grounded']):>9s} "
-            f"{_pct(row['reduction_percent']):>10s} {row['samples']:>8d}   "
+            f"{percent_text(row['reduction_percent']):>10s} {row['samples']:>8d}   "
             f"{_num(beyond.get('nominal')):>9s} {_num(beyond.get('grounded')):>9s} "
-            f"{_pct(beyond.get('reduction_percent')):>10s}"
+            f"{percent_text(beyond.get('reduction_percent')):>10s}"
         )
     return "\n".join(lines)
 
 
-def _pct(value: float | None) -> str:
+def nrmse_rows(table: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """``(group, row, its beyond-noise part or {})`` of each signal group the NRMSE table has, in
+    :data:`SIGNAL_GROUPS` order: the rows of its text (:func:`format_nrmse_table`) and HTML (the report) forms."""
+    rows = [(group, table.get(group)) for group in SIGNAL_GROUPS]
+    return [(group, row, row.get("beyond_noise") or {}) for group, row in rows if row is not None]
+
+
+def percent_text(value: float | None) -> str:
+    """A percentage to the unit (``"42%"``), ``"n/a"`` for ``None``."""
     return "n/a" if value is None else f"{value:.0f}%"
 
 
@@ -501,7 +505,7 @@ def format_planner_table(planner: Mapping[str, Any]) -> str:
         causes = ", ".join(f"{k} {v}" for k, v in row["failure_causes"].items() if v) or "none"
         lines.append(f"  {name:10s} {row['success_rate']:>8.0%} {f'{low:.0%}-{high:.0%}':>14s}  {causes}")
     gap = planner["gap"]
-    closed = "n/a" if gap["closed_percent"] is None else f"{gap['closed_percent']:.0f}%"
+    closed = percent_text(gap["closed_percent"])
     lines.append(
         f"  gap to the lab: nominal {gap['nominal_points']:+.0f} points, grounded {gap['grounded_points']:+.0f} "
         f"points ({closed} of the nominal gap closed)"
@@ -518,6 +522,8 @@ __all__ = [
     "format_unmodeled",
     "group_masks",
     "nrmse",
+    "nrmse_rows",
+    "percent_text",
     "planner_success",
     "reduction_percent",
     "residual_delay",
