@@ -177,23 +177,10 @@ KNOBS: dict[str, tuple[Knob, ...]] = {
         ),
         Knob(setting="carry_speed", figure="transport_s", low=0.1, high=1.0, default=_PLANNER.carry_speed, log=True),
     ),
-    "humanlike": (
-        Knob(
-            setting="reach_tempo",
-            figure="arrival_to_closure_s",
-            low=PACE_BOUNDS["reach_tempo"][0],
-            high=PACE_BOUNDS["reach_tempo"][1],
-            default=1.0,
-            log=True,
-        ),
-        Knob(
-            setting="carry_tempo",
-            figure="transport_s",
-            low=PACE_BOUNDS["carry_tempo"][0],
-            high=PACE_BOUNDS["carry_tempo"][1],
-            default=1.0,
-            log=True,
-        ),
+    "humanlike": tuple(
+        # A tempo multiplies the generator's own pace (1.0), within the bounds the generator accepts.
+        Knob(setting=tempo, figure=figure, low=PACE_BOUNDS[tempo][0], high=PACE_BOUNDS[tempo][1], default=1.0, log=True)
+        for tempo, figure in (("reach_tempo", "arrival_to_closure_s"), ("carry_tempo", "transport_s"))
     ),
 }
 
