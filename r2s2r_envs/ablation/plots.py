@@ -32,10 +32,17 @@ def plot_all(design: AblationDesign, report: Mapping[str, Any], out: Path) -> No
         _plot_mixture(plt, report, out / "mixture.png")
 
 
-def _errorbar(x: Mapping[str, Any] | None) -> tuple[float, float, float]:
-    if not x or x.get("mean") is None:
+def _errorbar(x: Mapping[str, Any] | None, key: str = "mean") -> tuple[float, float, float]:
+    """``(value, below, above)`` of ``x[key]`` and its ``ci95``, in percent or points (NaN, 0, 0 when missing)."""
+    if not x or x.get(key) is None:
         return math.nan, 0.0, 0.0
-    return 100 * x["mean"], 100 * (x["mean"] - x["ci95"][0]), 100 * (x["ci95"][1] - x["mean"])
+    return 100 * x[key], 100 * (x[key] - x["ci95"][0]), 100 * (x["ci95"][1] - x[key])
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _plot_variants(plt: Any, report: Mapping[str, Any], path: Path) -> None:
@@ -61,9 +68,7 @@ def _plot_variants(plt: Any, report: Mapping[str, Any], path: Path) -> None:
         ax.set_ylim(0, 100)
         ax.legend(fontsize=8)
     fig.suptitle("Lab results per sim data variant (95% intervals)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def _plot_effects(plt: Any, report: Mapping[str, Any], path: Path) -> None:
@@ -74,28 +79,23 @@ def _plot_effects(plt: Any, report: Mapping[str, Any], path: Path) -> None:
         methods = list(next(iter(by_effect.values())).keys())
         height = 0.8 / max(1, len(methods))
         for i, method in enumerate(methods):
-            est, lo, hi = [], [], []
-            for name in names:
-                x = by_effect[name][method]
-                if x["estimate"] is None:
-                    est.append(math.nan)
-                    lo.append(0)
-                    hi.append(0)
-                else:
-                    est.append(100 * x["estimate"])
-                    lo.append(100 * (x["estimate"] - x["ci95"][0]))
-                    hi.append(100 * (x["ci95"][1] - x["estimate"]))
+            vals = [_errorbar(by_effect[name][method], "estimate") for name in names]
             ys = np.arange(len(names)) + i * height
-            ax.errorbar(est, ys, xerr=[lo, hi], fmt="o", capsize=3, label=method)
+            ax.errorbar(
+                [v[0] for v in vals],
+                ys,
+                xerr=[[v[1] for v in vals], [v[2] for v in vals]],
+                fmt="o",
+                capsize=3,
+                label=method,
+            )
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(np.arange(len(names)) + height * (len(methods) - 1) / 2)
         ax.set_yticklabels(names, fontsize=8)
         ax.set_xlabel(f"{METRIC_NAMES[metric]} in the lab, points")
         ax.legend(fontsize=8)
     fig.suptitle("Effects of world and behavior grounding (95% intervals over seeds and episodes)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def _plot_sweep(plt: Any, design: AblationDesign, report: Mapping[str, Any], path: Path) -> None:
@@ -119,9 +119,7 @@ def _plot_sweep(plt: Any, design: AblationDesign, report: Mapping[str, Any], pat
         ax.set_ylim(0, 100)
         ax.legend(fontsize=8)
     fig.suptitle(f"real_fraction sweep, {design.sweep_variant} sim data")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
@@ -139,6 +137,4 @@ def _plot_mixture(plt: Any, report: Mapping[str, Any], path: Path) -> None:
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7)
     ax.set_title(f"Mixture analysis: real-like actions vs coverage (bins of >= {MIN_BIN_STATES} lab states)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(plt, fig, path)
