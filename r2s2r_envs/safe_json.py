@@ -9,6 +9,9 @@ and the limit (docs/guide.md#files-the-suite-reads):
 * nesting: at most ``MAX_DEPTH`` (64) levels of arrays and objects, checked before parsing;
 * strict JSON: no ``NaN`` / ``Infinity`` / ``-Infinity``, no key twice in one object, UTF-8 text.
 
+A file whose name ends in ``.gz`` is read as gzip-compressed JSON (the size limit holds for the text it expands
+to); ``gzip_bytes`` writes that form deterministically (result files in records, the shipped behavior models).
+
 Grounding files, lab configs, world presets, course answers, result files, dataset specs and attributes, lab
 logs, behavior models and checkpoints' ``config.json`` read through it.  Writers turn their data into plain JSON
 with ``plain_json``.
@@ -23,11 +26,14 @@ hand) is read as before.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
 import os
 import re
+import struct
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -97,11 +103,51 @@ def loads(text: str | bytes, *, what: str = "JSON text", max_depth: int = MAX_DE
         raise JSONFileError(f"{what}: not strict JSON ({exc})") from None
 
 
-def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
-    """Read a JSON file within the size and depth limits (``loads``), naming the file in every error.
+#: The suffix of a gzip-compressed file (``NAME.json.gz``).
+GZIP_SUFFIX = ".gz"
+
+
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a gzip-compressed file (``*.gz``)."""
+    return os.fspath(path).endswith(GZIP_SUFFIX)
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed (level 9), the same bytes for the same data: the header holds no file name and
+    modification time 0 (``gunzip``, ``zcat`` and :mod:`gzip` read it)."""
+    # The header written out (RFC 1952), not left to gzip.compress: its fields then hold whatever the Python version
+    # puts there; these do not change. ID1 ID2, deflate, no flags, MTIME 0, XFL 2 (best compression), OS unknown.
+    header = b"\x1f\x8b\x08\x00" + struct.pack("<I", 0) + b"\x02\xff"
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflate.compress(data) + deflate.flush()
+    return header + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def read_text_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> bytes:
+    """A file's bytes, a ``*.gz`` file decompressed, at most ``max_bytes + 1`` of them (a longer text is then refused
+    by the JSON reader, whatever the compressed size).
 
     Raises:
-        JSONFileError: missing, a directory, unreadable, too large, too deep or not strict JSON.
+        OSError: the file is missing or cannot be read.
+        JSONFileError: a ``*.gz`` file that is not gzip data, is cut short or fails its checksum.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        if not is_compressed(path):
+            return fh.read(max_bytes + 1)
+        try:
+            with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                return gz.read(max_bytes + 1)
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+            raise JSONFileError(f"{path}: not readable gzip data ({exc}); the file is damaged or cut short") from None
+
+
+def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+    """Read a JSON file (``*.json``, or gzip-compressed ``*.json.gz``) within the size and depth limits (``loads``),
+    naming the file in every error.
+
+    Raises:
+        JSONFileError: missing, a directory, unreadable, damaged gzip data, too large, too deep or not strict JSON.
     """
     path = Path(path)
     if not path.exists():
@@ -109,10 +155,9 @@ def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = 
     if not path.is_file():
         raise JSONFileError(f"{path}: not a file (a JSON file is expected)")
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
+        if not is_compressed(path) and (size := path.stat().st_size) > max_bytes:
             raise JSONFileError(f"{path}: {size} bytes; at most {max_bytes} bytes are read")
-        raw = path.read_bytes()
+        raw = read_text_bytes(path, max_bytes=max_bytes)
     except OSError as exc:
         raise JSONFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return loads(raw, what=str(path), max_depth=max_depth, max_bytes=max_bytes)
@@ -218,6 +263,7 @@ def plain_json(value: Any, where: str | None = None) -> Any:
 
 __all__ = [
     "CONTENT_HASH_FIELD",
+    "GZIP_SUFFIX",
     "MAX_BYTES",
     "MAX_DEPTH",
     "ContentHashError",
@@ -225,8 +271,11 @@ __all__ = [
     "canonical_json",
     "check_content_hash",
     "content_sha256",
+    "gzip_bytes",
+    "is_compressed",
     "loads",
     "plain_json",
     "read_json",
+    "read_text_bytes",
     "with_content_hash",
 ]

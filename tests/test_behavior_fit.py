@@ -207,8 +207,9 @@ def test_a_model_missing_a_category_the_demos_held_is_refused(tmp_path):
     """The loader applies fit-behavior's rule (issue 50): a model left with one category's sources, re-hashed, would
     carry every object of the other categories to that category's bin."""
     from r2s2r_envs.behavior.fit import resolve_model_path
+    from r2s2r_envs.safe_json import read_json
 
-    model = json.loads(resolve_model_path("default").read_text())
+    model = read_json(resolve_model_path("default"))  # shipped gzip-compressed
     cubes = [s for s in model["sources"] if s["category"] == "cube"]
     _refused(
         tmp_path,

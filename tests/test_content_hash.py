@@ -7,6 +7,7 @@ file without the field still loads.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -25,12 +26,13 @@ from r2s2r_envs.safe_json import (
     ContentHashError,
     check_content_hash,
     content_sha256,
+    gzip_bytes,
     with_content_hash,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "zoo" / "r2s2r_envs_zoo"  # the zoo's data package (zoo/)
-SHIPPED_BEHAVIOR = ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json"
+SHIPPED_BEHAVIOR = ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json.gz"  # shipped gzip-compressed
 SHIPPED_GROUNDING = ROOT / "r2s2r_envs" / "grounding" / "groundings" / "default.json"
 #: SHA-256 of the shipped default grounding file's bytes before it carried content_sha256 (results and dataset
 #: provenance record it); its file_sha256 must not change with the field.
@@ -153,7 +155,7 @@ def test_result_files_carry_a_hash_the_leaderboard_verifies(tmp_path):
 
 # ---------------------------------------------------------------------- behavior models
 def test_the_shipped_behavior_model_carries_a_valid_hash_and_keeps_its_model_sha256():
-    data = json.loads(SHIPPED_BEHAVIOR.read_text())
+    data = json.loads(gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()))
     assert data[CONTENT_HASH_FIELD] == content_sha256(data)
     model = load_model("default")
     assert CONTENT_HASH_FIELD not in model
@@ -163,7 +165,8 @@ def test_the_shipped_behavior_model_carries_a_valid_hash_and_keeps_its_model_sha
 def test_a_flipped_digit_in_a_behavior_model_is_refused(tmp_path):
     path = save_model(load_model("default"), tmp_path / "model.json")
     text = path.read_text()
-    assert text == SHIPPED_BEHAVIOR.read_text()  # the writer writes the shipped file's bytes
+    assert text == gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()).decode()  # the writer writes the shipped text
+    assert SHIPPED_BEHAVIOR.read_bytes() == gzip_bytes(text.encode())  # compressed as the suite compresses
     path.write_text(flip_digit(text, '"sources":'))  # a trajectory value
     with pytest.raises(BehaviorModelError, match=r"model\.json: its content does not match.*refit"):
         load_model(path)
@@ -197,3 +200,18 @@ def test_written_groundings_are_hashed_and_hand_edits_must_drop_the_hash(tmp_pat
     assert edited.world != load_grounding("default").world
     with pytest.raises(GroundingFileError, match="inline grounding: its content does not match"):
         load_grounding(json.loads(flip_digit(text, '"world": {', nth=10)))
+
+
+def test_a_gzip_compressed_behavior_model_reads_as_its_json(tmp_path):
+    from r2s2r_envs.behavior.variants import BehaviorGroundedEnv
+    from r2s2r_envs.envs.file_arguments import read_by_value
+
+    path = tmp_path / "model.json.gz"
+    path.write_bytes(SHIPPED_BEHAVIOR.read_bytes())
+    assert model_sha256(load_model(path)) == BEHAVIOR_MODEL_SHA256
+    value, digest = read_by_value(BehaviorGroundedEnv.file_arguments["behavior"], path)  # an env argument by path
+    assert model_sha256(value) == BEHAVIOR_MODEL_SHA256
+    assert digest == hashlib.sha256(SHIPPED_BEHAVIOR.read_bytes()).hexdigest()  # of the file as it is
+    path.write_bytes(SHIPPED_BEHAVIOR.read_bytes()[:-20])  # cut short
+    with pytest.raises(BehaviorModelError, match="not readable gzip data"):
+        load_model(path)

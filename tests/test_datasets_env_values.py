@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import gymnasium as gym
@@ -26,6 +25,7 @@ from r2s2r_envs.datasets.generate import GenerationError, generate
 from r2s2r_envs.datasets.replay import replay_demo
 from r2s2r_envs.datasets.writer import _store_content_hash
 from r2s2r_envs.grounding.result import GroundingFileError, load_grounding
+from r2s2r_envs.safe_json import read_json
 from r2s2r_envs.world.presets import load_world
 
 SHORT = {"episode_steps": 25, "progress": False}
@@ -140,8 +140,9 @@ def test_a_grounding_file_is_recorded_by_value_and_replays_after_it_is_deleted(t
 
 def test_a_behavior_model_file_is_recorded_by_value_and_makes_the_shipped_models_demos(tmp_path: Path) -> None:
     model_file = tmp_path / "model.json"
-    shutil.copyfile(resolve_model_path("default"), model_file)
+    model_file.write_text(json.dumps(read_json(resolve_model_path("default")), indent=2) + "\n")  # shipped as .gz
     digest = hashlib.sha256(model_file.read_bytes()).hexdigest()
+    model_file_text = model_file.read_text()
     by_path, shipped = tmp_path / "by_path.hdf5", tmp_path / "shipped.hdf5"
     env_id = "PickSort-BehaviorGrounded-v0"
     generate(env_id, 1, by_path, seed=0, env_kwargs={**ONE_OBJECT, "behavior": str(model_file)}, **SHORT)
@@ -149,7 +150,7 @@ def test_a_behavior_model_file_is_recorded_by_value_and_makes_the_shipped_models
     model_file.unlink()
     with open_dataset(by_path) as f, open_dataset(shipped) as g:
         recorded = f.generation["env_kwargs"]["behavior"]
-        assert recorded == json.loads(resolve_model_path("default").read_text())  # the file's object, as it is:
+        assert recorded == json.loads(model_file_text)  # the file's object, as it is:
         assert recorded["content_sha256"] and load_model(recorded) == load_model("default")  # with its own hash
         assert f.generation[FILES_KEY] == {"behavior": {"file": "model.json", "sha256": digest}}
         assert g.generation["env_kwargs"]["behavior"] == "default" and FILES_KEY not in g.generation

@@ -141,12 +141,12 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         *(REPO_ROOT / "r2s2r_envs" / "evaluation").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "grounding").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings").glob("*.json"),
-        *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json.gz"),
         *(REPO_ROOT / "r2s2r_envs" / "policies" / "zoo").rglob("*.json"),
         REPO_ROOT / "r2s2r_envs" / "py.typed",
     ]
     shipped = {p.relative_to(REPO_ROOT).as_posix() for p in package_data}
-    assert {"r2s2r_envs/grounding/groundings/default.json", "r2s2r_envs/behavior/models/default.json"} <= shipped
+    assert {"r2s2r_envs/grounding/groundings/default.json", "r2s2r_envs/behavior/models/default.json.gz"} <= shipped
     assert "r2s2r_envs/policies/zoo/index.json" in shipped  # the model zoo
     assert any(p.name == "canonical.json" for p in package_data) and any(p.name == "nominal.json" for p in package_data)
     for path in package_data:

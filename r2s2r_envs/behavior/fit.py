@@ -41,7 +41,14 @@ from r2s2r_envs.behavior.segments import (
 from r2s2r_envs.envs.hand import quat_yaw
 from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.provenance import versions
-from r2s2r_envs.safe_json import CONTENT_HASH_FIELD, JSONFileError, check_content_hash, read_json, with_content_hash
+from r2s2r_envs.safe_json import (
+    CONTENT_HASH_FIELD,
+    GZIP_SUFFIX,
+    JSONFileError,
+    check_content_hash,
+    read_json,
+    with_content_hash,
+)
 from r2s2r_envs.world import constants as C
 
 MODEL_FORMAT = "r2s2r_envs.behavior_model"
@@ -278,29 +285,45 @@ def model_sha256(model: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def shipped_models() -> list[str]:
-    """Names of the models shipped in ``r2s2r_envs/behavior/models/``."""
+#: Names a shipped model's file may end in: plain JSON, or gzip-compressed (how the package ships them).
+MODEL_SUFFIXES: tuple[str, ...] = (".json", ".json" + GZIP_SUFFIX)
+
+
+def _shipped_files() -> dict[str, Path]:
+    """``{name: file}`` of the models shipped in ``r2s2r_envs/behavior/models/``."""
     root = importlib.resources.files("r2s2r_envs.behavior").joinpath("models")
     try:
-        return sorted(p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json"))
+        entries = list(root.iterdir())
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        return {}
+    return {
+        p.name.removesuffix(suffix): Path(str(p))
+        for p in entries
+        for suffix in MODEL_SUFFIXES
+        if p.name.endswith(suffix)
+    }
+
+
+def shipped_models() -> list[str]:
+    """Names of the models shipped in ``r2s2r_envs/behavior/models/``."""
+    return sorted(_shipped_files())
 
 
 def resolve_model_path(name_or_path: str | Path) -> Path:
-    """The file of a shipped model name (``"default"``) or a path.
+    """The file of a shipped model name (``"default"``) or a path (``*.json``, or gzip-compressed ``*.json.gz``).
 
     Raises:
         BehaviorModelError: neither a shipped name nor an existing file; the message lists the shipped names.
     """
     text = str(name_or_path)
-    if text in shipped_models():
-        return Path(str(importlib.resources.files("r2s2r_envs.behavior").joinpath("models", f"{text}.json")))
+    shipped = _shipped_files()
+    if text in shipped:
+        return shipped[text]
     path = Path(text)
     if path.is_file():
         return path
     raise BehaviorModelError(
-        f"no behavior model {text!r}: not a shipped model ({shipped_models()}) and not a file; fit one with "
+        f"no behavior model {text!r}: not a shipped model ({sorted(shipped)}) and not a file; fit one with "
         "r2s2r fit-behavior --demos FILE --out MODEL.json"
     )
 

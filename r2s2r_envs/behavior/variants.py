@@ -36,7 +36,7 @@ class BehaviorGroundedEnv(PickSortEnv):
 
     Args:
         behavior: The generator's fitted model: a shipped model name (``"default"``: fitted to the default lab's
-            canonical ``lab-50`` demonstrations, ``r2s2r_envs/behavior/models/default.json``), a model file
+            canonical ``lab-50`` demonstrations, ``r2s2r_envs/behavior/models/default.json.gz``), a model file
             written by ``r2s2r fit-behavior``, or that file's JSON object (how datasets record it,
             docs/datasets.md#env-arguments). Checked here, so a missing or malformed model fails at
             ``gymnasium.make``.

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, loads
+from r2s2r_envs.safe_json import MAX_BYTES, JSONFileError, is_compressed, loads, read_text_bytes
 from r2s2r_envs.world.presets import available_worlds, load_world
 
 
@@ -70,7 +70,7 @@ def read_by_value(argument: FileArgument, path: str | os.PathLike[str]) -> tuple
     if path.stat().st_size > MAX_BYTES:
         raise JSONFileError(f"{where}: {path.stat().st_size} bytes; at most {MAX_BYTES} bytes are read")
     raw = path.read_bytes()
-    value = loads(raw, what=where)
+    value = loads(read_text_bytes(path) if is_compressed(path) else raw, what=where)  # a *.gz file: its JSON
     argument.check(value, where)
     return value, hashlib.sha256(raw).hexdigest()
 

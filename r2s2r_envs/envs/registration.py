@@ -64,7 +64,7 @@ _SHIPPED: dict[str, tuple[str, dict]] = {
     # The -v1 family: lab v3 (a camera-based object estimator, loop latency with jitter, late commands, finger
     # backlash, its own contact), the grounding identified from its logs (groundings/v3.json: `r2s2r sysid --lab
     # v3`, seed 0, the full budget, the planner tuned there) and the behavior model fitted to its 50 canonical demos
-    # (behavior/models/v3.json: `r2s2r fit-behavior`, seed 0); both made by experiments/lab-v3-chain.
+    # (behavior/models/v3.json.gz: `r2s2r fit-behavior`, seed 0); both made by experiments/lab-v3-chain.
     # Ungrounded-v1 is Ungrounded-v0 (same physics and demonstrator), so the family shares one version. The version
     # rule: docs/architecture.md#grounded-variants.
     **_family("v1", {"world": "nominal", "grounding": "v3", "behavior": "v3", "lab": "v3"}, tuple(_VARIANTS)),

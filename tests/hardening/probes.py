@@ -35,6 +35,7 @@ writes the record (benchmarks/results/hardening/probes.json, read by benchmarks/
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import os
 import re
@@ -58,7 +59,7 @@ SYSID_DEADLINE_S = 5.0
 PROBE_TIMEOUT_S = 300.0
 ZOO = REPO_ROOT / "zoo" / "r2s2r_envs_zoo"  # the zoo's data package (zoo/)
 SHIPPED_GROUNDING = REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings" / "default.json"
-SHIPPED_BEHAVIOR = REPO_ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json"
+SHIPPED_BEHAVIOR = REPO_ROOT / "r2s2r_envs" / "behavior" / "models" / "default.json.gz"
 SHIPPED_LAB = REPO_ROOT / "r2s2r_envs" / "lab" / "configs" / "default.json"
 ENV_ID = "PickSort-Ungrounded-v0"
 
@@ -488,7 +489,7 @@ def grounding(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
 
 # ----------------------------------------------------------------------------------------------- behavior models
 def behavior(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
-    base = json.loads(SHIPPED_BEHAVIOR.read_text())
+    base = json.loads(gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()))
 
     def edited(name: str, edit: Callable[[dict], None]) -> Path:
         data = json.loads(json.dumps(base))
@@ -1735,7 +1736,7 @@ def loaders(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
 
     probes = []
     # Item 5: a behavior model left with the cube sources only, re-hashed.
-    model = json.loads(SHIPPED_BEHAVIOR.read_text())
+    model = json.loads(gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()))
     model["sources"] = [s for s in model["sources"] if s["category"] == "cube"]
     one = _write_json(tmp / "behavior-cubes-only.json", model)
     probes.append(
