@@ -177,6 +177,24 @@ class Task:
     num_gpus: float = 0.0
     batch: int = 1
 
+    @classmethod
+    def of(
+        cls,
+        kind: Kind,
+        config: Mapping[str, Any],
+        deps: tuple[str, ...] = (),
+        *,
+        label: str,
+        num_cpus: float = 1,
+        num_gpus: float = 0.0,
+        batch: int = 1,
+    ) -> Task:
+        """The task of ``kind`` with ``config`` and ``deps``, keyed by their :func:`config_hash`."""
+        key = config_hash(kind, config, deps)
+        return cls(
+            kind=kind, key=key, config=config, deps=deps, num_cpus=num_cpus, label=label, num_gpus=num_gpus, batch=batch
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (what a Ray task receives)."""
         return {

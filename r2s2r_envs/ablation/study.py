@@ -29,7 +29,6 @@ from r2s2r_envs.ablation.specs import (
     RuleEnd,
     Task,
     canonical_recipe,
-    config_hash,
     env_id_of,
     policy_label,
 )
@@ -218,12 +217,9 @@ class AblationDesign:
         needs_behavior = any(VARIANT_AXES[v][1] for v in used) or "behavior" in arm_stages(self.arms)
         if self.lab is not None and self.chain is not None and needs_world:
             config = self.chain.sysid_config(self.lab)
-            key = config_hash("sysid", config)
             label = f"sysid lab {self.lab.name}"
-            tasks.append(
-                Task(kind="sysid", key=key, config=config, deps=(), num_cpus=self.chain.sysid_workers, label=label)
-            )
-            stage_keys["sysid"] = key
+            tasks.append(Task.of("sysid", config, num_cpus=self.chain.sysid_workers, label=label))
+            stage_keys["sysid"] = tasks[-1].key
         for variant, spec in [(None, self.real), *((v, self.sim_spec(v)) for v in self._sim_variants_used())]:
             config = spec.to_dict()
             if spec.canonical is not None:
@@ -233,15 +229,13 @@ class AblationDesign:
                 config["lab"] = self.lab.to_config()
             if variant is not None and stage_keys:
                 config["inputs"], deps = self._grounding_inputs(variant, stage_keys)
-            key = config_hash("data", config, deps)
-            tasks.append(Task(kind="data", key=key, config=config, deps=deps, num_cpus=1, label=f"data {spec.label}"))
-            data_keys["real" if variant is None else variant] = key
+            data = Task.of("data", config, deps, label=f"data {spec.label}")
+            tasks.append(data)
+            data_keys["real" if variant is None else variant] = data.key
             if variant is None and self.lab is not None and self.chain is not None and needs_behavior:
                 config = self.chain.behavior_config(self.lab)
-                bkey = config_hash("behavior", config, (key,))
-                label = f"behavior fit to {spec.label}"
-                tasks.append(Task(kind="behavior", key=bkey, config=config, deps=(key,), num_cpus=1, label=label))
-                stage_keys["behavior"] = bkey
+                tasks.append(Task.of("behavior", config, (data.key,), label=f"behavior fit to {spec.label}"))
+                stage_keys["behavior"] = tasks[-1].key
         policy_keys: dict[PolicySpec, str] = {}
         for policy in self.policies():
             deps = tuple(data_keys[d] for d in (["real"] if policy.real_fraction > 0 else []) + self._sim_deps(policy))
@@ -270,9 +264,7 @@ class AblationDesign:
             if self.lab is not None:
                 config["lab"] = self.lab.to_config()
             deps = (pkey, data_keys["real"], data_keys[sim_variant])
-            key = config_hash("mixture", config, deps)
-            label = f"mixture {policy_label(policy)}"
-            tasks.append(Task(kind="mixture", key=key, config=config, deps=deps, num_cpus=1, label=label))
+            tasks.append(Task.of("mixture", config, deps, label=f"mixture {policy_label(policy)}"))
         if self.arms:
             tasks += self._arm_tasks(data_keys, stage_keys)
         return tasks
@@ -354,8 +346,7 @@ class AblationDesign:
             }
             deps.append(data_keys[target])
         config["arm"] = arm
-        key = config_hash("data", config, deps)
-        return Task(kind="data", key=key, config=config, deps=tuple(deps), num_cpus=1, label=f"data {spec.label}")
+        return Task.of("data", config, tuple(deps), label=f"data {spec.label}")
 
     def _arm_tasks(self, data_keys: Mapping[str, str], stage_keys: Mapping[str, str]) -> list[Task]:
         """The arms' tasks: each cell's data, then per seed and method its co-trained policy, then their lab
@@ -401,15 +392,7 @@ class AblationDesign:
     def train_task(self, policy: PolicySpec, deps: tuple[str, ...]) -> Task:
         """The task that trains ``policy`` on the data tasks ``deps``."""
         config = self._train_config(policy)
-        return Task(
-            kind="train",
-            key=config_hash("train", config, deps),
-            config=config,
-            deps=deps,
-            num_cpus=1,
-            num_gpus=self.train_gpus,
-            label=f"train {policy_label(policy)}",
-        )
+        return Task.of("train", config, deps, num_gpus=self.train_gpus, label=f"train {policy_label(policy)}")
 
     def eval_config(self, policy: PolicySpec, env_id: str, episodes: int) -> dict[str, Any]:
         """The config of ``policy``'s evaluation in ``env_id`` (the lab's identity when it is this design's lab)."""
@@ -429,15 +412,8 @@ class AblationDesign:
         self, policy: PolicySpec, env_id: str, episodes: int, config: dict[str, Any], deps: tuple[str, ...]
     ) -> Task:
         """The task that evaluates ``policy`` in ``env_id`` with ``config`` (:meth:`eval_config`, maybe extended)."""
-        return Task(
-            kind="eval",
-            key=config_hash("eval", config, deps),
-            config=config,
-            deps=deps,
-            num_cpus=1,
-            label=f"eval {policy_label(policy)} in {env_id}",
-            batch=min(self.eval_batch, episodes),
-        )
+        label = f"eval {policy_label(policy)} in {env_id}"
+        return Task.of("eval", config, deps, label=label, batch=min(self.eval_batch, episodes))
 
     def _train_config(self, policy: PolicySpec) -> dict[str, Any]:
         from r2s2r_envs.policies.config import DEFAULT_RECIPE, RECIPES
