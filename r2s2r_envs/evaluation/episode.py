@@ -8,6 +8,7 @@ evaluation through here, one at a time or (the same records) ``batch`` at a time
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -128,22 +129,14 @@ def policy_failure_record(
     success_any_step: bool,
 ) -> EpisodeRecord:
     """The record of an episode stopped because the policy emitted an unusable action or raised (``info``: the
-    last)."""
-    outcomes = [POLICY_FAILURE if o == "pending" else str(o) for o in info["object_outcomes"]]
-    return EpisodeRecord(
-        index=int(index),
-        env_seed=int(env_seed),
-        policy_seed=int(policy_seed),
+    last): truncated, unsuccessful, its pending objects failed by the policy."""
+    record = episode_record(info, index, env_seed, policy_seed, steps, total, success_any_step, False, True)
+    return dataclasses.replace(
+        record,
         is_success=False,  # an action is only asked for while some object is pending
-        success_any_step=success_any_step,
-        sort_accuracy=float(info["sort_accuracy"]),
         time_to_sort=None,
-        failure_cause=POLICY_FAILURE if info["failure_cause"] is None else str(info["failure_cause"]),
-        object_outcomes=tuple(outcomes),
-        steps=steps,
-        episode_return=total,
-        terminated=False,
-        truncated=True,
+        failure_cause=POLICY_FAILURE if record.failure_cause is None else record.failure_cause,
+        object_outcomes=tuple(POLICY_FAILURE if o == "pending" else o for o in record.object_outcomes),
         unstable=False,
         policy_error=error,
     )
