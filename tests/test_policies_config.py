@@ -19,7 +19,9 @@ def test_a_recipe_fills_unset_fields_and_explicit_values_win() -> None:
     assert (v1.features, v1.architecture, v1.ema_decay, v1.steps, v1.lr) == ("raw", "mlp", 0.0, 5000, 2e-3)
     for recipe in RECIPES:
         check_config(TrainConfig(method="flow", sim=("x",), real_fraction=0.0, out="o", recipe=recipe))
-    with pytest.raises(ConfigError, match=r"unknown recipe 'tpu'; choose one of \['cpu', 'gpu', 'v1'\]"):
+    with pytest.raises(
+        ConfigError, match=r"unknown recipe 'tpu'; choose one of \['cpu', 'cpu-image', 'gpu', 'gpu-image', 'v1'\]"
+    ):
         TrainConfig(method="flow", sim=("x",), real_fraction=0.0, out="o", recipe="tpu")
 
 
@@ -62,7 +64,7 @@ _V1_FIELDS = {
         ({"ema_decay": 1.0}, r"ema_decay must be a number in \[0.0, 0.99999\]"),
         ({"val_fraction": 0.9}, r"val_fraction must be a number in \[0.0, 0.5\]"),
         ({"temporal_ensemble": -0.5}, "temporal_ensemble must be a finite number >= 0"),
-        ({"features": "pixels"}, r"features must be one of \['raw', 'task'\]"),
+        ({"features": "pixels"}, r"features must be one of \['raw', 'task', 'proprio'\]"),
         ({"architecture": "transformer"}, r"architecture must be one of \['mlp', 'resmlp'\]"),
         ({"labels": "noisy"}, r"labels must be one of \['executed', 'clean'\]"),
         ({"features": "task", "encoder": "cnn"}, "features='task' reads state observations"),

@@ -46,9 +46,17 @@ from r2s2r_envs.policies.config import (
     check_config,
     field_choices,
     field_type,
+    recipe_values,
 )
 
-_METAVARS = {"method": "METHOD", "real": "DATA", "sim": "DATA", "out": "DIR", "obs_keys": "KEY,KEY"}
+_METAVARS = {
+    "method": "METHOD",
+    "real": "DATA",
+    "sim": "DATA",
+    "out": "DIR",
+    "obs_keys": "KEY,KEY",
+    "image_keys": "KEY,KEY",
+}
 
 
 def _field_docs() -> dict[str, str]:
@@ -96,7 +104,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "See docs/baselines.md; your own method: --method module:Class (docs/byo_method.md).",
     )
     docs = _field_docs()
-    recipe_defaults = RECIPES[DEFAULT_RECIPE]
+    recipe_defaults = recipe_values(DEFAULT_RECIPE)
     for field in dataclasses.fields(TrainConfig):
         name = field.name
         flag = "--" + name.replace("_", "-")
@@ -126,6 +134,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             kwargs.update(action="extend", nargs="+", default=[], help=help_text + " (repeatable)")
         elif name == "obs_keys":
             kwargs.update(type=comma_list, default=[])
+        elif name == "image_keys":  # unset: the recipe's
+            kwargs["type"] = comma_list
         elif name == "method":
             kwargs["type"] = _method
         else:

@@ -28,7 +28,13 @@ Encoder = Literal["mlp", "cnn"]
 Composition = Literal["bernoulli", "stratified"]
 VerifyMode = Literal["full", "quick", "none"]
 Device = Literal["cpu", "cuda", "auto"]
-Features = Literal["raw", "task"]
+Features = Literal["raw", "task", "proprio"]
+ImageEncoder = Literal["conv4", "conv-gn", "resnet18-gn"]
+#: The camera encoders (``r2s2r_envs.policies.vision``): the first image policies' (conv4), the ``cpu-image``
+#: recipe's small GroupNorm CNN (conv-gn) and the ``gpu-image`` recipe's ResNet-18 with GroupNorm (resnet18-gn).
+IMAGE_ENCODERS: tuple[str, ...] = typing.get_args(ImageEncoder)
+#: The cameras of a PickSort env (``obs_mode`` ``"rgb"`` or ``"state+rgb"``), which the image recipes read.
+CAMERA_KEYS: tuple[str, ...] = ("scene_image", "wrist_image")
 Architecture = Literal["mlp", "resmlp"]
 Labels = Literal["executed", "clean"]
 NormalizationWeights = Literal["samples", "mixture"]
@@ -36,7 +42,9 @@ NormalizationWeights = Literal["samples", "mixture"]
 #: Named recipes: the value of every recipe field (docs/baselines.md, "Recipes"). A field left unset (``None``)
 #: takes its recipe's value; a field given explicitly wins. ``cpu`` is the default of ``r2s2r train``; ``gpu`` the
 #: same methods at a larger budget and model for one GPU; ``v1`` the first policies' settings (5,000 steps,
-#: raw inputs, plain MLPs, no EMA), with which the earlier records were made.
+#: raw inputs, plain MLPs, no EMA), with which the earlier records were made. ``cpu-image`` and ``gpu-image`` are
+#: the visuomotor recipes: both cameras and the proprioception, no object state (docs/baselines.md, "Image
+#: recipes"); the state recipes leave the camera fields to :data:`STATE_INPUTS`.
 RECIPES: dict[str, dict[str, Any]] = {
     "v1": {
         "steps": 5000,
@@ -101,6 +109,32 @@ RECIPES["gpu"] = {
     "feature_dim": 512,
     "device": "auto",
 }
+#: The camera fields' values where a recipe names none: a state policy's. The state recipes predate these fields
+#: and leave them out, so their resolved values (which key stored results, e.g. the ablation's tasks) are unchanged.
+STATE_INPUTS: dict[str, Any] = {"encoder": "mlp", "image_keys": (), "image_encoder": "conv4", "image_shift": 0}
+# The visuomotor recipes keep the state recipes' method settings; what changes is the input (cameras and
+# proprioception), the encoder and a smaller batch of a slower step (benchmarks/image_training_speed.py).
+RECIPES["cpu-image"] = {
+    **RECIPES["cpu"],
+    "steps": 20000,
+    "batch_size": 64,
+    "lr": 3e-4,
+    "features": "proprio",
+    "encoder": "cnn",
+    "image_keys": CAMERA_KEYS,
+    "image_encoder": "conv-gn",
+    "image_shift": 4,
+}
+RECIPES["gpu-image"] = {
+    **RECIPES["gpu"],
+    "batch_size": 256,
+    "lr": 3e-4,
+    "features": "proprio",
+    "encoder": "cnn",
+    "image_keys": CAMERA_KEYS,
+    "image_encoder": "resnet18-gn",
+    "image_shift": 4,
+}
 #: The recipe of ``r2s2r train`` and of a :class:`TrainConfig` that names none.
 DEFAULT_RECIPE = "cpu"
 #: The default of every recipe field of :class:`TrainConfig`: unset (``None``), so that the recipe fills it in
@@ -122,7 +156,8 @@ class TrainConfig:
         real_fraction: expected share of real samples in each batch, in [0, 1] (1.0: real only, 0.0: sim only).
         seed: training seed (weights, batches, noise); the same seed on one machine gives identical weights.
         out: output directory (created; an existing checkpoint there is refused unless ``overwrite``).
-        recipe: the named recipe (:data:`RECIPES`: cpu, gpu, v1) whose values fill every field below left unset.
+        recipe: the named recipe (:data:`RECIPES`: cpu, gpu, v1, cpu-image, gpu-image) whose values fill every
+            field below left unset.
         steps: gradient steps.
         batch_size: samples per batch.
         lr: AdamW learning rate (linear warm-up over ``warmup_steps``, then cosine decay to 10% at ``steps``).
@@ -141,12 +176,13 @@ class TrainConfig:
             dataset weighted by its share of the batches, so the real data is normalized by the statistics the
             training batches have) or ``"samples"`` (by sample counts).
         features: the feature stage (``r2s2r_envs.policies.features``): ``"task"`` (hand-relative objects, next
-            object first, continuous hand rotation, inferred object status) or ``"raw"`` (the observation keys
-            concatenated).
+            object first, continuous hand rotation, inferred object status), ``"raw"`` (the observation keys
+            concatenated) or ``"proprio"`` (the robot's own keys only, joints and hand pose, concatenated: what an
+            image policy reads besides its cameras; no object state).
         architecture: ``"resmlp"`` (residual blocks with layer norm; the flow head conditioned by FiLM) or
             ``"mlp"`` (plain MLPs, the condition concatenated).
-        obs_keys: observation keys (empty: every low-dimensional key of the data); images only with
-            ``encoder="cnn"``; ``features="task"`` reads its own keys.
+        obs_keys: observation keys (empty: every low-dimensional key of the data, or with ``features="proprio"``
+            the robot's own); images only with ``encoder="cnn"``; ``features="task"`` reads its own keys.
         frame_stack: observations per input, ending at the current step.
         action_chunk: actions predicted per inference (``H``).
         execute_steps: actions of each predicted chunk executed before predicting again (receding horizon).
@@ -156,8 +192,13 @@ class TrainConfig:
         hidden_dim: width of the MLPs.
         layers: hidden layers of each MLP (residual blocks with ``architecture="resmlp"``).
         feature_dim: width of the encoder's output (what the ADDA discriminator sees).
-        encoder: ``"mlp"`` (state observations, the default) or ``"cnn"`` (a small CNN over the 128x128 cameras
-            named in ``obs_keys`` plus an MLP over the rest).
+        encoder: ``"mlp"`` (state observations) or ``"cnn"`` (a CNN per camera of ``image_keys`` or ``obs_keys``
+            plus an MLP over the concatenated features).
+        image_keys: the cameras a ``"cnn"`` encoder reads (``scene_image``, ``wrist_image``).
+        image_encoder: each camera's CNN: ``"conv-gn"`` (small, GroupNorm, spatial softmax; for 64 px on CPUs),
+            ``"resnet18-gn"`` (ResNet-18 with GroupNorm; for a GPU) or ``"conv4"`` (the first image policies').
+        image_shift: random-shift augmentation in training: each sample's frames of a camera move by up to this
+            many pixels per axis, the border repeated (0: off). Never applied at inference.
         flow_steps: Euler integration steps of the flow at inference.
         cfg_dropout: probability that a sample's domain label is replaced by the "no label" token in training.
         cfg_scale: guidance scale ``w`` at inference: ``v = v_none + w * (v_real - v_none)`` (1 = conditional on
@@ -211,7 +252,10 @@ class TrainConfig:
     hidden_dim: int = FROM_RECIPE
     layers: int = FROM_RECIPE
     feature_dim: int = FROM_RECIPE
-    encoder: Encoder = "mlp"
+    encoder: Encoder = FROM_RECIPE
+    image_keys: tuple[str, ...] = FROM_RECIPE
+    image_encoder: ImageEncoder = FROM_RECIPE
+    image_shift: int = FROM_RECIPE
     flow_steps: int = FROM_RECIPE
     cfg_dropout: float = FROM_RECIPE
     cfg_scale: float = FROM_RECIPE
@@ -230,7 +274,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.recipe not in RECIPES:
             raise ConfigError(f"unknown recipe {self.recipe!r}; choose one of {sorted(RECIPES)}")
-        for name, value in RECIPES[self.recipe].items():
+        for name, value in recipe_values(self.recipe).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
 
@@ -272,6 +316,15 @@ class TrainConfig:
         return cls(**kwargs)
 
 
+def recipe_values(recipe: str) -> dict[str, Any]:
+    """Every value recipe ``recipe`` gives an unset field: its own and, where it names none, :data:`STATE_INPUTS`.
+
+    Raises:
+        KeyError: an unknown recipe.
+    """
+    return {**STATE_INPUTS, **RECIPES[recipe]}
+
+
 def field_choices(name: str) -> tuple[str, ...] | None:
     """The allowed values of a ``Literal`` field of :class:`TrainConfig` (``None`` for other fields)."""
     hint = field_type(name)
@@ -301,7 +354,7 @@ def check_config(config: TrainConfig) -> None:
             "module:Class (docs/byo_method.md)"
         )
     choice_fields = ("demos", "labels", "action_normalization", "normalization_weights", "features", "architecture")
-    for name in (*choice_fields, "encoder", "composition", "verify", "device"):
+    for name in (*choice_fields, "encoder", "image_encoder", "composition", "verify", "device"):
         choices = typing.cast(tuple[str, ...], field_choices(name))  # Literal fields: never None
         if getattr(config, name) not in choices:
             raise ConfigError(f"{name} must be one of {list(choices)}, got {getattr(config, name)!r}")
@@ -339,7 +392,17 @@ def check_config(config: TrainConfig) -> None:
     if isinstance(te, bool) or not isinstance(te, (int, float)) or not math.isfinite(te) or te < 0:
         raise ConfigError(f"temporal_ensemble must be a finite number >= 0 (0: off), got {te!r}")
     if config.features == "task" and config.encoder == "cnn":
-        raise ConfigError("features='task' reads state observations; the cnn encoder trains on features='raw'")
+        raise ConfigError(
+            "features='task' reads state observations; the cnn encoder trains on features='proprio' or 'raw'"
+        )
+    shift = config.image_shift
+    if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
+        raise ConfigError(f"image_shift must be an integer >= 0 (pixels; 0: off), got {shift!r}")
+    if config.encoder != "cnn" and (config.image_keys or shift):
+        raise ConfigError(
+            f"image_keys {list(config.image_keys)} and image_shift {shift} are for camera frames: train with "
+            "encoder='cnn' (--encoder cnn), or use an image recipe (--recipe cpu-image)"
+        )
     if config.execute_steps > config.action_chunk:
         raise ConfigError(
             f"execute_steps ({config.execute_steps}) must be <= action_chunk ({config.action_chunk}): a policy "

@@ -5,9 +5,13 @@ A feature stage maps stacked raw observations ``{key: (B, F, ...)}`` (the loader
 The same function runs in training and at inference, on observations only: it never reads simulator state, so
 it runs unchanged on the lab's observations (docs/concepts.md, "Honesty rules").
 
-Two stages (:data:`FEATURE_SETS`):
+Three stages (:data:`FEATURE_SETS`):
 
 * ``"raw"``: the observation keys concatenated as they are, in a fixed order (the first policies' input).
+* ``"proprio"`` (:class:`ProprioFeatures`): the same, of the robot's own keys only (:data:`PROPRIO_KEYS`: joint
+  encoders and the hand's pose computed from them, and the opt-in torque and current sensors where the data has
+  them, :data:`ROBOT_SENSOR_KEYS`). Object poses, categories and visibility are the object estimator's output,
+  privileged perception in this benchmark; an image policy reads its cameras and this stage, nothing else.
 * ``"task"`` (:class:`TaskFeatures`): the hand's pose with a continuous rotation (two columns of the rotation
   matrix instead of a quaternion, whose sign is arbitrary: ``eef_quat`` flips from ``q`` to ``-q`` where the
   hand yaws through about -90 degrees), proprioception, and the objects *relative to the hand*, next object
@@ -36,9 +40,15 @@ import numpy as np
 
 from r2s2r_envs.world.constants import REACH_LIMIT_Y
 
-FeatureSet = Literal["raw", "task"]
+FeatureSet = Literal["raw", "task", "proprio"]
 #: The feature stages a policy can be trained with.
-FEATURE_SETS: tuple[str, ...] = ("raw", "task")
+FEATURE_SETS: tuple[str, ...] = ("raw", "task", "proprio")
+#: The stages that concatenate observation keys as they are (normalized key by key with the stored statistics).
+KEYWISE_SETS: tuple[str, ...] = ("raw", "proprio")
+#: The robot's own observation keys, which every ``obs_mode`` of PickSort has (its docstring's table: "all").
+PROPRIO_KEYS: tuple[str, ...] = ("arm_qpos", "arm_qvel", "hand_qpos", "hand_qvel", "eef_pos", "eef_quat")
+#: The robot's opt-in sensors (``sensors=``; the drivers' joint torques and finger currents): proprioception too.
+ROBOT_SENSOR_KEYS: tuple[str, ...] = ("arm_torque", "finger_current")
 
 #: Observation keys the task features read.
 TASK_KEYS: tuple[str, ...] = (
@@ -136,6 +146,30 @@ class RawFeatures:
     def __call__(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         parts = [np.asarray(obs[k], dtype=np.float32).reshape(*np.shape(obs[k])[:2], -1) for k in self.keys]
         return np.concatenate(parts, axis=-1)
+
+
+class ProprioFeatures(RawFeatures):
+    """The robot's own observation keys concatenated per frame (``(B, F, sum of key sizes)``).
+
+    Args:
+        keys: the keys, each one of :data:`PROPRIO_KEYS` or :data:`ROBOT_SENSOR_KEYS`.
+        shapes: each key's shape (without batch and frame axes).
+
+    Raises:
+        FeatureError: a key that is not the robot's own (the message names it and the keys allowed).
+    """
+
+    name = "proprio"
+
+    def __init__(self, keys: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> None:
+        robot = (*PROPRIO_KEYS, *ROBOT_SENSOR_KEYS)
+        other = [k for k in keys if k not in robot]
+        if other:
+            raise FeatureError(
+                f"features='proprio' reads the robot's own keys {list(robot)}; {other} are not (object state is "
+                "privileged perception): drop them from obs_keys, or train with features='raw'"
+            )
+        super().__init__(keys, shapes)
 
 
 class TaskFeatures:
@@ -285,6 +319,12 @@ def task_keys(available: Sequence[str]) -> list[str]:
     return [*TASK_KEYS, VISIBILITY_KEY] if VISIBILITY_KEY in available else list(TASK_KEYS)
 
 
+def proprio_keys(available: Sequence[str]) -> list[str]:
+    """The keys the ``"proprio"`` stage reads by default from observations with keys ``available``:
+    :data:`PROPRIO_KEYS`, and :data:`ROBOT_SENSOR_KEYS` where available."""
+    return [*PROPRIO_KEYS, *(k for k in ROBOT_SENSOR_KEYS if k in available)]
+
+
 def make_features(name: str, keys: Sequence[str], shapes: Mapping[str, Sequence[int]]) -> RawFeatures | TaskFeatures:
     """The feature stage ``name`` (one of :data:`FEATURE_SETS`) for observations with these keys and shapes.
 
@@ -296,4 +336,6 @@ def make_features(name: str, keys: Sequence[str], shapes: Mapping[str, Sequence[
         return RawFeatures(keys, shapes)
     if name == "task":
         return TaskFeatures.for_shapes({k: shapes[k] for k in keys if k in shapes})
+    if name == "proprio":
+        return ProprioFeatures(keys, shapes)
     raise FeatureError(f"unknown feature set {name!r}; choose one of {list(FEATURE_SETS)}")

@@ -1,7 +1,9 @@
 """The torch networks of the baselines: encoders, a BC head, a flow-matching head, CFG and an ADDA discriminator.
 
-* :class:`Encoder`: flattened, normalized state frames (and optionally camera frames through a small CNN) to a
-  feature vector. Everything domain-related acts on these features.
+* :class:`Encoder`: flattened, normalized state frames (and optionally camera frames, each camera through a CNN of
+  :mod:`r2s2r_envs.policies.vision`) to a feature vector. Everything domain-related acts on these features, which
+  with cameras are an MLP over the proprioception and every camera's CNN features: they depend on the images, and
+  the ADDA discriminator's reversed gradient reaches the CNNs.
 * BC (:class:`PolicyModel` with ``generative=False``): an MLP regressing the normalized action chunk (unimodal).
 * Flow matching (``generative=True``) on the straight path ``x_t = (1 - t) x_0 + t x_1`` from noise ``x_0`` to the
   action chunk ``x_1``. The network predicts the chunk, ``x1_hat(x_t, t | features[, domain])``, trained by mean
@@ -29,10 +31,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from r2s2r_envs.policies import vision
+
 #: Domain tokens of the CFG label: sim, real, and "no label" (the unconditional flow).
 SIM, REAL, NO_LABEL = 0, 1, 2
 _TIME_EMBED = 32
-_CNN_FEATURES = 64
+#: The first image policies' camera encoder, importable from here as before the encoders had a module of their own.
+CameraEncoder = vision.CameraEncoder
 
 
 def mlp(in_dim: int, hidden: int, layers: int, out_dim: int) -> nn.Sequential:
@@ -139,39 +144,18 @@ def gradient_reversal(x: torch.Tensor, scale: float) -> torch.Tensor:
     return _GradientReversal.apply(x, float(scale))
 
 
-class CameraEncoder(nn.Module):
-    """A small CNN over ``(B, F, H, W, 3)`` frames in [0, 1] to ``(B, F * 64)`` features (for 128x128 cameras)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Conv2d(3, 16, 5, stride=2, padding=2),
-            nn.SiLU(),
-            nn.Conv2d(16, 32, 3, stride=2, padding=1),
-            nn.SiLU(),
-            nn.Conv2d(32, 64, 3, stride=2, padding=1),
-            nn.SiLU(),
-            nn.Conv2d(64, _CNN_FEATURES, 3, stride=2, padding=1),
-            nn.SiLU(),
-            nn.AdaptiveAvgPool2d(1),
-        )
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        b, f = images.shape[:2]
-        x = images.reshape(b * f, *images.shape[2:]).permute(0, 3, 1, 2)
-        return self.net(x).reshape(b, f * _CNN_FEATURES)
-
-
 class Encoder(nn.Module):
     """Policy inputs to a feature vector of width ``feature_dim``.
 
     Args:
         state_dim: width of the flattened state frames.
-        image_keys: camera keys (one :class:`CameraEncoder` each) or empty.
+        image_keys: camera keys (one camera encoder each) or empty.
         frame_stack: frames per input (for the camera features' width).
         hidden_dim: MLP width.
         layers: MLP hidden layers.
         feature_dim: output width.
+        architecture: ``"mlp"`` or ``"resmlp"`` (the MLP over the concatenated inputs).
+        image_encoder: the camera encoder, one of :data:`~r2s2r_envs.policies.vision.IMAGE_ENCODERS`.
     """
 
     def __init__(
@@ -184,11 +168,13 @@ class Encoder(nn.Module):
         layers: int,
         feature_dim: int,
         architecture: str = "mlp",
+        image_encoder: str = vision.LEGACY_IMAGE_ENCODER,
     ) -> None:
         super().__init__()
         self.image_keys = list(image_keys)
-        self.cameras = nn.ModuleDict({k.replace("/", "_"): CameraEncoder() for k in self.image_keys})
-        in_dim = state_dim + len(self.image_keys) * frame_stack * _CNN_FEATURES
+        cameras = {k.replace("/", "_"): vision.image_encoder(image_encoder) for k in self.image_keys}
+        self.cameras = nn.ModuleDict(cameras)
+        in_dim = state_dim + frame_stack * sum(camera.out_dim for camera in cameras.values())
         self.architecture = architecture
         if architecture == "mlp":  # the first policies' encoder (kept so their checkpoints load)
             self.mlp: nn.Module = mlp(in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
@@ -221,6 +207,9 @@ class PolicyModel(nn.Module):
         cfg: condition the flow on a domain label with label dropout.
         adda: add a domain discriminator behind gradient reversal.
         image_keys, frame_stack, hidden_dim, layers, feature_dim: encoder and MLP sizes.
+        architecture: ``"mlp"`` or ``"resmlp"``.
+        image_encoder: the camera encoder (:data:`~r2s2r_envs.policies.vision.IMAGE_ENCODERS`); a model section
+            without one (the first image policies') has ``"conv4"``.
     """
 
     def __init__(
@@ -237,6 +226,7 @@ class PolicyModel(nn.Module):
         layers: int,
         feature_dim: int,
         architecture: str = "mlp",
+        image_encoder: str = vision.LEGACY_IMAGE_ENCODER,
     ) -> None:
         super().__init__()
         if cfg and not generative:
@@ -254,6 +244,8 @@ class PolicyModel(nn.Module):
             "feature_dim": feature_dim,
             "architecture": architecture,
         }
+        if image_keys:  # a state model's section names no camera encoder
+            self.hparams["image_encoder"] = image_encoder
         self.chunk_dim = chunk_dim
         self.architecture = architecture
         self.generative = generative
@@ -266,6 +258,7 @@ class PolicyModel(nn.Module):
             layers=layers,
             feature_dim=feature_dim,
             architecture=architecture,
+            image_encoder=image_encoder,
         )
         if architecture == "mlp":  # the first policies' heads: the condition concatenated to the input
             if generative:

@@ -13,9 +13,10 @@ choice: with this data most actions sit near the middle of a wide range, so [-1,
 the noise). Images are scaled to [0, 1] and never normalized.
 
 Before normalization the low-dimensional observations pass through the pipeline's feature stage
-(:mod:`r2s2r_envs.policies.features`): ``"raw"`` concatenates the keys (normalized per key with the datasets'
-stored statistics), ``"task"`` computes hand-relative, next-object-first features (normalized with statistics of
-the features over the training data, stored as ``"features"``).
+(:mod:`r2s2r_envs.policies.features`): ``"raw"`` concatenates the keys and ``"proprio"`` the robot's own keys
+(both normalized per key with the datasets' stored statistics), ``"task"`` computes hand-relative,
+next-object-first features (normalized with statistics of the features over the training data, stored as
+``"features"``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.datasets.stats import NormalizeMode, Normalizer, RunningStats
-from r2s2r_envs.policies.features import FEATURE_SETS, make_features, task_keys
+from r2s2r_envs.policies.features import FEATURE_SETS, KEYWISE_SETS, make_features, proprio_keys, task_keys
 
 OBS_NORMALIZATION: NormalizeMode = "standard"
 ACTION_NORMALIZATION: NormalizeMode = "standard"
@@ -46,8 +47,8 @@ class Pipeline:
         action_dim: action dimensions ``A``.
         frame_stack: observations per input ``F``.
         action_chunk: actions per prediction ``H``.
-        stats: statistics per stream: ``"actions"`` and ``"obs/<key>"`` for every low-dimensional key (feature set
-            ``"raw"``) or ``"features"`` (feature set ``"task"``).
+        stats: statistics per stream: ``"actions"`` and ``"obs/<key>"`` for every low-dimensional key (feature sets
+            ``"raw"`` and ``"proprio"``) or ``"features"`` (feature set ``"task"``).
         action_low: lower bound of the env's actions (predictions are clipped to it), or ``None``.
         action_high: upper bound, or ``None``.
         features: the feature stage, one of :data:`~r2s2r_envs.policies.features.FEATURE_SETS`.
@@ -94,7 +95,7 @@ class Pipeline:
     @property
     def stat_names(self) -> list[str]:
         """The observation statistics the pipeline normalizes with (``"features"`` or ``"obs/<key>"``)."""
-        return ["features"] if self.features != "raw" else [f"obs/{k}" for k in self.obs_keys]
+        return [f"obs/{k}" for k in self.obs_keys] if self.features in KEYWISE_SETS else ["features"]
 
     # -- sizes -------------------------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ class Pipeline:
             ``{"state": (B, F * D) float32}`` (normalized, keys concatenated per frame in ``obs_keys`` order)
             plus ``{"image/<key>": (B, F, H, W, 3) float32 in [0, 1]}`` for every image key.
         """
-        if self.features != "raw":
+        if self.features not in KEYWISE_SETS:
             x = self._obs_norm.normalize("features", self.stage(obs))
             state = x.reshape(len(x), -1)
         else:
@@ -230,8 +231,10 @@ class FrameStacker:
 
 def feature_keys(features: str, available: Sequence[str]) -> list[str]:
     """The observation keys a feature stage reads, from those ``available`` (``"raw"``: all of them; ``"task"``: its
-    keys, and ``object_visible`` where available)."""
-    return list(available) if features == "raw" else task_keys(available)
+    keys, and ``object_visible`` where available; ``"proprio"``: the robot's own keys)."""
+    if features == "raw":
+        return list(available)
+    return task_keys(available) if features == "task" else proprio_keys(available)
 
 
 def weighted_merge(stats: Sequence[RunningStats], weights: Sequence[float]) -> RunningStats:

@@ -37,6 +37,7 @@ import torch
 
 from r2s2r_envs.envs.pick_sort import SENSORS as OPT_IN_SENSORS
 from r2s2r_envs.policies.checkpoint import WEIGHTS_FILE, CheckpointError, read_checkpoint
+from r2s2r_envs.policies.features import PROPRIO_KEYS, ROBOT_SENSOR_KEYS
 from r2s2r_envs.policies.method import Batch, Method, MethodError, Spec, import_method, module_digest
 from r2s2r_envs.policies.models import REAL, SIM, PolicyModel
 from r2s2r_envs.policies.pipeline import FrameStacker, Pipeline
@@ -99,6 +100,23 @@ class TrainedPolicy:
     def sensors(self) -> tuple[str, ...]:
         """The env's opt-in sensors the policy reads (the evaluation protocol makes its envs with them)."""
         return tuple(k for k in self.pipeline.obs_keys if k in OPT_IN_SENSORS)
+
+    @property
+    def image_size(self) -> int | None:
+        """The side in pixels of the camera frames the policy reads (the env's ``image_size``); ``None`` without
+        cameras."""
+        if not self.pipeline.image_keys:
+            return None
+        return int(self.pipeline.obs_shapes[self.pipeline.image_keys[0]][0])
+
+    @property
+    def obs_mode(self) -> str:
+        """The PickSort ``obs_mode`` whose observations hold every key the policy reads: ``"state"`` without
+        cameras, ``"rgb"`` with cameras and the robot's own keys only, else ``"state+rgb"``."""
+        if not self.pipeline.image_keys:
+            return "state"
+        robot = (*PROPRIO_KEYS, *ROBOT_SENSOR_KEYS)
+        return "rgb" if all(k in robot for k in self.pipeline.obs_keys) else "state+rgb"
 
     @property
     def settings(self) -> dict[str, Any]:

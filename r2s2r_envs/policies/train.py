@@ -16,9 +16,12 @@ The run's parts have modules of their own: what it trains on (``policies.train_d
 (``policies.trainee``), its batches (``policies.batches``), which weights it keeps (``policies.checkpoint_choice``)
 and what it writes (``policies.train_output``); their names are importable from here too.
 
-Determinism: batches come from a numpy generator and every torch random draw from a ``torch.Generator``, both seeded
-with ``seed``; on one machine with the same ``threads`` two runs give identical weights (on the CPU; ``device="cuda"``
-trains faster but not bit-reproducibly).
+Camera frames stay uint8 in memory (the loaders hold them as recorded) and are scaled to [0, 1] batch by batch;
+the random-shift augmentation (``image_shift``) moves them in training only.
+
+Determinism: batches come from a numpy generator and every torch random draw (the augmentation's included) from a
+``torch.Generator``, both seeded with ``seed``; on one machine with the same ``threads`` two runs give identical
+weights (on the CPU; ``device="cuda"`` trains faster but not bit-reproducibly).
 
 Example::
 
@@ -66,6 +69,7 @@ from r2s2r_envs.policies.trainee import (
     reversal_scale,
     user_method,
 )
+from r2s2r_envs.policies.vision import random_shift
 
 # Learning rate at the end of the cosine schedule, as a share of ``lr``.
 _FINAL_LR_SHARE = 0.1
@@ -179,6 +183,9 @@ def train(config: TrainConfig) -> TrainResult:
         if config.obs_noise > 0:
             noise = torch.randn(inputs["state"].shape, generator=generator, device=device)
             inputs["state"] = inputs["state"] + config.obs_noise * noise
+        if config.image_shift > 0:  # training only, never at inference
+            for key in pipeline.image_keys:
+                inputs[f"image/{key}"] = random_shift(inputs[f"image/{key}"], config.image_shift, generator)
         batch_in = Batch(
             inputs=inputs,
             domain=domain,

@@ -18,7 +18,14 @@ from r2s2r_envs.mappings import check_keys
 from r2s2r_envs.policies.checkpoint import CONFIG_FILE
 from r2s2r_envs.policies.config import ConfigError, TrainConfig, VerifyMode, check_config
 from r2s2r_envs.policies.data import DatasetRef, resolve_datasets, task_family
-from r2s2r_envs.policies.features import TASK_KEYS, VISIBILITY_KEY, FeatureError, make_features
+from r2s2r_envs.policies.features import (
+    KEYWISE_SETS,
+    PROPRIO_KEYS,
+    TASK_KEYS,
+    VISIBILITY_KEY,
+    FeatureError,
+    make_features,
+)
 from r2s2r_envs.policies.pipeline import Pipeline, feature_keys, weighted_merge
 from r2s2r_envs.policies.trainee import user_method
 
@@ -70,12 +77,15 @@ def split_demos(config: TrainConfig, refs: list[DatasetRef]) -> list[tuple[list[
 
 
 def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> list[str]:
-    """The observation keys a run loads: the feature stage's, or ``obs_keys`` (every low-dimensional key if empty).
+    """The observation keys a run loads: the feature stage's, or ``obs_keys`` (every low-dimensional key if empty;
+    with ``features="proprio"`` the robot's own), then the cameras of ``image_keys``.
 
-    ``spec``: the keys every dataset of the run has; the ``"task"`` stage reads ``object_visible`` where they do.
+    ``spec``: the keys every dataset of the run has; the ``"task"`` stage reads ``object_visible`` where they do,
+    the ``"proprio"`` stage the robot's opt-in sensors where they do.
 
     Raises:
-        ConfigError: keys the data lacks, camera keys without ``encoder="cnn"`` (or the reverse).
+        ConfigError: keys the data lacks, a camera key that is not an image, camera keys without
+            ``encoder="cnn"`` (or the reverse), object keys with ``features="proprio"``.
     """
     if config.features == "task":
         missing = [k for k in TASK_KEYS if k not in spec]
@@ -90,14 +100,39 @@ def observation_keys(config: TrainConfig, spec: dict[str, tuple[int, ...]]) -> l
                 f"{list(config.obs_keys)}) or use features='raw'"
             )
         return feature_keys("task", list(spec))
-    keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
+    if config.features == "proprio" and not config.obs_keys:
+        missing = [k for k in PROPRIO_KEYS if k not in spec]
+        if missing:
+            raise ConfigError(
+                f"features='proprio' needs observation key(s) {missing}, which the data lacks (it has {sorted(spec)})"
+            )
+        keys = feature_keys("proprio", list(spec))
+    else:
+        keys = list(config.obs_keys) or [k for k, shape in spec.items() if len(shape) <= 1]
     check_keys(keys, sorted(spec), what="observation key", where="obs_keys", error=ConfigError)
+    check_keys(config.image_keys, sorted(spec), what="camera key", where="image_keys", error=ConfigError)
+    not_images = [k for k in config.image_keys if len(spec[k]) != 3]
+    if not_images:
+        cameras = sorted(k for k, s in spec.items() if len(s) == 3)
+        raise ConfigError(f"image_keys {not_images} are not camera images (the data's cameras: {cameras})")
+    if config.features == "proprio":
+        try:
+            make_features("proprio", [k for k in keys if len(spec[k]) <= 1], spec)
+        except FeatureError as exc:
+            raise ConfigError(str(exc)) from None
+    keys += [k for k in config.image_keys if k not in keys]
     images = [k for k in keys if len(spec[k]) == 3]
     if images and config.encoder != "cnn":
         raise ConfigError(f"obs_keys {images} are camera images: train with encoder='cnn' (--encoder cnn)")
     if config.encoder == "cnn" and not images:
         cameras = sorted(k for k, s in spec.items() if len(s) == 3)
-        raise ConfigError(f"encoder='cnn' needs camera keys in obs_keys (the data has {cameras})")
+        raise ConfigError(
+            f"encoder='cnn' needs camera keys in image_keys or obs_keys (the data has {cameras}); record the data "
+            "with obs_mode 'rgb' or 'state+rgb' for image policies"
+        )
+    smallest = min((min(spec[k][:2]) for k in images), default=0)
+    if images and 2 * config.image_shift >= smallest:
+        raise ConfigError(f"image_shift {config.image_shift} must be below half the cameras' side ({smallest} px)")
     return keys
 
 
@@ -178,7 +213,7 @@ def build_pipeline(config: TrainConfig, datasets: list[TrajectoryDataset]) -> Pi
     shapes = {k: spec[f"obs/{k}"][0][1:] for k in ref.obs_keys}
     low, high = _action_bounds(ref.env_id, spec["actions"][0][1], ref.domain)
     per_dataset = [dict(d.stats) for d in datasets]
-    if config.features != "raw":
+    if config.features not in KEYWISE_SETS:
         try:
             stage = make_features(config.features, ref.obs_keys, shapes)
         except FeatureError as exc:

@@ -26,8 +26,9 @@ def build_model(config: TrainConfig, pipeline: Pipeline) -> PolicyModel:
 
 
 def model_config(config: TrainConfig, pipeline: Pipeline) -> dict[str, Any]:
-    """The ``model`` section of ``config.json``: the arguments of :class:`PolicyModel`."""
-    return {
+    """The ``model`` section of ``config.json``: the arguments of :class:`PolicyModel` (the camera encoder only
+    with cameras)."""
+    section = {
         "state_dim": pipeline.state_dim,
         "chunk_dim": pipeline.chunk_dim,
         "generative": config.generative,
@@ -40,6 +41,9 @@ def model_config(config: TrainConfig, pipeline: Pipeline) -> dict[str, Any]:
         "feature_dim": config.feature_dim,
         "architecture": config.architecture,
     }
+    if pipeline.image_keys:
+        section["image_encoder"] = config.image_encoder
+    return section
 
 
 def user_method(config: TrainConfig) -> type[Method] | None:
