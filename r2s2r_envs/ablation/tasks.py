@@ -66,7 +66,7 @@ def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
     """
     store = Store(root)
     kind, key = task["kind"], task["key"]
-    store.log_attempt(key, {"event": "start", "label": task["label"]})
+    store.log_attempt(key, {"event": "start", "label": task["label"], **_where()})
     start, cpu_start = time.perf_counter(), _cpu_seconds()
     try:
         out = store.start(kind, key, keep_partial=kind == "data")
@@ -92,6 +92,21 @@ def execute_task(task: dict[str, Any], root: str) -> dict[str, Any]:
     store.finish(kind, key, record)
     store.log_attempt(key, {"event": "end", "wall_time_s": record["wall_time_s"]})
     return record
+
+
+def _where() -> dict[str, str]:
+    """Where a task runs, for its attempt log: the host and, inside a Ray worker, the Ray node's id."""
+    import socket
+
+    where = {"host": socket.gethostname()}
+    try:
+        import ray
+
+        if ray.is_initialized():
+            where["ray_node"] = ray.get_runtime_context().get_node_id()
+    except ImportError:  # a task run without Ray
+        pass
+    return where
 
 
 def _cpu_seconds() -> float:
