@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,143 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def _evaluate(policy: str | Path, *extra: str, env_id: str = ENV_ID, episodes: int = 1) -> list[str]:
+    """``r2s2r evaluate`` of ``policy`` in ``env_id``: ``episodes`` episodes of 20 steps, no progress bar."""
+    return [*R2S2R, "evaluate", "--policy", str(policy), "--env", env_id, "--episodes", str(episodes)] + [
+        "--episode-steps",
+        "20",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _generate(env_id: str, *extra: str, out: str | Path, episodes: int = 1, steps: int = 20) -> list[str]:
+    """``r2s2r generate`` of ``episodes`` episodes of ``steps`` steps in ``env_id`` (``extra``: its inputs)."""
+    return [*R2S2R, "generate", env_id, *extra, "--episodes", str(episodes), "--episode-steps", str(steps)] + [
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+
+
+def _sysid(logdir: Path, tmp: Path) -> list[str]:
+    """``r2s2r sysid --quick`` of the logs ``logdir``, untuned and quiet."""
+    return [*R2S2R, "sysid", "--logs", str(logdir), "--out", str(tmp / f"{logdir.name}.json")] + [
+        "--tune-episodes",
+        "0",
+        "--quick",
+        "--quiet",
+    ]
+
+
+def _board(tmp: Path, src: Path, out: str, *extra: str) -> list[str]:
+    return [*R2S2R, "leaderboard", str(src), "--out", str(tmp / out), *extra]
+
+
+def _result_file(tmp: Path, out: Path, env_id: str = ENV_ID) -> dict:
+    """A 1-episode result of the zoo's real-only policy in ``env_id``, written to ``out`` (its dict returned)."""
+    subprocess.run(
+        _evaluate("zoo:flow-real-only", "--out", str(out), env_id=env_id), check=True, cwd=tmp, capture_output=True
+    )
+    return json.loads(out.read_text())
+
+
+def _dataset(tmp: Path, out: Path) -> None:
+    """A generated dataset of two short one-object episodes at ``out``."""
+    command = _generate(ENV_ID, "--env-kwargs", '{"num_objects": 1}', out=out, episodes=2, steps=25)
+    subprocess.run(command, check=True, cwd=tmp, capture_output=True)
+
+
+def _smoke_logs(out: Path) -> None:
+    """Lab logs of the smoke runs (``excitation.SMOKE_RUNS``) of the simulator at ``out``."""
+    from r2s2r_envs.envs.pick_sort import PickSortEnv
+    from r2s2r_envs.grounding import excitation
+
+    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
+    excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), out, seed=1, plans=plans)
+
+
+def _rehash_logs(logdir: Path) -> None:
+    """Writes each run file's hash into the manifest of ``logdir`` (the edited run files pass the hash check)."""
+    from r2s2r_envs.grounding.logs import MANIFEST, file_sha256
+
+    manifest = json.loads((logdir / MANIFEST).read_text())
+    for entry in manifest["runs"]:
+        entry["sha256"] = file_sha256(logdir / entry["file"])
+    _write_json(logdir / MANIFEST, manifest)
+
+
+def _set_value(key: str, index: tuple[int, ...], value: float) -> Callable[[Any], None]:
+    """An edit of an HDF5 file: ``value`` at ``index`` of the array ``key``."""
+
+    def edit(f: Any) -> None:
+        import numpy as np
+
+        data = np.array(f[key])
+        data[index] = value
+        f[key][...] = data
+
+    return edit
+
+
+def _flip_in_array(path: Path, key: str, at: int) -> None:
+    """Flips a bit of byte ``at`` of the array ``key`` of the HDF5 file ``path`` (its first chunk when chunked)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        offset = f[key].id.get_offset()
+        if offset is None:
+            offset = f[key].id.get_chunk_info(0).byte_offset
+    _flip_byte(path, int(offset) + at)
+
+
+def _at(data: Any, keys: tuple[Any, ...]) -> Any:
+    for key in keys:
+        data = data[key]
+    return data
+
+
+def _update(*keys: Any, **values: Any) -> Callable[[dict], None]:
+    """An edit of a JSON file: ``values`` set in its object at ``keys``."""
+    return lambda d: _at(d, keys).update(values)
+
+
+def _surprise(*keys: Any) -> Callable[[dict], None]:
+    """An edit of a JSON file: an unknown key ``surprise`` in its object at ``keys``."""
+    return _update(*keys, surprise=1)
+
+
+def _edited_files(
+    tmp: Path, prefix: str, base: dict, cases: list[tuple[str, Callable[[dict], None], str, bool]], deep_quick: bool
+) -> list[tuple[str, Path, str, bool]]:
+    """``(name, file, expect, quick)``: per case an edited copy of ``base`` (``<prefix>-<name>.json``), then a
+    100,000-deep JSON file."""
+    files = []
+    for name, edit, expect, quick in cases:
+        data = json.loads(json.dumps(base))
+        edit(data)
+        stem = re.sub(r"\W+", "-", name)
+        files.append((name, _write_json(tmp / f"{prefix}-{stem}.json", data), expect, quick))
+    deep = _deep_json(tmp / f"{prefix}-deep.json")
+    return [*files, ("100,000-deep JSON", deep, deep.name, deep_quick)]
+
+
+def _generate_probes(
+    family: str, tmp: Path, env_id: str, files: list[tuple[str, Path, str, bool]], given: Callable[[Path], list[str]]
+) -> list[Probe]:
+    """A short ``r2s2r generate`` in ``env_id`` of each file (``given``: the arguments that pass it)."""
+    return [
+        Probe(
+            family=family,
+            name=name,
+            expect=expect,
+            quick=quick,
+            command=_generate(env_id, *given(path), out=tmp / f"{path.stem}.hdf5"),
+        )
+        for name, path, expect, quick in files
+    ]
+
+
 # ----------------------------------------------------------------------------------------------- checkpoints
 def checkpoints(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     import torch
@@ -168,22 +306,6 @@ def checkpoints(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         config = json.loads((ckpt / "config.json").read_text())
         config["weights_sha256"] = weights_digest(ckpt / WEIGHTS_FILE)
         _write_json(ckpt / "config.json", config)
-
-    def evaluate(ckpt: Path | str, *extra: str) -> list[str]:
-        return [
-            *R2S2R,
-            "evaluate",
-            "--policy",
-            str(ckpt),
-            "--env",
-            ENV_ID,
-            "--episodes",
-            "1",
-            "--episode-steps",
-            "20",
-            "--no-progress",
-            *extra,
-        ]
 
     flipped = copy("flipped")
     _flip_byte(flipped / WEIGHTS_FILE, (flipped / WEIGHTS_FILE).stat().st_size // 2)
@@ -227,40 +349,40 @@ def checkpoints(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         Probe(
             family="checkpoints",
             name="flipped byte in policy.pt",
-            command=evaluate(flipped),
+            command=_evaluate(flipped),
             expect="policy.pt",
             quick=True,
         ),
-        Probe(family="checkpoints", name="NaN weight, re-hashed", command=evaluate(nan), expect=key),
+        Probe(family="checkpoints", name="NaN weight, re-hashed", command=_evaluate(nan), expect=key),
         Probe(
             family="checkpoints",
             name="non-finite action statistic in config.json",
-            command=evaluate(nan_stats),
+            command=_evaluate(nan_stats),
             expect="config.json",
         ),
         Probe(
             family="checkpoints",
             name="execute_steps=0 in config.json",
-            command=evaluate(steps0),
+            command=_evaluate(steps0),
             expect="execute_steps",
             quick=True,
         ),
         Probe(
             family="checkpoints",
             name="--execute-steps 0",
-            command=evaluate(source, "--execute-steps", "0"),
+            command=_evaluate(source, "--execute-steps", "0"),
             expect="execute",
         ),
         Probe(
             family="checkpoints",
             name="--execute-steps 99 (> action_chunk 16)",
-            command=evaluate(source, "--execute-steps", "99"),
+            command=_evaluate(source, "--execute-steps", "99"),
             expect="execute_steps",
         ),
         Probe(
             family="checkpoints",
             name="random bytes as weights, re-hashed",
-            command=evaluate(random_bytes),
+            command=_evaluate(random_bytes),
             expect="policy.pt",
             forbid=never,
             quick=True,
@@ -268,11 +390,11 @@ def checkpoints(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         Probe(
             family="checkpoints",
             name="pickle with code as weights, re-hashed",
-            command=evaluate(pickle_code),
+            command=_evaluate(pickle_code),
             expect="policy.pt",
             forbid=never,
         ),
-        Probe(family="checkpoints", name="100,000-deep config.json", command=evaluate(deep), expect="config.json"),
+        Probe(family="checkpoints", name="100,000-deep config.json", command=_evaluate(deep), expect="config.json"),
     ]
 
 
@@ -281,13 +403,10 @@ def sysid(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     import h5py
     import numpy as np
 
-    from r2s2r_envs.envs.pick_sort import PickSortEnv
-    from r2s2r_envs.grounding import excitation
     from r2s2r_envs.grounding.logs import MANIFEST, file_sha256
 
     clean = tmp / "logs-clean"
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
-    excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), clean, seed=1, plans=plans)
+    _smoke_logs(clean)
 
     def variant(
         name: str,
@@ -310,14 +429,6 @@ def sysid(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
             edit_manifest(manifest)
         _write_json(out / MANIFEST, manifest)
         return out
-
-    def set_value(key: str, index: tuple[int, ...], value: float) -> Callable[[h5py.File], None]:
-        def edit(f: h5py.File) -> None:
-            data = np.array(f[key])
-            data[index] = value
-            f[key][...] = data
-
-        return edit
 
     def set_attr(key: str, value: Any) -> Callable[[h5py.File], None]:
         def edit(f: h5py.File) -> None:
@@ -354,30 +465,21 @@ def sysid(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     for path in heldout.glob("*.hdf5"):  # the run files carry their split too
         with h5py.File(path, "r+") as f:
             f.attrs["split"] = "fit"
-    manifest = json.loads((heldout / MANIFEST).read_text())
-    for entry in manifest["runs"]:
-        entry["sha256"] = file_sha256(heldout / entry["file"])
-    _write_json(heldout / MANIFEST, manifest)
+    _rehash_logs(heldout)
 
     flipped = variant("flipped-byte")
-    target = flipped / "arm_steps_j1.hdf5"
-    with h5py.File(target, "r") as f:
-        offset = f["obs/arm_qpos"].id.get_offset()
-    if offset is None:  # chunked: the first chunk's bytes
-        with h5py.File(target, "r") as f:
-            offset = f["obs/arm_qpos"].id.get_chunk_info(0).byte_offset
-    _flip_byte(target, int(offset) + 7)
+    _flip_in_array(flipped / "arm_steps_j1.hdf5", "obs/arm_qpos", 7)
 
     cases = [
         (
             "one NaN joint angle, manifest re-hashed",
-            variant("nan-qpos", set_value("obs/arm_qpos", (40, 2), np.nan), "arm_steps_j1"),
+            variant("nan-qpos", _set_value("obs/arm_qpos", (40, 2), np.nan), "arm_steps_j1"),
             "arm_steps_j1",
             True,
         ),
         (
             "inf object position, manifest re-hashed",
-            variant("inf-objpos", set_value("obs/object_pos", (3, 0), np.inf), "belt_ride_0"),
+            variant("inf-objpos", _set_value("obs/object_pos", (3, 0), np.inf), "belt_ride_0"),
             "belt_ride_0",
             False,
         ),
@@ -409,44 +511,22 @@ def sysid(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         ),
         ("flipped byte in a run file", flipped, "arm_steps_j1.hdf5", False),
     ]
-    probes = []
-    for name, logdir, expect, quick in cases:
-        command = [
-            *R2S2R,
-            "sysid",
-            "--logs",
-            str(logdir),
-            "--out",
-            str(tmp / f"{logdir.name}.json"),
-            "--tune-episodes",
-            "0",
-            "--quick",
-            "--quiet",
-        ]
-        probes.append(
-            Probe(family="sysid", name=name, command=command, expect=expect, deadline_s=SYSID_DEADLINE_S, quick=quick)
+    return [
+        Probe(
+            family="sysid",
+            name=name,
+            command=_sysid(logdir, tmp),
+            expect=expect,
+            deadline_s=SYSID_DEADLINE_S,
+            quick=quick,
         )
-    return probes
+        for name, logdir, expect, quick in cases
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- grounding files
 def grounding(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
-    base = json.loads(SHIPPED_GROUNDING.read_text())
-
-    def edited(name: str, edit: Callable[[dict], None]) -> Path:
-        data = json.loads(json.dumps(base))
-        edit(data)
-        return _write_json(tmp / f"grounding-{name}.json", data)
-
-    def world(**values: Any) -> Callable[[dict], None]:
-        return lambda d: d["world"].update(values)
-
-    def demo(**values: Any) -> Callable[[dict], None]:
-        return lambda d: d["demonstrator"]["settings"].update(values)
-
-    def extra(section: str | None) -> Callable[[dict], None]:
-        return lambda d: (d if section is None else d[section]).__setitem__("surprise", 1)
-
+    world, demo = partial(_update, "world"), partial(_update, "demonstrator", "settings")
     cases = [
         ("belt_speed 50 m/s", world(belt_speed=50.0), "belt_speed", True),
         ("object_mass 1e6 kg", world(object_mass=[1e6, 1e6, 1e6]), "object_mass", False),
@@ -455,47 +535,17 @@ def grounding(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         ("object_pos_offset 1e6 m", world(object_pos_offset=[1e6, 0.0, 0.0]), "object_pos_offset", False),
         ("tuned position_gain -5", demo(position_gain=-5.0), "position_gain", False),
         ("tuned lead_time -100 s", demo(lead_time=-100.0), "lead_time", False),
-        ("unknown top-level key", extra(None), "surprise", True),
-        ("unknown key in world", extra("world"), "surprise", False),
-        ("unknown key in validation", extra("validation"), "surprise", False),
-        ("unknown key in provenance", extra("provenance"), "surprise", False),
+        ("unknown top-level key", _surprise(), "surprise", True),
+        ("unknown key in world", _surprise("world"), "surprise", False),
+        ("unknown key in validation", _surprise("validation"), "surprise", False),
+        ("unknown key in provenance", _surprise("provenance"), "surprise", False),
     ]
-    files = [(name, edited(re.sub(r"\W+", "-", name), edit), expect, quick) for name, edit, expect, quick in cases]
-    files.append(("100,000-deep JSON", _deep_json(tmp / "grounding-deep.json"), "grounding-deep.json", True))
-    return [
-        Probe(
-            family="grounding",
-            name=name,
-            expect=expect,
-            quick=quick,
-            command=[
-                *R2S2R,
-                "generate",
-                "PickSort-WorldGrounded-v0",
-                "--grounding",
-                str(path),
-                "--episodes",
-                "1",
-                "--episode-steps",
-                "20",
-                "--out",
-                str(tmp / f"{path.stem}.hdf5"),
-                "--no-progress",
-            ],
-        )
-        for name, path, expect, quick in files
-    ]
+    files = _edited_files(tmp, "grounding", json.loads(SHIPPED_GROUNDING.read_text()), cases, deep_quick=True)
+    return _generate_probes("grounding", tmp, "PickSort-WorldGrounded-v0", files, lambda p: ["--grounding", str(p)])
 
 
 # ----------------------------------------------------------------------------------------------- behavior models
 def behavior(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
-    base = json.loads(gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()))
-
-    def edited(name: str, edit: Callable[[dict], None]) -> Path:
-        data = json.loads(json.dumps(base))
-        edit(data)
-        return _write_json(tmp / f"behavior-{name}.json", data)
-
     def swap_limits(d: dict) -> None:
         lim = d["limits"]
         lim["reach_limit_y"], lim["reach_upstream_y"] = lim["reach_upstream_y"], lim["reach_limit_y"]
@@ -504,41 +554,25 @@ def behavior(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         d["sources"][0]["approach"]["fingers"][0][1] = 1e6
 
     cases = [
-        ("unknown top-level key", lambda d: d.__setitem__("surprise", 1), "surprise", True),
-        ("unknown key in a source", lambda d: d["sources"][0].__setitem__("surprise", 1), "surprise", False),
-        ("unknown key in calibration", lambda d: d["calibration"].__setitem__("surprise", 1), "surprise", False),
-        ("unknown key in limits", lambda d: d["limits"].__setitem__("surprise", 1), "surprise", False),
-        ("unknown key in provenance", lambda d: d["provenance"].__setitem__("surprise", 1), "surprise", False),
+        ("unknown top-level key", _surprise(), "surprise", True),
+        ("unknown key in a source", _surprise("sources", 0), "surprise", False),
+        ("unknown key in calibration", _surprise("calibration"), "surprise", False),
+        ("unknown key in limits", _surprise("limits"), "surprise", False),
+        ("unknown key in provenance", _surprise("provenance"), "surprise", False),
         ("swapped reach limits", swap_limits, "reach_", True),
-        ("delay_s 1e6 s", lambda d: d["sources"][0].__setitem__("delay_s", 1e6), "delay_s", False),
+        ("delay_s 1e6 s", _update("sources", 0, delay_s=1e6), "delay_s", False),
         ("finger target 1e6 rad", finger, "fingers", False),
         ("missing provenance", lambda d: d.pop("provenance"), "provenance", False),
     ]
-    files = [(name, edited(re.sub(r"\W+", "-", name), edit), expect, quick) for name, edit, expect, quick in cases]
-    files.append(("100,000-deep JSON", _deep_json(tmp / "behavior-deep.json"), "behavior-deep.json", False))
-    probes = [
-        Probe(
-            family="behavior",
-            name=name,
-            expect=expect,
-            quick=quick,
-            command=[
-                *R2S2R,
-                "generate",
-                "PickSort-BehaviorGrounded-v0",
-                "--env-kwargs",
-                json.dumps({"behavior": str(path)}),
-                "--episodes",
-                "1",
-                "--episode-steps",
-                "20",
-                "--out",
-                str(tmp / f"{path.stem}.hdf5"),
-                "--no-progress",
-            ],
-        )
-        for name, path, expect, quick in files
-    ]
+    base = json.loads(gzip.decompress(SHIPPED_BEHAVIOR.read_bytes()))
+    files = _edited_files(tmp, "behavior", base, cases, deep_quick=False)
+    probes = _generate_probes(
+        "behavior",
+        tmp,
+        "PickSort-BehaviorGrounded-v0",
+        files,
+        lambda p: ["--env-kwargs", json.dumps({"behavior": str(p)})],
+    )
     api = (
         f"from r2s2r_envs.behavior.fit import BehaviorModelError, load_model\ntry:\n"
         f"    load_model({str(tmp / 'behavior-deep.json')!r})\nexcept BehaviorModelError as exc:\n"
@@ -557,16 +591,7 @@ def behavior(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
 
 # ----------------------------------------------------------------------------------------------- lab configs
 def lab(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
-    base = json.loads(SHIPPED_LAB.read_text())
-
-    def edited(name: str, edit: Callable[[dict], None]) -> Path:
-        data = json.loads(json.dumps(base))
-        edit(data)
-        return _write_json(tmp / f"lab-{name}.json", data)
-
-    def world(**values: Any) -> Callable[[dict], None]:
-        return lambda d: d["world"].update(values)
-
+    world = partial(_update, "world")
     cases = [
         ("belt_speed 50 m/s", world(belt_speed=50.0), "belt_speed", True),
         ("object_mass 1e6 kg", world(object_mass=[1e6, 1e6, 1e6]), "object_mass", False),
@@ -574,41 +599,13 @@ def lab(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         ("joint_pos_noise 1e3 rad", world(joint_pos_noise=1e3), "joint_pos_noise", False),
         ("object_pos_offset 1e6 m", world(object_pos_offset=[1e6, 0.0, 0.0]), "object_pos_offset", False),
         ("control_latency -100 s", world(control_latency=-100.0), "control_latency", False),
-        (
-            "operator reaction_time 1e6 s",
-            lambda d: d["operator"].__setitem__("reaction_time", 1e6),
-            "reaction_time",
-            False,
-        ),
-        ("unknown top-level key", lambda d: d.__setitem__("surprise", 1), "surprise", True),
-        ("unknown key in effects", lambda d: d["effects"].__setitem__("surprise", 1), "surprise", False),
-        ("unknown key in operator", lambda d: d["operator"].__setitem__("surprise", 1), "surprise", False),
+        ("operator reaction_time 1e6 s", _update("operator", reaction_time=1e6), "reaction_time", False),
+        ("unknown top-level key", _surprise(), "surprise", True),
+        ("unknown key in effects", _surprise("effects"), "surprise", False),
+        ("unknown key in operator", _surprise("operator"), "surprise", False),
     ]
-    files = [(name, edited(re.sub(r"\W+", "-", name), edit), expect, quick) for name, edit, expect, quick in cases]
-    files.append(("100,000-deep JSON", _deep_json(tmp / "lab-deep.json"), "lab-deep.json", False))
-    probes = [
-        Probe(
-            family="lab",
-            name=name,
-            expect=expect,
-            quick=quick,
-            command=[
-                *R2S2R,
-                "generate",
-                "PickSort-Real-v0",
-                "--lab",
-                str(path),
-                "--episodes",
-                "1",
-                "--episode-steps",
-                "20",
-                "--out",
-                str(tmp / f"{path.stem}.hdf5"),
-                "--no-progress",
-            ],
-        )
-        for name, path, expect, quick in files
-    ]
+    files = _edited_files(tmp, "lab", json.loads(SHIPPED_LAB.read_text()), cases, deep_quick=False)
+    probes = _generate_probes("lab", tmp, "PickSort-Real-v0", files, lambda p: ["--lab", str(p)])
     course = _deep_json(tmp / "answer-deep.json")
     probes.append(
         Probe(
@@ -626,27 +623,7 @@ def leaderboard(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     results = tmp / "results"
     results.mkdir()
     base = results / "base.json"
-    subprocess.run(
-        [
-            *R2S2R,
-            "evaluate",
-            "--policy",
-            "zoo:flow-real-only",
-            "--env",
-            ENV_ID,
-            "--episodes",
-            "1",
-            "--episode-steps",
-            "20",
-            "--no-progress",
-            "--out",
-            str(base),
-        ],
-        check=True,
-        cwd=tmp,
-        capture_output=True,
-    )
-    record = json.loads(base.read_text())
+    record = _result_file(tmp, base)
 
     def with_method(name: str) -> dict:
         data = json.loads(json.dumps(record))
@@ -677,9 +654,7 @@ def leaderboard(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     out_file = tmp / "board-is-a-file"
     out_file.write_text("")
 
-    def board(src: Path, out: str) -> list[str]:
-        return [*R2S2R, "leaderboard", str(src), "--out", str(tmp / out)]
-
+    board = partial(_board, tmp)
     return [
         Probe(
             family="leaderboard",
@@ -840,128 +815,66 @@ def cli(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     (tmp / "probe_factories.py").write_text(_FACTORIES)
     (tmp / "out-dir.json").mkdir()
 
-    def evaluate(policy: str, *extra: str) -> list[str]:
-        return [
-            *R2S2R,
-            "evaluate",
-            "--policy",
-            policy,
-            "--env",
-            ENV_ID,
-            "--episodes",
-            "1",
-            "--episode-steps",
-            "20",
-            "--no-progress",
-            *extra,
-        ]
-
     zoo = "zoo:flow-real-only"
-    return [
-        Probe(
-            family="cli",
-            name="evaluate --out unwritable (/proc)",
-            expect="/proc/r2s2r-probe/result.json",
-            command=evaluate(zoo, "--out", "/proc/r2s2r-probe/result.json"),
-            quick=True,
+    proc = "/proc/r2s2r-probe"
+    factory = "probe_factories"
+    bad_kwargs = [*R2S2R, "generate", ENV_ID, "--episodes", "1", "--env-kwargs", "{num_objects: 1"]
+    cases = [
+        (
+            "evaluate --out unwritable (/proc)",
+            f"{proc}/result.json",
+            _evaluate(zoo, "--out", f"{proc}/result.json"),
+            True,
         ),
-        Probe(
-            family="cli",
-            name="evaluate --out is a directory",
-            expect="out-dir.json",
-            command=evaluate(zoo, "--out", str(tmp / "out-dir.json")),
+        ("evaluate --out is a directory", "out-dir.json", _evaluate(zoo, "--out", str(tmp / "out-dir.json")), False),
+        ("evaluate --out without .json", "result.txt", _evaluate(zoo, "--out", str(tmp / "result.txt")), False),
+        ("evaluate --video .avi", "video.avi", _evaluate(zoo, "--video", str(tmp / "video.avi")), True),
+        (
+            "evaluate --video unwritable (/proc)",
+            f"{proc}/video.mp4",
+            _evaluate(zoo, "--video", f"{proc}/video.mp4"),
+            False,
         ),
-        Probe(
-            family="cli",
-            name="evaluate --out without .json",
-            expect="result.txt",
-            command=evaluate(zoo, "--out", str(tmp / "result.txt")),
+        ("factory that raises", f"{factory}.raises", _evaluate(f"{factory}:raises"), True),
+        (
+            "factory that returns a non-policy (int)",
+            f"{factory}.returns_int",
+            _evaluate(f"{factory}:returns_int"),
+            False,
         ),
-        Probe(
-            family="cli",
-            name="evaluate --video .avi",
-            expect="video.avi",
-            command=evaluate(zoo, "--video", str(tmp / "video.avi")),
-            quick=True,
+        ("factory that returns an object without act", "act", _evaluate(f"{factory}:returns_no_act"), False),
+        ("module:name that is not callable", "NOT_CALLABLE", _evaluate(f"{factory}:NOT_CALLABLE"), False),
+        ("module:name that does not exist", "missing_factory", _evaluate(f"{factory}:missing_factory"), False),
+        (
+            "--policy folder that does not exist",
+            "no-such-checkpoint",
+            _evaluate(str(tmp / "no-such-checkpoint")),
+            False,
         ),
-        Probe(
-            family="cli",
-            name="evaluate --video unwritable (/proc)",
-            expect="/proc/r2s2r-probe/video.mp4",
-            command=evaluate(zoo, "--video", "/proc/r2s2r-probe/video.mp4"),
+        (
+            "unknown env id",
+            "PickSort-Nope-v0",
+            [*R2S2R, "evaluate", "--policy", zoo, "--env", "PickSort-Nope-v0", "--episodes", "1"],
+            False,
         ),
-        Probe(
-            family="cli",
-            name="factory that raises",
-            expect="probe_factories.raises",
-            command=evaluate("probe_factories:raises"),
-            quick=True,
+        (
+            "evaluate --episodes -1",
+            "episodes",
+            [*R2S2R, "evaluate", "--policy", zoo, "--env", ENV_ID, "--episodes", "-1", "--no-progress"],
+            False,
         ),
-        Probe(
-            family="cli",
-            name="factory that returns a non-policy (int)",
-            expect="probe_factories.returns_int",
-            command=evaluate("probe_factories:returns_int"),
-        ),
-        Probe(
-            family="cli",
-            name="factory that returns an object without act",
-            expect="act",
-            command=evaluate("probe_factories:returns_no_act"),
-        ),
-        Probe(
-            family="cli",
-            name="module:name that is not callable",
-            expect="NOT_CALLABLE",
-            command=evaluate("probe_factories:NOT_CALLABLE"),
-        ),
-        Probe(
-            family="cli",
-            name="module:name that does not exist",
-            expect="missing_factory",
-            command=evaluate("probe_factories:missing_factory"),
-        ),
-        Probe(
-            family="cli",
-            name="--policy folder that does not exist",
-            expect="no-such-checkpoint",
-            command=evaluate(str(tmp / "no-such-checkpoint")),
-        ),
-        Probe(
-            family="cli",
-            name="unknown env id",
-            expect="PickSort-Nope-v0",
-            command=[*R2S2R, "evaluate", "--policy", zoo, "--env", "PickSort-Nope-v0", "--episodes", "1"],
-        ),
-        Probe(
-            family="cli",
-            name="evaluate --episodes -1",
-            expect="episodes",
-            command=[*R2S2R, "evaluate", "--policy", zoo, "--env", ENV_ID, "--episodes", "-1", "--no-progress"],
-        ),
-        Probe(
-            family="cli",
-            name="generate --env-kwargs not JSON",
-            expect="env-kwargs",
-            command=[
-                *R2S2R,
-                "generate",
-                ENV_ID,
-                "--episodes",
-                "1",
-                "--env-kwargs",
-                "{num_objects: 1",
-                "--out",
-                str(tmp / "g.hdf5"),
-            ],
-        ),
+        ("generate --env-kwargs not JSON", "env-kwargs", [*bad_kwargs, "--out", str(tmp / "g.hdf5")], False),
         # Port 1 on this machine: nothing listens (never 'auto', which joins whatever cluster runs here).
-        Probe(
-            family="cli",
-            name="ablation --address to a cluster it cannot reach",
-            expect="127.0.0.1:1",
-            command=[*R2S2R, "ablation", "--smoke", "--address", "127.0.0.1:1", "--out", str(tmp / "ablation")],
+        (
+            "ablation --address to a cluster it cannot reach",
+            "127.0.0.1:1",
+            [*R2S2R, "ablation", "--smoke", "--address", "127.0.0.1:1", "--out", str(tmp / "ablation")],
+            False,
         ),
+    ]
+    return [
+        Probe(family="cli", name=name, expect=expect, command=command, quick=quick)
+        for name, expect, command, quick in cases
     ]
 
 
@@ -984,25 +897,7 @@ def datasets(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     from r2s2r_envs.datasets.writer import _store_content_hash
 
     base = tmp / "base.hdf5"
-    subprocess.run(
-        [
-            *R2S2R,
-            "generate",
-            ENV_ID,
-            "--episodes",
-            "2",
-            "--env-kwargs",
-            '{"num_objects": 1}',
-            "--episode-steps",
-            "25",
-            "--out",
-            str(base),
-            "--no-progress",
-        ],
-        check=True,
-        cwd=tmp,
-        capture_output=True,
-    )
+    _dataset(tmp, base)
 
     def copy(name: str) -> Path:
         out = tmp / f"{name}.hdf5"
@@ -1013,12 +908,7 @@ def datasets(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         _store_content_hash(f, {int(g.attrs["demo_id"]): str(g.attrs["sha256"]) for g in f["data"].values()})
 
     flipped = copy("flipped-byte")
-    with h5py.File(flipped, "r") as f:
-        ds = f["data/demo_0/actions"]
-        offset = ds.id.get_offset()
-        if offset is None:
-            offset = ds.id.get_chunk_info(0).byte_offset
-    _flip_byte(flipped, int(offset) + 5)
+    _flip_in_array(flipped, "data/demo_0/actions", 5)
 
     edited_value = copy("edited-value")  # a changed number with valid checksums: only the content hash sees it
     with h5py.File(edited_value, "r+") as f:
@@ -1186,53 +1076,13 @@ def flips(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     """A flipped bit in every kind of file the suite reads: is it detected (refused naming the file)?"""
     import h5py
 
-    from r2s2r_envs.envs.pick_sort import PickSortEnv
-    from r2s2r_envs.grounding import excitation
-
     inputs = tmp / "inputs"
     inputs.mkdir()
     results = inputs / "results"
     results.mkdir()
-    subprocess.run(
-        [
-            *R2S2R,
-            "evaluate",
-            "--policy",
-            "zoo:flow-real-only",
-            "--env",
-            ENV_ID,
-            "--episodes",
-            "1",
-            "--episode-steps",
-            "20",
-            "--no-progress",
-            "--out",
-            str(results / "result.json"),
-        ],
-        check=True,
-        cwd=tmp,
-        capture_output=True,
-    )
+    _result_file(tmp, results / "result.json")
     dataset = inputs / "data.hdf5"
-    subprocess.run(
-        [
-            *R2S2R,
-            "generate",
-            ENV_ID,
-            "--episodes",
-            "2",
-            "--env-kwargs",
-            '{"num_objects": 1}',
-            "--episode-steps",
-            "25",
-            "--out",
-            str(dataset),
-            "--no-progress",
-        ],
-        check=True,
-        cwd=tmp,
-        capture_output=True,
-    )
+    _dataset(tmp, dataset)
     chunks: list[list[int]] = []  # where the dataset's arrays lie: a flip there changes content
 
     def visit(_name: str, obj: Any) -> None:
@@ -1248,8 +1098,7 @@ def flips(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     with h5py.File(dataset, "r") as f:
         f.visititems(visit)
     logs = inputs / "logs"
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
-    excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), logs, seed=1, plans=plans)
+    _smoke_logs(logs)
 
     n = sizes.flips
     return [
@@ -1467,18 +1316,6 @@ def writers(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
 
 
 # ----------------------------------------------------------------------------------------------- issue 50's families
-def _result_file(tmp: Path, out: Path, env_id: str = ENV_ID) -> dict:
-    """A 1-episode result of the zoo's real-only policy in ``env_id``, written to ``out`` (its dict returned)."""
-    subprocess.run(
-        [*R2S2R, "evaluate", "--policy", "zoo:flow-real-only", "--env", env_id, "--episodes", "1"]
-        + ["--episode-steps", "20", "--no-progress", "--out", str(out)],
-        check=True,
-        cwd=tmp,
-        capture_output=True,
-    )
-    return json.loads(out.read_text())
-
-
 def export(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     """``r2s2r datasets export`` of a file with an array edited in place (HDF5 checksum rewritten with it), and
     Minari output paths and ids from the user (item 1 and 4)."""
@@ -1617,9 +1454,7 @@ def results(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
             data["method"]["variant"] = "<b>bold</b>"
             _write_json(markup / f"m{row}-{where}.json", data)
 
-    def board(src: Path, out: str, *extra: str) -> list[str]:
-        return [*R2S2R, "leaderboard", str(src), "--out", str(tmp / out), *extra]
-
+    board = partial(_board, tmp)
     probes = [
         Probe(
             family="results",
@@ -1710,8 +1545,7 @@ def policies(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         Probe(
             family="policies",
             name=name,
-            command=[*R2S2R, "evaluate", "--policy", f"probe_policies:{cls}", "--env", ENV_ID, "--episodes", "2"]
-            + ["--episode-steps", "20", "--no-progress", "--out", f"{cls}.json"],
+            command=_evaluate(f"probe_policies:{cls}", "--out", f"{cls}.json", episodes=2),
             expect="policy",
             expect_rc="zero",
             expect_in=((f"{cls}.json", message),),
@@ -1726,13 +1560,9 @@ def loaders(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     category's sources, an ablation run directory's damaged manifest or edited lab copy, a checkpoint without its
     hashes, lab logs with physically impossible values or a non-integer attribute."""
     import h5py
-    import numpy as np
 
     from r2s2r_envs.ablation.chain import install_lab, resolve_lab
     from r2s2r_envs.ablation.store import Store
-    from r2s2r_envs.envs.pick_sort import PickSortEnv
-    from r2s2r_envs.grounding import excitation
-    from r2s2r_envs.grounding.logs import MANIFEST, file_sha256
 
     probes = []
     # Item 5: a behavior model left with the cube sources only, re-hashed.
@@ -1743,14 +1573,9 @@ def loaders(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         Probe(
             family="loaders",
             name="behavior model with the sources of one category only (re-hashed)",
-            command=[
-                *R2S2R,
-                "generate",
-                "PickSort-BehaviorGrounded-v0",
-                "--env-kwargs",
-                json.dumps({"behavior": str(one)}),
-            ]
-            + ["--episodes", "1", "--episode-steps", "20", "--out", "cubes.hdf5", "--no-progress"],
+            command=_generate(
+                "PickSort-BehaviorGrounded-v0", "--env-kwargs", json.dumps({"behavior": str(one)}), out="cubes.hdf5"
+            ),
             expect="lacks ['ball', 'bar']",
             quick=True,
         )
@@ -1814,39 +1639,30 @@ def loaders(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
         Probe(
             family="loaders",
             name="checkpoint config.json without its hashes (version 1), statistics shifted",
-            command=[*R2S2R, "evaluate", "--policy", str(ckpt), "--env", ENV_ID, "--episodes", "1"]
-            + ["--episode-steps", "20", "--no-progress"],
+            command=_evaluate(ckpt),
             expect="has no content_sha256 or weights_sha256",
             quick=True,
         )
     )
     # Items 9 and 10: lab logs with a physically impossible value, or a seed attribute that is not an integer.
     clean = tmp / "logs-clean"
-    plans = [p for p in excitation.plan_runs(quick=True) if p.name in excitation.SMOKE_RUNS]
-    excitation.log_env(lambda kw: PickSortEnv(**{**kw, "sensors": tuple(kw["sensors"])}), clean, seed=1, plans=plans)
+    _smoke_logs(clean)
 
     def logs(name: str, run_name: str, edit: Callable[[h5py.File], None]) -> Path:
         out = tmp / f"logs-{name}"
         shutil.copytree(clean, out)
         with h5py.File(out / f"{run_name}.hdf5", "r+") as f:
             edit(f)
-        manifest = json.loads((out / MANIFEST).read_text())
-        for entry in manifest["runs"]:
-            entry["sha256"] = file_sha256(out / entry["file"])
-        _write_json(out / MANIFEST, manifest)
+        _rehash_logs(out)
         return out
 
-    def set_value(key: str, value: float) -> Callable[[h5py.File], None]:
-        def edit(f: h5py.File) -> None:
-            data = np.array(f[key])
-            data[5, 0] = value
-            f[key][...] = data
-
-        return edit
-
     cases = [
-        ("a joint angle of 1e30 rad (re-hashed)", logs("1e30", "latency_0", set_value("obs/arm_qpos", 1e30)), "beyond"),
-        ("a command of -1e30 (re-hashed)", logs("cmd", "latency_0", set_value("actions", -1e30)), "beyond"),
+        (
+            "a joint angle of 1e30 rad (re-hashed)",
+            logs("1e30", "latency_0", _set_value("obs/arm_qpos", (5, 0), 1e30)),
+            "beyond",
+        ),
+        ("a command of -1e30 (re-hashed)", logs("cmd", "latency_0", _set_value("actions", (5, 0), -1e30)), "beyond"),
         (
             "a run file's seed attribute 'seven' (re-hashed)",
             logs("seed", "latency_0", lambda f: f.attrs.__setitem__("seed", "seven")),
@@ -1858,8 +1674,7 @@ def loaders(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
             Probe(
                 family="loaders",
                 name=f"sysid logs with {name}",
-                command=[*R2S2R, "sysid", "--logs", str(logdir), "--out", str(tmp / f"{logdir.name}.json")]
-                + ["--tune-episodes", "0", "--quick", "--quiet"],
+                command=_sysid(logdir, tmp),
                 expect=expect,
                 deadline_s=SYSID_DEADLINE_S,
                 quick=expect == "beyond",
