@@ -142,7 +142,7 @@ def read_text_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES)
             raise JSONFileError(f"{path}: not readable gzip data ({exc}); the file is damaged or cut short") from None
 
 
-def read_json(path: str | Path, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+def read_json(path: str | os.PathLike[str], *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
     """Read a JSON file (``*.json``, or gzip-compressed ``*.json.gz``) within the size and depth limits (``loads``),
     naming the file in every error.
 
