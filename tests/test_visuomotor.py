@@ -240,6 +240,12 @@ def test_the_proprio_pipeline_excludes_object_state(images: dict[str, Path], tmp
     pipeline = build_pipeline(config, datasets)
     assert pipeline.obs_keys == list(PROPRIO_KEYS) and not set(pipeline.obs_keys) & set(OBJECT_KEYS)
     assert pipeline.state_dim == config.frame_stack * (7 + 7 + 16 + 16 + 3 + 4)
+    obs = datasets[0].get_batch(np.arange(3))["obs"]
+    scaled, raw = pipeline.encode_obs(obs), pipeline.encode_obs(obs, scale_images=False)  # raw: for a GPU
+    for key in CAMERA_KEYS:
+        assert raw[f"image/{key}"].dtype == np.uint8 and scaled[f"image/{key}"].dtype == np.float32
+        np.testing.assert_array_equal(raw[f"image/{key}"], obs[key])
+        np.testing.assert_allclose(scaled[f"image/{key}"], obs[key] / 255.0, rtol=1e-6)
     with pytest.raises(FeatureError, match=r"\['object_pos'\] are not \(object state is privileged"):
         make_features("proprio", ["arm_qpos", "object_pos"], {"arm_qpos": (7,), "object_pos": (9,)})
     with pytest.raises(ConfigError, match="object_pos"):

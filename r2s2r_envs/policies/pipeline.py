@@ -111,8 +111,13 @@ class Pipeline:
 
     # -- training and inference share these ------------------------------------------------------
 
-    def encode_obs(self, obs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def encode_obs(self, obs: Mapping[str, np.ndarray], *, scale_images: bool = True) -> dict[str, np.ndarray]:
         """Stacked raw observations ``{key: (B, F, ...)}`` to network inputs.
+
+        Args:
+            obs: the stacked observations.
+            scale_images: scale camera frames to [0, 1] here; ``False`` leaves them uint8 (for a GPU, which
+                receives a quarter of the bytes and divides by 255 itself).
 
         Returns:
             ``{"state": (B, F * D) float32}`` (normalized, keys concatenated per frame in ``obs_keys`` order)
@@ -130,7 +135,8 @@ class Pipeline:
             state = np.concatenate(parts, axis=-1).reshape(batch, -1) if parts else np.zeros((batch, 0), np.float32)
         out = {"state": state.astype(np.float32, copy=False)}
         for key in self.image_keys:
-            out[f"image/{key}"] = np.asarray(obs[key], dtype=np.float32) / 255.0
+            frames = np.asarray(obs[key])
+            out[f"image/{key}"] = np.asarray(frames, dtype=np.float32) / 255.0 if scale_images else frames
         return out
 
     def encode_actions(self, actions: np.ndarray) -> np.ndarray:
