@@ -94,6 +94,18 @@ def test_each_method_trains_on_cameras_loads_and_acts(images: dict[str, Path], t
     np.testing.assert_array_equal(actions[0], actions[1])
 
 
+def test_batched_actions_are_the_single_actions(images: dict[str, Path], tmp_path: Path) -> None:
+    policy = load_policy(train(image_config(images, tmp_path / "bc", "bc")).out)
+    obs = [ToyPickSortEnv(obs_mode="state+rgb", image_size=IMAGE_SIZE).reset(seed=k)[0] for k in range(3)]
+    single = []
+    for k, o in enumerate(obs):
+        policy.reset(10 + k)
+        single.append(policy.act(o))
+    policy.reset_batch([10, 11, 12])
+    batch = policy.act_batch({key: np.stack([o[key] for o in obs]) for key in obs[0]})
+    np.testing.assert_array_equal(batch, np.stack(single))  # bit for bit, as for state policies
+
+
 def test_an_image_policy_acts_on_picksort_camera_observations(images: dict[str, Path], tmp_path: Path) -> None:
     policy = load_policy(train(image_config(images, tmp_path / "flow", "flow")).out)
     env = gym.make("PickSort-Ungrounded-v1", obs_mode=policy.obs_mode, image_size=policy.image_size)
@@ -117,7 +129,6 @@ def test_training_is_deterministic_under_the_seed(images: dict[str, Path], tmp_p
     assert not all(torch.equal(first[k], other[k]) for k in first)
 
 
-@pytest.mark.slow
 def test_gpu_image_recipe_trains_a_resnet18_with_groupnorm(images: dict[str, Path], tmp_path: Path) -> None:
     config = image_config(images, tmp_path / "gpu", "flow-cfg-adda", recipe="gpu-image", steps=2, val_fraction=0.0)
     policy = load_policy(train(config).out)

@@ -12,7 +12,8 @@ once, one episode state per row, and predict the chunks of every row that needs 
 row's action is bit-identical to what ``act`` gives for that row's episode alone: the network's linear layers are
 evaluated as a batch of one-row products (``torch.bmm``), the same kernel as a single observation's, since a
 plain batched matrix product rounds differently (about 1e-6) and would change the episodes.  A CFG policy
-(which pairs each observation with its unguided copy inside the model) predicts row by row, still exactly.
+(which pairs each observation with its unguided copy inside the model) and an image policy (a batched convolution
+rounds differently too) predict row by row, still exactly.
 
 A CFG policy guides its flow toward a domain label: ``"real"`` unless told otherwise. The evaluation protocol
 tells a policy which domain the env is (:meth:`TrainedPolicy.set_domain`), so in a simulator it is guided toward
@@ -247,8 +248,9 @@ class TrainedPolicy:
         """The chunk ``(H, A)`` of each row, from its stack and its own generator, in one forward pass."""
         if not stacks:
             return []
-        # A user's method, or guidance (which pairs each row with its unguided copy inside the model): row by row.
-        if not isinstance(self.model, PolicyModel) or self.model.cfg:
+        # A user's method, guidance (which pairs each row with its unguided copy inside the model) or cameras (a
+        # batched convolution rounds differently): row by row.
+        if not isinstance(self.model, PolicyModel) or self.model.cfg or self.model.encoder.image_keys:
             return [row.predict_chunk(s)[0] for row, s in zip(rows, stacks)]
         batch = {k: np.concatenate([s[k] for s in stacks]) for k in stacks[0]}
         inputs = {k: torch.from_numpy(v) for k, v in self.pipeline.encode_obs(batch).items()}
