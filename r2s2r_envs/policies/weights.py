@@ -127,11 +127,16 @@ def storage_error(state: Mapping[str, torch.Tensor], storage: str) -> dict[str, 
 
 
 def pack_checkpoint(
-    source: str | os.PathLike[str], out: str | os.PathLike[str], *, storage: str = "int8"
+    source: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    storage: str = "int8",
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Writes a copy of the checkpoint ``source`` to the new directory ``out`` with its weights stored as
-    ``storage``; its ``config.json`` records the storage (``weights_storage``) and the new file's SHA-256, with its
-    content hash made anew. The training log and loss plot are not copied (a shipped checkpoint needs neither).
+    ``storage``; its ``config.json`` records the storage (``weights_storage``), the new file's SHA-256 and the
+    fields of ``extra`` (e.g. where the copy comes from), with its content hash made anew. The training log and loss
+    plot are not copied (a shipped checkpoint needs neither).
 
     Returns:
         The new ``config.json`` content.
@@ -151,7 +156,7 @@ def pack_checkpoint(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     torch.save(pack_state_dict(state, storage), tmp / WEIGHTS_FILE)
-    document = {**data, "weights_sha256": weights_digest(tmp / WEIGHTS_FILE), STORAGE_FIELD: storage}
+    document = {**data, **(extra or {}), "weights_sha256": weights_digest(tmp / WEIGHTS_FILE), STORAGE_FIELD: storage}
     document = with_content_hash(document)
     (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2) + "\n")
     os.replace(tmp, out)

@@ -5,7 +5,7 @@ index pins each file's SHA-256; this package has no code of its own but :data:`R
 
 from pathlib import Path
 
-__version__ = "1.0.0"
+__version__ = "2.0.0"
 
 #: The folder that holds one checkpoint folder per zoo entry.
 ROOT = Path(__file__).resolve().parent
