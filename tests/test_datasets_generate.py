@@ -741,15 +741,16 @@ def test_packaged_spec_lists_the_benchmark_datasets(capsys: pytest.CaptureFixtur
     assert not (REPO / "benchmarks" / "datasets.json").exists()  # one spec, shipped in the wheel
     entries = {e.name: e for e in load_spec()}  # read through importlib.resources
     assert entries == {e.name: e for e in load_spec(path)}
-    lab = [e for e in entries.values() if e.env_id == "PickSort-Real-v0"]
-    assert len(lab) == 1 and lab[0].episodes == 50
-    sim = [e for e in entries.values() if e.env_id != "PickSort-Real-v0"]
+    # The lab's demos: lab-50 (PickSort-Real-v0) and, with images, lab-v3-50-rgb64 (PickSort-Real-v1).
+    lab = [e for e in entries.values() if e.env_id.startswith("PickSort-Real-")]
+    assert [e.env_id for e in lab] == ["PickSort-Real-v0", "PickSort-Real-v1"] and all(e.episodes == 50 for e in lab)
+    sim = [e for e in entries.values() if e not in lab]
     assert {e.env_id for e in sim} >= {"PickSort-Ungrounded-v0"}
     assert all(e.episodes == 1000 for e in sim)
     # Sim demos with noise injection (what lets a learned policy recover, docs/datasets.md#noise-injection); the
     # real demos as the operator made them.
     assert all(e.action_noise == 0.1 and "--action-noise 0.1 " in e.command for e in sim)
-    assert lab[0].action_noise == 0.0 and "--action-noise" not in lab[0].command
+    assert all(e.action_noise == 0.0 and "--action-noise" not in e.command for e in lab)
     assert all(e.command.startswith(f"r2s2r generate {e.env_id} ") for e in entries.values())
     # A hash is pinned on the reference machine (`r2s2r datasets make --all --update-spec`) or listed as a known
     # build of another machine once measured; the bump to schema version 3 made every earlier one stale, and an

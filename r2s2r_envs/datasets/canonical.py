@@ -8,6 +8,10 @@ built yet) as skipped.
 
 The spec is data, never code: its ``demonstrator`` is a registered demonstrator name (or null for the env's own),
 never an importable ``module:function``.
+
+An entry's ``obs_mode`` is one the envs take; one that stores images (the ``*-rgb64`` sets: the head camera's
+``scene_image`` and the ``wrist_image`` beside the state keys) names their size as ``env_kwargs["image_size"]``, so
+the recipe does not follow the env's default resolution (docs/datasets.md#image-datasets).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any, Literal
 
 from r2s2r_envs.datasets.reader import open_dataset
 from r2s2r_envs.datasets.schema import SCHEMA_VERSION, DatasetError
-from r2s2r_envs.mappings import check_keys
+from r2s2r_envs.envs.observations import OBS_MODES
+from r2s2r_envs.mappings import check_choice, check_keys
 
 SPEC_VERSION = 1
 #: Environment variable naming the cache directory.
@@ -74,6 +79,13 @@ class CanonicalDataset:
     other_builds: dict[str, str] = dataclasses.field(default_factory=dict)
     command: str = ""
     description: str = ""
+
+    @property
+    def image_size(self) -> int | None:
+        """The side of the stored images, pixels (``env_kwargs["image_size"]``); ``None`` for a state-only set (and
+        for an image set that does not name it, which :func:`load_spec` refuses)."""
+        size = self.env_kwargs.get("image_size")
+        return int(size) if "rgb" in self.obs_mode and size is not None else None
 
     def known_build(self, digest: str) -> str | None:
         """Where a file of content hash ``digest`` was built (``"the reference machine"`` or another machine's
@@ -172,7 +184,8 @@ def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDatas
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ValueError: naming the entry and field at fault (unknown fields, duplicates, a ``demonstrator`` that is not
-            a name, a ``command`` that does not match the fields).
+            a name, an ``obs_mode`` the envs do not take, images without their ``image_size``, a ``command`` that
+            does not match the fields).
     """
     where = str(path) if path is not None else f"r2s2r_envs/datasets/{SPEC_RESOURCE}"
     try:
@@ -197,6 +210,7 @@ def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDatas
             )
         if not isinstance(item.get("env_kwargs", {}), dict):
             raise ValueError(f"{where}: datasets[{i}] env_kwargs must be a JSON object")
+        _check_observations(item, f"{where}: datasets[{i}]")
         builds = item.get("other_builds", {})
         if not (
             isinstance(builds, dict)
@@ -226,6 +240,28 @@ def load_spec(path: str | os.PathLike[str] | None = None) -> list[CanonicalDatas
     return entries
 
 
+def _check_observations(item: Mapping[str, Any], where: str) -> None:
+    """An entry's ``obs_mode`` is one the envs take, and images come with their size: an image set names
+    ``env_kwargs["image_size"]`` (an integer; the env checks its range when the set is made), a state-only set none.
+
+    Raises:
+        ValueError: naming the entry, what it gives and what is valid.
+    """
+    mode = item.get("obs_mode", "state")
+    check_choice(mode, OBS_MODES, what="obs_mode", where=where)
+    size = dict(item.get("env_kwargs") or {}).get("image_size")
+    if "rgb" in str(mode) and (isinstance(size, bool) or not isinstance(size, int)):
+        raise ValueError(
+            f"{where}: obs_mode {mode!r} stores images: env_kwargs must name their image_size, an integer number of "
+            f"pixels (the image sets use 64), got {size!r}"
+        )
+    if "rgb" not in str(mode) and size is not None:
+        raise ValueError(
+            f"{where}: env_kwargs names image_size {size!r}, but obs_mode {mode!r} stores no images; use an obs_mode "
+            f"with images ({[m for m in OBS_MODES if 'rgb' in m]}) or drop image_size"
+        )
+
+
 def make_datasets(
     spec_path: str | os.PathLike[str] | None = None,
     *,
@@ -235,6 +271,7 @@ def make_datasets(
     update_spec: bool = False,
     progress: bool = True,
     rebuild_stale: bool = False,
+    obs_mode: str | None = None,
 ) -> list[MakeReport]:
     """Builds missing canonical datasets into the cache and verifies every hash.
 
@@ -249,14 +286,18 @@ def make_datasets(
         rebuild_stale: a cached file of an older dataset schema is moved aside (renamed
             ``<name>.schema-v<N>.hdf5``, never deleted) and the dataset built again; without it such a file is
             reported as failed.
+        obs_mode: make only the datasets of this observation mode (``"state"``: the state sets; ``"state+rgb"``:
+            the image sets, gigabytes each), of ``names`` or of all.
 
     Returns:
         One report per dataset.
 
     Raises:
         KeyError: for a name not in the spec (the message lists the names).
-        ValueError: the spec is invalid.
+        ValueError: the spec is invalid, or ``obs_mode`` is not one the envs take.
     """
+    if obs_mode is not None:
+        check_choice(obs_mode, OBS_MODES, what="obs_mode")
     entries = load_spec(spec_path)
     by_name = {e.name: e for e in entries}
     if names:
@@ -265,6 +306,8 @@ def make_datasets(
         selected = [by_name[n] for n in names]
     else:
         selected = entries
+    if obs_mode is not None:
+        selected = [e for e in selected if e.obs_mode == obs_mode]
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     reports: list[MakeReport] = []
     pinned: dict[str, str] = {}

@@ -7,7 +7,7 @@ arguments and returns an exit code (0 ok, 1 error, 130 interrupted).
 Examples:
     r2s2r generate PickSort-Ungrounded-v0 --episodes 100 --out ungrounded.hdf5 --workers 2 --successes-only
     r2s2r replay ungrounded.hdf5 --demo 3 --video demo3.mp4 --check
-    r2s2r datasets make --all
+    r2s2r datasets make --all --obs-mode state
     r2s2r datasets info ungrounded.hdf5
     r2s2r datasets card old-file.hdf5 --episodes
     r2s2r datasets export ungrounded.hdf5 --format lerobot --out ungrounded-lerobot
@@ -126,6 +126,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     make = ds_sub.add_parser("make", help="build missing canonical datasets into the cache and verify hashes")
     make.add_argument("names", nargs="*", help="datasets to make (see `r2s2r datasets list`)")
     make.add_argument("--all", action="store_true", help="make every dataset of the spec")
+    make.add_argument(
+        "--obs-mode",
+        choices=OBS_MODES,
+        default=None,
+        help="make only the datasets of this observation mode: state (the state sets) or state+rgb (the *-rgb64 "
+        "image sets, about 3 GB per 1,000 demos)",
+    )
     make.add_argument("--spec", type=Path, default=None, help="spec file (default: the one shipped with the package)")
     make.add_argument(
         "--cache-dir", type=Path, default=None, help="default $R2S2R_DATA_DIR or ~/.cache/r2s2r_envs/datasets"
@@ -300,12 +307,13 @@ def cmd_datasets_make(args: argparse.Namespace) -> int:
             update_spec=args.update_spec,
             rebuild_stale=args.rebuild_stale,
             progress=not args.no_progress,
+            obs_mode=args.obs_mode,
         )
     except (OSError, KeyError, ValueError) as exc:  # the spec, the names, --lab or --grounding: before any build
         return _fail(exc, args, EXIT_USAGE)
     for r in reports:
         digest = r.sha256[:16] if r.sha256 else "-"
-        print(f"{r.name:24s} {r.status:14s} {digest:16s} {r.message}")
+        print(f"{r.name:30s} {r.status:14s} {digest:16s} {r.message}")
     return EXIT_OK if all(r.ok for r in reports) else EXIT_ERROR
 
 
@@ -327,7 +335,7 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
         file = {"known": "; cached file: a known build", "unknown": "; cached file: an unknown build"}.get(
             row["cached_build"] or "", ""
         )
-        print(f"{row['name']:24s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {known}{file}")
+        print(f"{row['name']:30s} {row['env_id']:32s} {row['episodes']:6d} {cached:8s} {known}{file}")
     print(
         "A known build verifies by its hash (r2s2r datasets verify NAME recomputes it); another build of the same "
         "recipe (another kind of CPU) is usable with a warning and its hash recorded (docs/datasets.md)"
@@ -356,6 +364,7 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
                 "complete": f.complete,
                 "content_sha256": f.content_hash,
                 "obs_keys": f.obs_keys,
+                "robomimic_obs": f.robomimic_modalities() if f.num_demos else {},
                 "filter_keys": {k: len(v) for k, v in f.masks().items()},
                 "data_card_status": status,
                 "data_card": card,
@@ -367,7 +376,9 @@ def cmd_datasets_info(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, sort_keys=True))
         return EXIT_OK
     for key, value in summary.items():
-        if key not in ("provenance", "data_card", "data_card_status"):
+        if key == "robomimic_obs":  # JSON, for a robomimic config's observation.modalities.obs
+            print(f"{key:15s} {json.dumps(value)}")
+        elif key not in ("provenance", "data_card", "data_card_status"):
             print(f"{key:15s} {value}")
     if status == "current":
         print("\n".join(format_card(card or {})))
@@ -513,6 +524,7 @@ def _spec_with_env_sources(args: argparse.Namespace, cache_dir: Path) -> Path:
             item["env_kwargs"] = env_source_kwargs(env_id, item.get("env_kwargs") or {}, **{key: value})
             item["file"] = f"{item['name']}+{stem}.hdf5"
             item["sha256"] = None
+            item["other_builds"] = {}  # the shipped recipe's builds: none is of this env
             item.pop("command", None)  # recomputed from the fields
             hit.append(item["name"])
         if not hit:

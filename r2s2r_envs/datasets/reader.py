@@ -207,6 +207,12 @@ class DatasetFile:
         grp = self._f["data"][self._groups[self.demo_ids[0]]]["obs"]
         return {k: (tuple(grp[k].shape[1:]), grp[k].dtype) for k in sorted(grp.keys())}
 
+    def robomimic_modalities(self) -> dict[str, list[str]]:
+        """The observation keys by robomimic modality, ``{"low_dim": [...], "rgb": [...]}``: a robomimic config's
+        ``observation.modalities.obs`` that trains on every key (images under ``rgb``;
+        :func:`~r2s2r_envs.datasets.schema.robomimic_modalities`)."""
+        return schema.robomimic_modalities(self.obs_spec())
+
     @property
     def action_dim(self) -> int:
         """Action dimension."""

@@ -25,6 +25,7 @@ import numpy as np
 from r2s2r_envs.datasets import schema
 from r2s2r_envs.datasets.env_values import FILES_KEY
 from r2s2r_envs.datasets.writer import Episode
+from r2s2r_envs.envs.observations import OBS_MODES as OBS_MODES  # the env's modes, re-exported for generate
 from r2s2r_envs.envs.registration import EnvArgumentError, UnknownEnvError, make_env
 from r2s2r_envs.envs.seeding import SEEDING_CONVENTION, episode_seeds
 from r2s2r_envs.provenance import versions
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 #: The demonstrator used unless another is named: ``None``, the env's own (``env.unwrapped.demonstrator``).
 DEFAULT_DEMONSTRATOR: str | None = None
-OBS_MODES: tuple[str, ...] = ("state", "rgb", "state+rgb")
 #: ``gymnasium.make`` arguments that are not env arguments. ``max_episode_steps`` would add Gymnasium's outer
 #: TimeLimit, which cuts episodes without giving pending objects an outcome; the env's ``episode_steps`` is the
 #: one time limit.

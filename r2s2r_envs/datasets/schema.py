@@ -349,6 +349,29 @@ def is_low_dim(arr_shape: tuple[int, ...], dtype: np.dtype) -> bool:
     return len(arr_shape) <= 1 and np.issubdtype(dtype, np.floating)
 
 
+def is_image(arr_shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """True for a per-step array that is an RGB image: ``(H, W, 3)`` uint8, as robomimic's ``rgb`` modality reads
+    it (robomimic moves the channels first and scales to [0, 1] itself)."""
+    return len(arr_shape) == 3 and arr_shape[-1] == 3 and np.dtype(dtype) == np.uint8
+
+
+def robomimic_modalities(obs_spec: Mapping[str, tuple[tuple[int, ...], np.dtype]]) -> dict[str, list[str]]:
+    """The observation keys under the robomimic modality that reads them: what a robomimic config lists under
+    ``observation.modalities.obs`` to train on every key (docs/datasets.md#image-datasets).
+
+    Args:
+        obs_spec: per observation key, its per-step shape and dtype (``DatasetFile.obs_spec()``).
+
+    Returns:
+        ``{"low_dim": [...], "rgb": [...]}``, keys sorted: flat float vectors (:func:`is_low_dim`) and images
+        (:func:`is_image`); a key of neither kind is in neither list.
+    """
+    return {
+        "low_dim": sorted(k for k, (shape, dtype) in obs_spec.items() if is_low_dim(shape, dtype)),
+        "rgb": sorted(k for k, (shape, dtype) in obs_spec.items() if is_image(shape, dtype)),
+    }
+
+
 def is_stats_stream(name: str, arr: np.ndarray) -> bool:
     """Whether the writer keeps normalization statistics of the demo array at ``name`` (``actions``,
     ``action_labels``, low-dimensional obs)."""
