@@ -107,6 +107,7 @@ def check_design(design: AblationDesign) -> None:
             )
         if design.real.env_id != LAB_ENV_ID:
             raise DesignError(f"the real data {design.real.label} of a lab design is made in {LAB_ENV_ID}")
+    check_track(design)
     fixed = {"method", "real", "sim", "real_fraction", "seed", "out", "demos", "progress", "overwrite"}
     known = {f.name for f in dataclasses.fields(TrainConfig)} - fixed
     bad = sorted(set(design.train) - known)
@@ -126,3 +127,34 @@ def check_design(design: AblationDesign) -> None:
             check_config(config)
         except ConfigError as exc:
             raise DesignError(f"policy {policy_label(policy)}: {exc}") from None
+
+
+#: The ablation's tracks: what its policies observe (``AblationDesign.track``).
+ABLATION_TRACKS: tuple[str, ...] = ("state", "image")
+
+
+def check_track(design: AblationDesign) -> None:
+    """The design's track, and what the image track needs: its own lab chain (the canonical datasets hold no
+    images), no control arms (their data has no cameras), and cameras in every dataset and evaluation.
+
+    Raises:
+        DesignError: naming the setting and what is accepted.
+    """
+    check_choice(design.track, ABLATION_TRACKS, what="track", error=DesignError)
+    if design.track != "image":
+        return
+    if design.lab is None:
+        raise DesignError(
+            "the image track generates every dataset with cameras in a lab's own chain: add --lab LAB (e.g. --lab v3); "
+            "the canonical datasets of the default lab hold state only"
+        )
+    if design.arms:
+        raise DesignError(f"control arms {list(design.arms)} are not defined for the image track; drop --arms")
+    for spec in [design.real, *(s for _, s in design.sim)]:
+        if spec.generate_kwargs.get("obs_mode") != "state+rgb" or "image_size" not in spec.env_kwargs:
+            raise DesignError(
+                f"dataset {spec.label} of the image track holds no camera images: make the design with "
+                "presets.image_track()"
+            )
+    if design.eval_env_kwargs.get("obs_mode") != "state+rgb":
+        raise DesignError("the image track evaluates with cameras: eval_env_kwargs needs obs_mode 'state+rgb'")

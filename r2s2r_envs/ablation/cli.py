@@ -36,6 +36,7 @@ from r2s2r_envs.ablation.design import (
     VARIANTS,
     AblationDesign,
     DesignError,
+    image_track,
     lab_design,
 )
 from r2s2r_envs.argtypes import EXIT_ERROR, EXIT_OK, EXIT_USAGE, comma_list, positive_int, report_error
@@ -87,6 +88,13 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "tuned there), record its demos by its own teleoperator, fit the behavior model, generate the four "
         "variants' data from that grounding, train, evaluate in that lab, analyse; every stage cached by its "
         "inputs' hashes (default: the default lab's canonical data and shipped groundings)",
+    )
+    p.add_argument(
+        "--track",
+        choices=("state", "image"),
+        default="state",
+        help="what the policies observe: state (default), or image (both cameras at 64 px and the robot's own state, "
+        "recipe cpu-image; needs --lab, whose chain makes every dataset with cameras)",
     )
     p.add_argument("--address", default=None, metavar="RAY_ADDRESS", help="join this Ray cluster ('auto': this node's)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N", help="CPUs of a local Ray (default: all)")
@@ -278,7 +286,10 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
         changes["train_gpus"] = args.gpus_per_training  # check_design refuses GPUs for CPU trainings
     if train != design.train:
         changes["train"] = train
-    return dataclasses.replace(design, **changes) if changes else design
+    design = dataclasses.replace(design, **changes) if changes else design
+    if getattr(args, "track", "state") == "image":
+        design = image_track(design)  # check_design refuses it without --lab, before any work
+    return design
 
 
 def _cmd_ablation(args: argparse.Namespace) -> int:

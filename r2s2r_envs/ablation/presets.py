@@ -227,6 +227,41 @@ def lab_design(lab: LabRef, preset: str = "quick") -> AblationDesign:
     return dataclasses.replace(design, real=real, sim=sim, lab=lab, chain=LAB_CHAINS[preset])
 
 
+#: The image track's camera resolution, pixels (the image datasets' and policies'; 64 px: 1.9 MB per demo).
+IMAGE_SIZE = 64
+#: The training recipe of the image track's policies: proprioception and both cameras
+#: (``r2s2r_envs.policies.config.RECIPES``).
+IMAGE_RECIPE = "cpu-image"
+
+
+def image_track(design: AblationDesign, *, image_size: int = IMAGE_SIZE) -> AblationDesign:
+    """``design`` in the image track: every dataset also records both cameras (``scene_image``, ``wrist_image``) at
+    ``image_size`` px beside the state keys, every policy trains with the image recipe (:data:`IMAGE_RECIPE`: the
+    robot's own state and the cameras, no object state) at the design's steps, and every evaluation renders the
+    cameras. Its data (the lab demos too, so the behavior fit), training and evaluation tasks get their own keys;
+    the identification (from lab logs) is shared with the state track's. For a design with its own lab chain
+    (:func:`lab_design`); ``check_design`` refuses one on canonical data or with control arms.
+    """
+    cameras = {"image_size": image_size}
+
+    def with_cameras(spec: DataSpec) -> DataSpec:
+        return dataclasses.replace(
+            spec,
+            env_kwargs={**spec.env_kwargs, **cameras},
+            generate_kwargs={**spec.generate_kwargs, "obs_mode": "state+rgb"},
+        )
+
+    return dataclasses.replace(
+        design,
+        name=f"{design.name}-image",
+        real=with_cameras(design.real),
+        sim=tuple((v, with_cameras(s)) for v, s in design.sim),
+        train={**design.train, "recipe": IMAGE_RECIPE},
+        eval_env_kwargs={**design.eval_env_kwargs, **cameras, "obs_mode": "state+rgb"},
+        track="image",
+    )
+
+
 def _with_visibility(spec: DataSpec) -> DataSpec:
     """A generated state dataset that also records the ``object_visible`` sensor (image-only data cannot)."""
     if spec.canonical is not None or spec.generate_kwargs.get("obs_mode", "state") == "rgb":

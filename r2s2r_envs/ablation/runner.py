@@ -213,6 +213,19 @@ def check_lab_of_dir(store: Store, manifest: dict[str, Any] | None, identity: di
         )
 
 
+def check_track_of_dir(store: Store, manifest: dict[str, Any] | None, track: str) -> None:
+    """A run directory is made for one track (state or image): refuse one whose manifest names another. A manifest
+    whose design names none was written by a state-track run."""
+    if manifest is None:
+        return
+    recorded = (manifest.get("design") or {}).get("track", "state")
+    if recorded != track:
+        raise AblationError(
+            f"--out {store.root} was made for the {recorded} track; this run is for the {track} track: give another "
+            "--out"
+        )
+
+
 def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]:
     """Every check that runs before any work; returns the task graph.
 
@@ -229,6 +242,7 @@ def preflight(design: AblationDesign, out: str | os.PathLike[str]) -> list[Task]
     except StoreError as exc:
         raise AblationError(str(exc)) from None
     check_lab_of_dir(store, manifest, design_lab(design, out))
+    check_track_of_dir(store, manifest, design.track)
     check_results_dir(Path(out))
     hashes = canonical_hashes(design)
     return design.tasks(canonical_hashes=hashes)

@@ -79,6 +79,9 @@ class AblationDesign:
             ``"slowed-planner"``, ``"generator-planner-pace"``, ``"success-matched"``): data variants whose cells
             are trained and evaluated in the lab like the table's, and split the axes' effects in the report. Their
             tasks come after all others; a design without arms has the tasks and keys it had before they existed.
+        track: ``"state"`` (policies read the state observations) or ``"image"`` (every dataset also holds both
+            cameras' images, policies train with an image recipe and are evaluated with cameras:
+            :func:`~r2s2r_envs.ablation.presets.image_track`). A run directory is made for one track.
     """
 
     name: str
@@ -107,6 +110,7 @@ class AblationDesign:
     lab: LabRef | None = None
     chain: ChainSpec | None = None
     arms: tuple[str, ...] = ()
+    track: str = "state"
 
     # ------------------------------------------------------------------ derived
     def sim_spec(self, variant: str) -> DataSpec:
@@ -179,6 +183,8 @@ class AblationDesign:
             del d["eval_split"]
         if not self.arms:  # so do the designs without control arms
             del d["arms"]
+        if self.track == "state":  # and those of the state track
+            del d["track"]
         return d
 
     @classmethod
