@@ -91,3 +91,11 @@ def test_the_cli_selects_the_track_and_refuses_it_without_a_lab(lab_file, tmp_pa
     args = parser.parse_args(["ablation", "--smoke", "--lab", str(lab_file), "--track", "image", "--out", "x"])
     design = design_from_args(args)
     assert design.track == "image" and design.train["recipe"] == IMAGE_RECIPE
+
+
+def test_a_canonical_recipe_of_any_lab_id_is_real_data():
+    from r2s2r_envs.ablation.specs import canonical_recipe
+
+    assert canonical_recipe("lab-50", 5, "a").domain == "real"
+    assert canonical_recipe("lab-v3-50-rgb64", 5, "b").domain == "real"  # PickSort-Real-v1
+    assert canonical_recipe("ungrounded-v1-1000-rgb64", 5, "c").domain == "sim"

@@ -121,7 +121,8 @@ def canonical_recipe(name: str, episodes: int, label: str) -> DataSpec:
         extra["demonstrator"] = entry.demonstrator
     if getattr(entry, "action_noise", 0.0):
         extra["action_noise"] = float(entry.action_noise)
-    domain: Literal["real", "sim"] = "real" if entry.env_id == LAB_ENV_ID else "sim"
+    # The lab's demos are real data, whichever lab id made them (``PickSort-Real-v0``, ``-v1``, ...).
+    domain: Literal["real", "sim"] = "real" if entry.env_id.startswith(LAB_ENV_ID.rsplit("-", 1)[0] + "-") else "sim"
     return DataSpec(
         label=label,
         domain=domain,
