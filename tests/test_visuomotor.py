@@ -357,3 +357,18 @@ def _zoo_installed() -> bool:
     except ModuleNotFoundError:
         return False
     return True
+
+
+def test_evaluate_makes_envs_with_the_cameras_an_image_policy_reads(images: dict[str, Path], tmp_path: Path) -> None:
+    from r2s2r_envs.evaluation import evaluate
+    from r2s2r_envs.evaluation.policy import PolicyError
+
+    policy = load_policy(train(image_config(images, tmp_path / "flow", "flow")).out)
+    short = {"num_objects": 1, "episode_steps": 5}
+    result = evaluate("PickSort-Ungrounded-v1", policy, episodes=2, env_kwargs=short, progress=False)
+    assert result.env_kwargs["obs_mode"] == "rgb" and result.env_kwargs["image_size"] == IMAGE_SIZE
+    assert all(r.policy_error is None for r in result.records)  # it acted on camera observations throughout
+    with pytest.raises(PolicyError, match=r"reads cameras \(obs_mode 'rgb'\).*obs_mode 'state', which has none"):
+        evaluate("PickSort-Ungrounded-v1", policy, episodes=1, env_kwargs={**short, "obs_mode": "state"})
+    with pytest.raises(PolicyError, match=r"reads 64 px camera frames; the env arguments set image_size 32"):
+        evaluate("PickSort-Ungrounded-v1", policy, episodes=1, env_kwargs={**short, "image_size": 32})

@@ -199,9 +199,9 @@ def rollout_lab(
     import gymnasium as gym
 
     from r2s2r_envs.evaluation import evaluation_seeds
-    from r2s2r_envs.evaluation.protocol import with_policy_sensors
+    from r2s2r_envs.evaluation.protocol import with_policy_inputs
 
-    env = gym.make(LAB_ENV_ID, **with_policy_sensors(policy, env_kwargs or {}))  # the sensors it reads, as evaluate
+    env = gym.make(LAB_ENV_ID, **with_policy_inputs(policy, env_kwargs or {}))  # what it reads, as evaluate
     states, actions, index = [], [], []
     try:
         for i, (env_seed, policy_seed) in enumerate(evaluation_seeds(episodes)):

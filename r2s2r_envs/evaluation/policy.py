@@ -120,6 +120,37 @@ def with_policy_sensors(policy: Policy, env_kwargs: Mapping[str, Any]) -> dict[s
     return {**env_kwargs, "sensors": [*have, *missing]} if missing else dict(env_kwargs)
 
 
+#: The observation modes that hold the cameras' images (``PickSortEnv``'s ``obs_mode``).
+_CAMERA_MODES = ("rgb", "state+rgb")
+
+
+def with_policy_inputs(policy: Policy, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` with what the policy reads: its opt-in sensors (:func:`with_policy_sensors`) and, for a policy
+    whose optional ``obs_mode`` holds cameras (``"rgb"``, ``"state+rgb"``), that ``obs_mode`` and its ``image_size``
+    where the arguments give none. A copy; unchanged for a state policy.
+
+    Raises:
+        PolicyError: ``sensors`` is not a sequence of names, or the arguments set an ``obs_mode`` without the
+            cameras the policy reads, or another ``image_size`` (both values named).
+    """
+    kwargs = with_policy_sensors(policy, env_kwargs)
+    mode, size = getattr(policy, "obs_mode", None), getattr(policy, "image_size", None)
+    if mode not in _CAMERA_MODES:
+        return kwargs
+    given = kwargs.setdefault("obs_mode", mode)
+    if given != mode and given != "state+rgb":
+        raise PolicyError(
+            f"the policy reads cameras (obs_mode {mode!r}); the env arguments set obs_mode {given!r}, which has "
+            f"none: give obs_mode {mode!r} or 'state+rgb', or leave it out"
+        )
+    if size is not None and kwargs.setdefault("image_size", size) != size:
+        raise PolicyError(
+            f"the policy reads {size} px camera frames; the env arguments set image_size {kwargs['image_size']!r}: "
+            f"give {size} or leave it out"
+        )
+    return kwargs
+
+
 def qualified_name(obj: Any) -> str:
     """``module.qualname`` of a class or function (of the type of anything else)."""
     target = obj if hasattr(obj, "__qualname__") else type(obj)

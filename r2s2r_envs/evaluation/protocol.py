@@ -49,6 +49,7 @@ from r2s2r_envs.evaluation.policy import (
     PolicyOrFactory,
     action_problem,
     resolve_policy,
+    with_policy_inputs,
     with_policy_sensors,
 )
 from r2s2r_envs.evaluation.results import (
@@ -105,5 +106,6 @@ __all__ = [
     "result_schema",
     "run_episode",
     "validate_result",
+    "with_policy_inputs",
     "with_policy_sensors",
 ]

@@ -33,7 +33,7 @@ from r2s2r_envs.evaluation.episode import (
     policy_failure_record,
     run_episode,
 )
-from r2s2r_envs.evaluation.policy import Policy, PolicyOrFactory, action_problem, resolve_policy, with_policy_sensors
+from r2s2r_envs.evaluation.policy import Policy, PolicyOrFactory, action_problem, resolve_policy, with_policy_inputs
 from r2s2r_envs.evaluation.results import (
     EpisodeRecord,
     EvaluationResult,
@@ -199,11 +199,12 @@ class _Run:
         self.bar: Any = None
 
     def start(self) -> Policy:
-        """Makes the nominal env and its policy; the policy's opt-in sensors join ``kwargs`` (every env has them)."""
+        """Makes the nominal env and its policy; the policy's opt-in sensors and cameras join ``kwargs`` (every env
+        has them)."""
         self.env = make_env(self.env_id, {**self.kwargs, **self.render})
         main_policy = resolve_policy(self.policy, self.env)
-        wanted = with_policy_sensors(main_policy, self.kwargs)
-        if wanted != self.kwargs:  # the policy reads opt-in sensors: every env of the run is made with them
+        wanted = with_policy_inputs(main_policy, self.kwargs)
+        if wanted != self.kwargs:  # the policy reads opt-in sensors or cameras: every env of the run has them
             self.kwargs = wanted
             self.env.close()
             self.env = make_env(self.env_id, {**self.kwargs, **self.render})
