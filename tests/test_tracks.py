@@ -165,13 +165,38 @@ def test_the_state_track_is_the_canonical_data_the_standard_mix_and_the_cpu_budg
     assert record["budget"] == {"recipe": "cpu", "samples": CPU_SAMPLES} and json.loads(json.dumps(record)) == record
 
 
+def test_the_image_track_is_the_camera_sets_the_mix_with_red_light_and_the_cpu_image_budget():
+    image = TRACKS["image"]
+    spec = {e.name: e for e in load_spec()}
+    assert [d.name for d in image.datasets] == [
+        "lab-v3-50-rgb64",
+        "ungrounded-v1-1000-rgb64",
+        "worldgrounded-v1-1000-rgb64",
+        "behaviorgrounded-v1-1000-rgb64",
+        "fullygrounded-v1-1000-rgb64",
+    ]
+    for dataset in image.datasets:
+        entry = spec[dataset.name]
+        assert entry.obs_mode == "state+rgb" and entry.env_kwargs == {"image_size": 64}
+        known = {h for h in (entry.sha256, *entry.other_builds) if h}
+        assert set(dataset.builds) == known, f"{dataset.name}: the track's builds are not canonical.json's"
+        assert dataset.domain == ("real" if entry.env_id == "PickSort-Real-v1" else "sim")
+    assert image.conditions == {**STANDARD_MIX, "lighting": 25} and CONDITIONS["lighting"].images_only
+    assert image.budget_recipe == "cpu-image"
+    assert image.budget_samples == RECIPES["cpu-image"]["steps"] * RECIPES["cpu-image"]["batch_size"] == 20_000 * 64
+    assert evaluation_arguments(image) == ({**STANDARD_MIX, "lighting": 25}, "test")
+    # A state policy cannot be evaluated on it: the red light needs cameras, refused before any episode.
+    with pytest.raises(ValueError, match="lighting"):
+        evaluate(SIM, Still(), track="image", progress=False)
+
+
 def test_an_unknown_track_is_refused_listing_the_valid_ones():
-    with pytest.raises(UnknownTrackError, match=r"unknown track 'image'; valid: \['state'\]"):
-        get_track("image")
-    with pytest.raises(ValueError, match=r"unknown track None; valid: \['state'\]"):
+    with pytest.raises(UnknownTrackError, match=r"unknown track 'video'; valid: \['image', 'state'\]"):
+        get_track("video")
+    with pytest.raises(ValueError, match=r"unknown track None; valid: \['image', 'state'\]"):
         get_track(None)
     # Before any env is made: evaluate() refuses it at once.
-    with pytest.raises(ValueError, match=r"unknown track 'stat'; valid: \['state'\]"):
+    with pytest.raises(ValueError, match=r"unknown track 'stat'; valid: \['image', 'state'\]"):
         evaluate(SIM, Still(), track="stat", progress=False)
 
 
@@ -246,9 +271,9 @@ def test_another_evaluation_or_version_is_off_the_track():
     other = dataclasses.replace(on, track={**on.track, "version": 2})
     (why,) = check_result(other).reasons
     assert "track 'state' version 2; this package defines version 1" in why
-    gone = dataclasses.replace(other, track={**other.track, "name": "image"})
+    gone = dataclasses.replace(other, track={**other.track, "name": "video"})
     assert (
-        "names track 'image' version 2, which this package does not define (valid: ['state'])"
+        "names track 'video' version 2, which this package does not define (valid: ['image', 'state'])"
         in (check_result(gone).reasons[0])
     )
     assert check_result(state_result(40, method_section(), track=None)) is None
@@ -394,7 +419,7 @@ def test_cli_track_option(tiny_track, tmp_path: Path, capsys):
     assert "track:            tiny v1: on the track" in capsys.readouterr().out
     assert EvaluationResult.from_json(out.read_text()).track["on_track"] is True
     assert main([*argv, "--track", "nope"]) == 2
-    assert "unknown track 'nope'; valid: ['state', 'tiny']" in capsys.readouterr().err
+    assert "unknown track 'nope'; valid: ['image', 'state', 'tiny']" in capsys.readouterr().err
     assert main([*argv, "--track", "tiny", "--split", "dev"]) == 2
     assert "track 'tiny' evaluates on the 'test' split; split 'dev' was given too" in capsys.readouterr().err
     assert main([*argv, "--track", "tiny", "--conditions", "nominal"]) == 2

@@ -46,7 +46,7 @@ DEFAULT_TRACK = "state"
 
 #: Each budget recipe's ``steps x batch_size`` when the tracks were defined (``policies.config.RECIPES``, which this
 #: layer does not import; a changed recipe makes a new track version, not a moved budget).
-RECIPE_SAMPLES: dict[str, int] = {"cpu": 20_000 * 256}
+RECIPE_SAMPLES: dict[str, int] = {"cpu": 20_000 * 256, "cpu-image": 20_000 * 64}
 
 
 class UnknownTrackError(ValueError):
@@ -177,6 +177,23 @@ _STATE_DATASETS = (
     ),
 )
 
+# The image track's datasets: the canonical sets with both cameras at 64 px (``*-rgb64``), of lab v3 and the -v1
+# simulators. A build's bytes depend on the renderer as well; only the lab set had been built (2026-12-07).
+_MESA = "2-core AMD EPYC (x86-64), Python 3.11, mujoco 4.0.1, EGL on Mesa 22.3.6 llvmpipe"
+_IMAGE_DATASETS = (
+    TrackDataset(
+        name="lab-v3-50-rgb64",
+        domain="real",
+        builds={"c0d32fed5ad5ad60c79de6ed4d21779882cdb778f215b60d9dcb6d504a70a4f7": _MESA},
+    ),
+    *(
+        TrackDataset(name=f"{variant}-v1-1000-rgb64", domain="sim", builds={})
+        for variant in ("ungrounded", "worldgrounded", "behaviorgrounded", "fullygrounded")
+    ),
+)
+#: The image track's evaluation: the standard mix and the red light, which only cameras see.
+IMAGE_CONDITIONS: dict[str, int] = {**STANDARD_MIX, "lighting": 25}
+
 #: The named tracks.
 TRACKS: dict[str, Track] = {
     "state": Track(
@@ -190,6 +207,19 @@ TRACKS: dict[str, Track] = {
         split="test",
         panel=None,
         budget_recipe="cpu",
+    ),
+    "image": Track(
+        name="image",
+        version=1,
+        description="the cameras (64 px) and the robot's own state: lab v3's lab-v3-50-rgb64 and the four "
+        "*-v1-1000-rgb64 simulated sets (any subset), the standard mix and red light on the test split, one lab, "
+        "the cpu-image recipe's training samples",
+        datasets=_IMAGE_DATASETS,
+        conditions=IMAGE_CONDITIONS,
+        conditions_version=CONDITIONS_VERSION,
+        split="test",
+        panel=None,
+        budget_recipe="cpu-image",
     ),
 }
 
