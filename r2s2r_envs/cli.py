@@ -253,7 +253,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "r2s2r_envs.grounding.cli",  # log-lab, sysid
     "r2s2r_envs.behavior.cli",  # fit-behavior, compare-behavior
     "r2s2r_envs.policies.cli",  # train
-    "r2s2r_envs.evaluation.cli",  # evaluate, leaderboard
+    "r2s2r_envs.evaluation_cli",  # evaluate, leaderboard
     "r2s2r_envs.course.cli",  # course labs, course check
     "r2s2r_envs.ablation.cli",  # ablation
 )

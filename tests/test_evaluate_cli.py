@@ -458,7 +458,7 @@ def test_cli_outputs_are_checked_before_any_episode(tmp_path, capsys, monkeypatc
     (tmp_path / "folder.json").mkdir()
     (tmp_path / "a-file").write_text("")
     ran = []
-    monkeypatch.setattr("r2s2r_envs.evaluation.cli.evaluate", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr("r2s2r_envs.evaluation_cli.evaluate", lambda *a, **k: ran.append(1))
     argv = ["evaluate", "--policy", "test_evaluate_cli:make_zero", "--env", SIM, "--episodes", "1", *FAST_ARGS]
     assert main([*argv, option, path.format(tmp=tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

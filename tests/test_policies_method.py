@@ -14,11 +14,11 @@ import torch
 
 from r2s2r_envs.cli import main
 from r2s2r_envs.datasets.toy import write_synthetic_dataset
-from r2s2r_envs.evaluation.cli import PolicySpecError, resolve_policy_spec
 from r2s2r_envs.policies import CheckpointError, load_policy
 from r2s2r_envs.policies.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 from r2s2r_envs.policies.config import ConfigError, TrainConfig
 from r2s2r_envs.policies.method import Method, MethodError, import_method
+from r2s2r_envs.policies.policy_spec import PolicySpecError, resolve_policy_spec
 from r2s2r_envs.policies.train import train
 
 LAB = "PickSort-Real-v0"

@@ -180,7 +180,7 @@ def test_damaged_or_non_finite_checkpoints_are_refused_at_load(data: dict[str, P
 
 
 def test_evaluate_cli_execution_settings_reach_the_checkpoint(data: dict[str, Path], tmp_path: Path) -> None:
-    from r2s2r_envs.evaluation.cli import PolicySpecError, resolve_policy_spec
+    from r2s2r_envs.policies.policy_spec import PolicySpecError, resolve_policy_spec
 
     out = train(tiny_train_config(data, tmp_path / "cli", "flow")).out
     policy = resolve_policy_spec(str(out), execute_steps=1, temporal_ensemble=0.3)(None)

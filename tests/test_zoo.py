@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from r2s2r_envs.datasets.toy import ToyPickSortEnv, write_synthetic_dataset
-from r2s2r_envs.evaluation.cli import PolicySpecError, resolve_policy_spec
 from r2s2r_envs.policies import CheckpointError, load_policy, read_checkpoint, zoo
 from r2s2r_envs.policies.checkpoint import weights_digest
 from r2s2r_envs.policies.config import TrainConfig
+from r2s2r_envs.policies.policy_spec import PolicySpecError, resolve_policy_spec
 from r2s2r_envs.policies.train import train
 
 #: The zoo's size limit (all shipped checkpoints together).

@@ -1,4 +1,5 @@
-"""``r2s2r`` subcommands of the evaluation module: ``evaluate`` and ``leaderboard``.
+"""``r2s2r`` subcommands over the evaluation package: ``evaluate`` and ``leaderboard`` (a command module at the top,
+beside ``env_cli``: it resolves policies, from the layer above evaluation).
 
 ``r2s2r_envs.cli`` calls :func:`add_subcommands` on its subparsers; every handler takes the parsed arguments
 and returns an exit code (0 ok, 1 error, 2 usage error).  Both are thin shells: ``evaluate`` over
