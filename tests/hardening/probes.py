@@ -313,9 +313,10 @@ def checkpoints(tmp: Path, sizes: Sizes = FULL_SIZES) -> list[Probe]:
     nan = copy("nan-weight")
     state = torch.load(nan / WEIGHTS_FILE, map_location="cpu", weights_only=True)
     key = next(k for k, v in state.items() if torch.is_floating_point(v) and v.numel() > 1)
-    state[key].view(-1)[0] = float("nan")
+    state[key].view(-1)[0] = float("nan")  # in an int8-packed file: a row scale, named "<weight>@scale"
     torch.save(state, nan / WEIGHTS_FILE)
     rehash(nan)
+    key = key.removesuffix("@scale")  # the loader names the weight the scale belongs to
 
     nan_stats = copy("nan-stats")
     config = json.loads((nan_stats / "config.json").read_text())
