@@ -178,7 +178,7 @@ _STATE_DATASETS = (
 )
 
 # The image track's datasets: the canonical sets with both cameras at 64 px (``*-rgb64``), of lab v3 and the -v1
-# simulators. A build's bytes depend on the renderer as well; only the lab set had been built (2026-12-07).
+# simulators. A build's bytes depend on the renderer as well; the lab and Ungrounded sets built so far (2026-12-07).
 _MESA = "2-core AMD EPYC (x86-64), Python 3.11, mujoco 4.0.1, EGL on Mesa 22.3.6 llvmpipe"
 _IMAGE_DATASETS = (
     TrackDataset(
@@ -186,9 +186,14 @@ _IMAGE_DATASETS = (
         domain="real",
         builds={"c0d32fed5ad5ad60c79de6ed4d21779882cdb778f215b60d9dcb6d504a70a4f7": _MESA},
     ),
+    TrackDataset(
+        name="ungrounded-v1-1000-rgb64",
+        domain="sim",
+        builds={"910b48574e3717ca05f0cb83ac3e07614072c199a0946e6cc37c90d2b26a6e8d": _MESA},
+    ),
     *(
         TrackDataset(name=f"{variant}-v1-1000-rgb64", domain="sim", builds={})
-        for variant in ("ungrounded", "worldgrounded", "behaviorgrounded", "fullygrounded")
+        for variant in ("worldgrounded", "behaviorgrounded", "fullygrounded")
     ),
 )
 #: The image track's evaluation: the standard mix and the red light, which only cameras see.
