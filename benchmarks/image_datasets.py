@@ -42,7 +42,6 @@ import numpy as np
 from r2s2r_envs.datasets import open_dataset, schema
 from r2s2r_envs.datasets.canonical import CanonicalDataset, load_spec
 from r2s2r_envs.datasets.export import export_dataset
-from r2s2r_envs.datasets.generate import generate
 
 # Two worker processes generate 1.88x as fast as one (benchmarks/results/dataset-speed/dataset_speed.json,
 # speedup_2_vs_1, the cores free): the projection's rate on the 2-core machine.
@@ -74,20 +73,7 @@ def make(entry: CanonicalDataset, demos: int, out: Path, workers: int) -> dict[s
     """Generates ``demos`` demos by ``entry``'s recipe; returns the wall and CPU time (one worker: this process and
     its rendering threads) and the attempts."""
     t0, c0 = time.perf_counter(), time.process_time()
-    result = generate(
-        entry.env_id,
-        demos,
-        out,
-        workers=workers,
-        seed=entry.seed,
-        successes_only=entry.successes_only,
-        obs_mode=entry.obs_mode,
-        env_kwargs=entry.env_kwargs,
-        demonstrator=entry.demonstrator,
-        action_noise=entry.action_noise,
-        overwrite=True,
-        progress=False,
-    )
+    result = entry.generate(out, episodes=demos, workers=workers, overwrite=True, progress=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
         "seconds": seconds,

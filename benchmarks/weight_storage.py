@@ -35,7 +35,6 @@ from r2s2r_envs.evaluation.runner import evaluate
 from r2s2r_envs.policies.runtime import TrainedPolicy, load_policy
 from r2s2r_envs.policies.weights import (
     STORAGES,
-    load_state_dict_file,
     pack_state_dict,
     storage_error,
     unpack_state_dict,
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in specs:
         start = time.perf_counter()
         stored = torch.load(resolve_checkpoint(spec) / "policy.pt", map_location="cpu", weights_only=True)
-        reference = load_state_dict_file(resolve_checkpoint(spec) / "policy.pt")
+        reference = unpack_state_dict(stored)  # float32, as load_policy reads it
         packed = unpack_state_dict(pack_state_dict(reference, args.storage))
         entry: dict[str, Any] = {
             "stored_dtypes": sorted({str(v.dtype) for v in stored.values()}),
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             "weights": storage_error(reference, args.storage),
         }
         a, b = _with_weights(spec, reference), _with_weights(spec, packed)
-        keys = sorted({k for k in a.pipeline.obs_keys})
+        keys = sorted(a.pipeline.obs_keys)
         demos, scale = _demos(default_cache_dir() / f"{args.dataset}.hdf5", keys, args.demos)
         entry["open_loop"] = _open_loop(a, b, demos, scale)
         if args.episodes:

@@ -109,6 +109,34 @@ class CanonicalDataset:
         parts += ["--out", out or self.file]
         return shlex.join(parts)
 
+    def generate(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        episodes: int | None = None,
+        workers: int = 1,
+        progress: bool = True,
+        overwrite: bool = False,
+    ) -> Any:
+        """Generates (or resumes) ``out`` by this dataset's recipe, as :meth:`generate_command` says, with ``episodes``
+        demos (default: the recipe's); returns ``datasets.generate``'s result."""
+        from r2s2r_envs.datasets.generate import generate
+
+        return generate(
+            self.env_id,
+            self.episodes if episodes is None else episodes,
+            out,
+            workers=workers,
+            seed=self.seed,
+            successes_only=self.successes_only,
+            obs_mode=self.obs_mode,
+            env_kwargs=self.env_kwargs,
+            demonstrator=self.demonstrator,
+            action_noise=self.action_noise,
+            overwrite=overwrite,
+            progress=progress,
+        )
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MakeReport:
@@ -334,7 +362,7 @@ def _make_one(
     """Builds one canonical dataset if it is missing or incomplete, verifies it and reports on it."""
     import gymnasium as gym
 
-    from r2s2r_envs.datasets.generate import GenerationError, generate
+    from r2s2r_envs.datasets.generate import GenerationError
 
     moved = ""
 
@@ -350,19 +378,7 @@ def _make_one(
     status: Status = "present"
     try:
         if not path.exists() or not _complete(path):
-            generate(
-                entry.env_id,
-                entry.episodes,
-                path,
-                workers=workers,
-                seed=entry.seed,
-                successes_only=entry.successes_only,
-                obs_mode=entry.obs_mode,
-                env_kwargs=entry.env_kwargs,
-                demonstrator=entry.demonstrator,
-                action_noise=entry.action_noise,
-                progress=progress,
-            )
+            entry.generate(path, workers=workers, progress=progress)
             status = "built"
         with open_dataset(path, verify="full") as f:
             digest, complete, version = f.content_hash, f.complete, f.schema_version
