@@ -7,6 +7,7 @@ Examples:
     r2s2r ablation --quick --variants Ungrounded,FullyGrounded --methods flow --out runs/x
     r2s2r ablation --quick --report-only --out runs/ablation-quick  # rebuild the report from finished results
     r2s2r ablation --out runs/ablation --seeds-for 3               # seeds needed to detect 3 points there
+    r2s2r ablation --out runs/ablation --project 2,16              # its wall time on 2 and 16 cores, projected
     r2s2r ablation --methods flow --steps 12000 --no-sweep --out runs/ablation-12k  # a longer training budget
     r2s2r ablation --recipe gpu --train-device cuda --out runs/ablation-gpu  # the gpu recipe, four per GPU
     r2s2r ablation --recipe v1 --out runs/ablation-v1              # the first policies' recipe (earlier records)
@@ -197,7 +198,62 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="how many training seeds per cell detect a difference of POINTS percentage points between two "
         "co-trained cells (80%% power, two-sided 5%%), from the variance in --out's report; runs nothing",
     )
+    p.add_argument(
+        "--project",
+        type=_cores,
+        default=None,
+        metavar="CORES",
+        help="project the wall time of --out's design (or, for a new --out, the one the options select) on each "
+        "number of cores in CORES (e.g. 2,16) from the CPU time its finished tasks measured and those of "
+        "--measured-from; runs nothing",
+    )
+    p.add_argument(
+        "--measured-from",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --project: another run directory (or record) whose finished tasks' CPU times estimate the tasks "
+        "not run yet (repeatable)",
+    )
     p.set_defaults(func=_cmd_ablation)
+
+
+def _cores(text: str) -> tuple[int, ...]:
+    try:
+        cores = tuple(int(c) for c in text.split(","))
+    except ValueError:
+        cores = ()
+    if not cores or min(cores) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers of cores, each 1 or more, comma-separated (e.g. 2,16), got {text!r}"
+        )
+    return cores
+
+
+def _project(args: argparse.Namespace) -> int:
+    """Prints the projection of ``--project``; the exit code."""
+    from r2s2r_envs.ablation.chain import LabError
+    from r2s2r_envs.ablation.projection import ProjectionError, measured_records, project
+    from r2s2r_envs.ablation.store import Store, StoreError
+
+    stores = [Store(d) for d in (args.out, *args.measured_from)]
+    try:
+        manifests = [s.check_manifest() for s in stores]
+        missing = [str(s.root) for s, m in zip(stores[1:], manifests[1:]) if m is None]
+        if missing:
+            raise StoreError(f"--measured-from {', '.join(missing)}: not an ablation run directory (no ablation.json)")
+        design = AblationDesign.from_dict(manifests[0]["design"]) if manifests[0] else design_from_args(args)
+        measured = measured_records(stores)
+        whole = project(design.tasks(), measured, cores=args.project)
+        finished = set(measured_records(stores[:1]))
+        rest = project(design.tasks(), measured, cores=args.project, finished=finished)
+    except (StoreError, DesignError, ProjectionError, LabError) as e:
+        return report_error("ablation", e, EXIT_USAGE)
+    print(f"design {design.name!r}, costs measured in {', '.join(str(s.root) for s in stores)}")
+    print(whole.to_text())
+    if finished:
+        print(rest.to_text())
+    return EXIT_OK
 
 
 def _points(text: str) -> float:
@@ -300,6 +356,10 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
 
     if args.seeds_for is not None:
         return _seeds_for(args.out, args.seeds_for)
+    if args.project is not None:
+        return _project(args)
+    if args.measured_from:
+        return report_error("ablation", "--measured-from goes with --project (the costs it projects from)", EXIT_USAGE)
     if args.export_record is not None:
         try:
             dest = export_record(args.out, args.export_record)

@@ -324,7 +324,8 @@ def _check_reachable(address: str) -> None:
 
 
 #: Which ready task goes first (lower first): results (mixture, evaluation) before the work that leads to them.
-_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 2, "behavior": 2, "sysid": 2}
+#: The order of ready work by kind: results first (the projection simulates the same order).
+KIND_PRIORITY = {"mixture": 0, "eval": 1, "train": 2, "data": 2, "behavior": 2, "sysid": 2}
 
 
 def need_ranks(tasks: list[Task]) -> dict[str, int]:
@@ -414,7 +415,7 @@ def run_tasks(
         # Only as many tasks in flight as the cluster has CPUs, the ones nearest a result first (an evaluation
         # before another training): results arrive while the sweep runs, and a run stopped part-way leaves
         # finished rows behind, not a pile of trained policies nobody evaluated. Other work in the design's order.
-        ready_tasks.sort(key=lambda t: (_PRIORITY[t.kind], ranks[t.key], order[t.key]))
+        ready_tasks.sort(key=lambda t: (KIND_PRIORITY[t.kind], ranks[t.key], order[t.key]))
         free = _cluster_cpus(ray) - sum(t.num_cpus for t in running.values())
         for task in ready_tasks:
             if running and task.num_cpus > free:
