@@ -50,10 +50,12 @@ class Still:
 
 # ---------------------------------------------------------------------- the conditions
 def test_registry_names_the_conditions_and_refuses_others():
-    assert list(CONDITIONS) == ["nominal", "fast-belt", "novel-objects", "lighting"]
-    assert [c.shifted for c in CONDITIONS.values()] == [False, True, True, True]
+    assert list(CONDITIONS) == [
+        "nominal", "fast-belt", "novel-objects", "lighting", "no-latency", "nominal-belt", "nominal-timing",
+    ]  # fmt: skip
+    assert [c.shifted for c in CONDITIONS.values()] == [False, True, True, True, False, False, False]
     assert STANDARD_MIX == {"nominal": 50, "fast-belt": 25, "novel-objects": 25}  # half nominal, half shifted
-    assert CONDITIONS_VERSION == 1  # lighting, outside the standard mix, changed no definition
+    assert CONDITIONS_VERSION == 1  # lighting and the diagnostic ones, outside the standard mix, changed no definition
     with pytest.raises(ValueError, match=r"unknown condition 'dim-light'; valid: \['nominal', 'fast-belt'"):
         get_condition("dim-light")
     record = condition_record("fast-belt")

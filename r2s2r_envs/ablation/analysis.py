@@ -8,6 +8,7 @@ This module gathers the analysis's public names; each lives in the module of its
   differences; docs/ablation.md, "Analysis");
 * :mod:`~r2s2r_envs.ablation.tables`: the report's numbers (:func:`analyze`);
 * :mod:`~r2s2r_envs.ablation.report`: the Markdown report, :func:`write_report` and :func:`print_table`;
+* :mod:`~r2s2r_envs.ablation.interventions_report`: the interventions' section (docs/ablation.md#interventions);
 * :mod:`~r2s2r_envs.ablation.plots`: the PNG plots (matplotlib, imported only when plotting).
 
 Everything here reads finished task results from the store; nothing trains or evaluates.
@@ -15,6 +16,11 @@ Everything here reads finished task results from the store; nothing trains or ev
 
 from __future__ import annotations
 
+from r2s2r_envs.ablation.interventions_report import (
+    INTERVENTION_EFFECTS,
+    interventions_analysis,
+    interventions_markdown,
+)
 from r2s2r_envs.ablation.plots import MIN_BIN_STATES, plot_all
 from r2s2r_envs.ablation.report import (
     chain_markdown,
@@ -75,6 +81,7 @@ __all__ = [
     "FINDING_EFFECTS",
     "HETEROGENEITY_ALPHA",
     "INTERVALS",
+    "INTERVENTION_EFFECTS",
     "METRICS",
     "METRIC_NAMES",
     "MIN_BIN_STATES",
@@ -98,6 +105,8 @@ __all__ = [
     "finding_policies",
     "findings",
     "findings_markdown",
+    "interventions_analysis",
+    "interventions_markdown",
     "load_runs",
     "mixture_summaries",
     "nominal_records",

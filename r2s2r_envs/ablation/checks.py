@@ -8,6 +8,7 @@ import math
 from typing import cast
 
 from r2s2r_envs.ablation.arms import check_arms
+from r2s2r_envs.ablation.interventions import check_interventions
 from r2s2r_envs.ablation.specs import LAB_ENV_ID, VARIANTS, DesignError, policy_label
 from r2s2r_envs.ablation.study import AblationDesign
 from r2s2r_envs.envs.conditions import STANDARD_MIX
@@ -28,6 +29,7 @@ def check_design(design: AblationDesign) -> None:
     if design.sweep_variant is not None:
         check_choice(design.sweep_variant, VARIANTS, what="sweep variant", error=DesignError)
     check_arms(design.arms, design.variants)
+    check_interventions(design.interventions)
     missing = [v for v in design._sim_variants_used() if v not in dict(design.sim)]
     if missing:
         raise DesignError(f"no sim data given for variant(s) {missing}")

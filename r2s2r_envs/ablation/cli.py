@@ -14,6 +14,8 @@ Examples:
     r2s2r ablation --lab my_lab.json --quick --out runs/my-lab      # the whole chain on another lab (sysid, demos,
                                                                     # behavior fit, the variants' data, train, eval)
     r2s2r ablation --quick --arms all --out runs/control-arms       # with the control arms (preset control-arms)
+    r2s2r ablation --quick --interventions nominal-timing --out runs/ablation-quick  # the policies again in the lab
+                                                                    # without its loop delays, on the nominal belt
 
 A re-run with the same ``--out`` skips every finished task (results are keyed by their config hash). Exit codes:
 0 every task finished, 1 some tasks failed (the others' results and the report are written), 2 bad input (nothing
@@ -33,6 +35,7 @@ from typing import Any
 from r2s2r_envs.ablation.design import (
     ARM_NAMES,
     DEFAULT_METHODS,
+    INTERVENTIONS,
     PRESETS,
     VARIANTS,
     AblationDesign,
@@ -121,6 +124,15 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help=f"control arms to add, or 'all' ({','.join(ARM_NAMES)}): data variants that split each axis's effect "
         "(world = physics + re-tune, behavior = pace + style, the same scenes in every variant, the lab's sensing on "
         "nominal physics); docs/ablation.md#control-arms",
+    )
+    p.add_argument(
+        "--interventions",
+        type=_comma_list,
+        default=None,
+        metavar="NAME,NAME",
+        help=f"diagnostic conditions, or 'all' ({','.join(INTERVENTIONS)}), under which the table's policies are "
+        "evaluated again in the lab (their trainings reused), and each axis's effect there set beside its effect "
+        "under nominal; docs/ablation.md#interventions",
     )
     p.add_argument(
         "--seeds",
@@ -318,6 +330,9 @@ def design_from_args(args: argparse.Namespace) -> AblationDesign:
             changes["sweep_variant"] = None
     if getattr(args, "arms", None) is not None:
         changes["arms"] = ARM_NAMES if args.arms == ("all",) else args.arms  # checked by check_design, before work
+    if getattr(args, "interventions", None) is not None:
+        # Checked by check_design, before any work.
+        changes["interventions"] = INTERVENTIONS if args.interventions == ("all",) else args.interventions
     if args.seeds is not None:
         changes["seeds"] = args.seeds
         changes["sweep_seeds"] = None  # the same seeds, unless given apart
@@ -354,6 +369,14 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     from r2s2r_envs.ablation.runner import AblationError, preflight, run_ablation, write_outputs
     from r2s2r_envs.ablation.store import Store, StoreError, export_record
 
+    if getattr(args, "interventions", None) is not None and (args.seeds_for is not None or args.export_record):
+        given = "--seeds-for" if args.seeds_for is not None else "--export-record"
+        return report_error(
+            "ablation",
+            f"--interventions adds lab evaluations to a run; {given} runs nothing: drop --interventions (or run "
+            f"without {given})",
+            EXIT_USAGE,
+        )
     if args.seeds_for is not None:
         return _seeds_for(args.out, args.seeds_for)
     if args.project is not None:

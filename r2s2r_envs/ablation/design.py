@@ -21,6 +21,8 @@ This module gathers the design's public names; each lives in the module of its j
 * :mod:`~r2s2r_envs.ablation.study`: :class:`AblationDesign` and its task graph;
 * :mod:`~r2s2r_envs.ablation.presets`: the shipped designs and :func:`lab_design`;
 * :mod:`~r2s2r_envs.ablation.arms`: the control arms a design may add (``AblationDesign.arms``);
+* :mod:`~r2s2r_envs.ablation.interventions`: the diagnostic lab evaluations a design may add
+  (``AblationDesign.interventions``);
 * :mod:`~r2s2r_envs.ablation.checks`: :func:`check_design`.
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from r2s2r_envs.ablation.arms import ARM_NAMES, ARMS
 from r2s2r_envs.ablation.checks import check_design
+from r2s2r_envs.ablation.interventions import INTERVENTIONS
 from r2s2r_envs.ablation.presets import (
     LAB_CHAINS,
     PRESETS,
@@ -71,6 +74,7 @@ __all__ = [
     "AXIS_INPUTS",
     "DEFAULT_METHODS",
     "DEFAULT_SWEEP",
+    "INTERVENTIONS",
     "LAB_CHAINS",
     "LAB_ENV_ID",
     "PRESETS",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from r2s2r_envs.ablation.arms_report import arms_markdown
+from r2s2r_envs.ablation.interventions_report import interventions_markdown
 from r2s2r_envs.ablation.plots import plot_all
 from r2s2r_envs.ablation.specs import REAL_ONLY, Task
 from r2s2r_envs.ablation.stats import (
@@ -40,13 +41,15 @@ def write_report(design: AblationDesign, tasks: Sequence[Task], store: Store, ou
 
 def print_table(report_json: str | Path, emit: Callable[[str], None] = print) -> None:
     """Prints the four-variant table and the effects of a written ``report.json``, and which interval method made
-    them (reports made before method 2 are marked as such)."""
+    them (reports made before method 2 are marked as such); then its interventions, if it has them."""
     report = json.loads(Path(report_json).read_text())
     emit(f"Intervals: {report_interval_method(report)}")
     emit(variant_markdown(report))
     if "detectable" in report:
         emit(detectable_markdown(report))
     emit(effects_markdown(report))
+    if "interventions" in report:
+        emit("\n" + "\n".join(interventions_markdown(report)))
 
 
 def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
@@ -58,6 +61,7 @@ def to_markdown(design: AblationDesign, report: Mapping[str, Any]) -> str:
             *_data_cards_lines(report),
             *_effects_lines(report),
             *arms_markdown(report),
+            *interventions_markdown(report),
             *_findings_lines(report),
             *_study_lines(report),
             *_versus_real_only_lines(report),

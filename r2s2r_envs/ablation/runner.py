@@ -15,7 +15,9 @@
    goes on. A chain stage that cannot deliver (``chain.StageError``) fails at once, and a re-run reuses that
    failure (same inputs, same answer) instead of running it again.
 3. **Outputs**: evaluation results copied to ``DIR/results/`` (schema v2, one folder per method and variant),
-   ``r2s2r leaderboard`` over them into ``DIR/leaderboard/``, and the ablation's report into ``DIR/report/``.
+   ``r2s2r leaderboard`` over them into ``DIR/leaderboard/``, the interventions' results (diagnostic conditions, no
+   benchmark score: never on the leaderboard) to ``DIR/interventions/<condition>/``, and the ablation's report into
+   ``DIR/report/``.
 
 Ray is imported only here, inside functions: the rest of ``r2s2r_envs.ablation`` imports without it.
 """
@@ -36,7 +38,7 @@ from typing import Any
 from r2s2r_envs._version import __version__
 from r2s2r_envs.ablation.chain import LabError, LabRef, install_lab, lab_identity
 from r2s2r_envs.ablation.design import AblationDesign, DesignError, Task, check_design, env_id_of
-from r2s2r_envs.ablation.store import Store, StoreError
+from r2s2r_envs.ablation.store import INTERVENTIONS_DIR, RESULTS_DIR, Store, StoreError
 from r2s2r_envs.ablation.tasks import execute_task, format_error, has_output
 from r2s2r_envs.evaluation.result_files import read_result_bytes, read_result_data, result_files
 
@@ -472,18 +474,22 @@ def blocked_reason(task: Task, state: dict[str, str], summary: RunSummary, label
 
 
 def export_results(design: AblationDesign, tasks: list[Task], store: Store) -> Path:
-    """Copies the finished evaluation results of the design to ``DIR/results/<method>/<variant>/`` (rebuilt), as
-    plain JSON files: the bytes the evaluation wrote, from the store's ``result.json`` or a record's
-    ``result.json.gz``."""
-    results = store.root / "results"
-    if results.exists():
-        shutil.rmtree(results)
+    """Copies the finished evaluation results of the design to ``DIR/results/<method>/<variant>/`` (rebuilt), and
+    those of its interventions to ``DIR/interventions/<condition>/<method>/<variant>/`` (rebuilt; apart, since a
+    leaderboard refuses diagnostic conditions), as plain JSON files: the bytes the evaluation wrote, from the store's
+    ``result.json`` or a record's ``result.json.gz``. Returns ``DIR/results``."""
+    results = store.root / RESULTS_DIR
+    for folder in (results, store.root / INTERVENTIONS_DIR):
+        if folder.exists():
+            shutil.rmtree(folder)
     for task in tasks:
         if task.kind != "eval" or not store.is_done("eval", task.key):
             continue
         p = task.config["policy"]
         env = "lab" if task.config["env_id"] == "PickSort-Real-v0" else "sim"
-        folder = results / p["method"] / (p["variant"] or "real-only")
+        condition = task.config.get("condition")
+        root = results if condition is None else store.root / INTERVENTIONS_DIR / condition
+        folder = root / p["method"] / (p["variant"] or "real-only")
         folder.mkdir(parents=True, exist_ok=True)
         name = f"rf{p['real_fraction']:g}_seed{p['seed']}_{env}.json"
         (folder / name).write_bytes(read_result_bytes(store.result_file(task.key)))

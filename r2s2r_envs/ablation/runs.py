@@ -1,5 +1,6 @@
 """The evaluations the analysis reads: result files as ``(results, episodes)`` matrices, and a design's finished
-evaluations in the store as :class:`EvalRun` objects, grouped into cells (:func:`cell_matrix`)."""
+evaluations in the store as :class:`EvalRun` objects (the tables' under ``nominal``, an intervention's under its
+condition), grouped into cells (:func:`cell_matrix`)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ class EvalRun:
         failure_causes: episodes per first failure cause.
         object_sorted: ``(episodes, objects)`` 1 where the episode's i-th object (in the order the belt brings
             them) was sorted.
+        condition: the condition of the episodes read: ``"nominal"`` (the tables'), or an intervention's
+            (docs/ablation.md#interventions).
     """
 
     method: str
@@ -41,6 +44,7 @@ class EvalRun:
     sort_accuracy: np.ndarray
     failure_causes: Mapping[str, int]
     object_sorted: np.ndarray
+    condition: str = "nominal"
 
 
 def _results(results: Sequence[Any]) -> list[Any]:
@@ -79,7 +83,13 @@ def result_matrices(results: Sequence[Any]) -> dict[str, np.ndarray]:
 
 def nominal_records(result: Any) -> tuple[Any, ...]:
     """The episodes the tables read: a result's ``nominal`` condition (every episode of a nominal-only result)."""
-    return tuple(result.condition_records().get("nominal", ()))
+    return condition_records(result, "nominal")
+
+
+def condition_records(result: Any, condition: str) -> tuple[Any, ...]:
+    """A result's episodes under ``condition`` (none when it did not run it): an intervention's analysis reads its
+    own condition."""
+    return tuple(result.condition_records().get(condition, ()))
 
 
 def failure_counts(results: Sequence[Any]) -> dict[str, int]:
@@ -93,14 +103,17 @@ def failure_counts(results: Sequence[Any]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
-def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
-    """Every finished evaluation of the design."""
+def load_runs(tasks: Sequence[Task], store: Store, *, intervention: str | None = None) -> list[EvalRun]:
+    """Every finished evaluation of the design the tables read (``intervention`` None: the evaluations without an
+    intervention, their nominal episodes), or every finished evaluation under the intervention ``intervention``
+    (docs/ablation.md#interventions)."""
     runs = []
+    condition = intervention or "nominal"
     for task in tasks:
-        if task.kind != "eval" or not store.is_done("eval", task.key):
+        if task.kind != "eval" or task.config.get("condition") != intervention or not store.is_done("eval", task.key):
             continue
         result = read_result(store, task.key)
-        values = result_matrices([result])
+        records = condition_records(result, condition)
         p = task.config["policy"]
         runs.append(
             EvalRun(
@@ -109,12 +122,11 @@ def load_runs(tasks: Sequence[Task], store: Store) -> list[EvalRun]:
                 real_fraction=float(p["real_fraction"]),
                 seed=int(p["seed"]),
                 env="lab" if task.config["env_id"] == LAB_ENV_ID else "sim",
-                success=values["success"][0],
-                sort_accuracy=values["sort_accuracy"][0],
-                failure_causes=dict(result.condition_summaries["nominal"]["failure_causes"]),
-                object_sorted=np.array(
-                    [[o == "sorted" for o in r.object_outcomes] for r in nominal_records(result)], float
-                ),
+                success=np.array([float(e.is_success) for e in records]),
+                sort_accuracy=np.array([float(e.sort_accuracy) for e in records]),
+                failure_causes=dict(result.condition_summaries[condition]["failure_causes"]),
+                object_sorted=np.array([[o == "sorted" for o in r.object_outcomes] for r in records], float),
+                condition=condition,
             )
         )
     return runs

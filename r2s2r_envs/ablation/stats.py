@@ -153,7 +153,7 @@ def contrast(cells: Mapping[Any, np.ndarray], weights: Mapping[Any, float]) -> d
 
 
 def effects(
-    cells_by_method: Mapping[str, Mapping[str, np.ndarray]],
+    cells_by_method: Mapping[str, Mapping[Any, np.ndarray]],
     contrasts: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Every effect of :data:`EFFECTS` (or of ``contrasts``) per method and, with several methods, pooled over them
@@ -162,7 +162,8 @@ def effects(
     ``heterogeneity`` test.
 
     Args:
-        cells_by_method: ``{method: {variant: (seeds, episodes) matrix}}`` for one metric.
+        cells_by_method: ``{method: {cell: (seeds, episodes) matrix}}`` for one metric (a cell: a variant, an arm's
+            cell, or the interventions' ``(condition, variant)``).
         contrasts: ``{name: weights over cells}`` (default :data:`EFFECTS`; the control arms' rows,
             ``arms.ARM_EFFECTS``).
     """

@@ -11,6 +11,7 @@ Layout of an output directory ``DIR`` (docs/ablation.md, "Output files")::
     DIR/store/failed/<key>.json       the last failure of a task that ran out of retries (removed on success);
                                       ``"final": true`` for a chain stage that cannot deliver with these inputs
     DIR/results/...                   the evaluation results, schema v2, for ``r2s2r leaderboard``
+    DIR/interventions/<condition>/... the interventions' evaluation results (diagnostic: no leaderboard)
     DIR/leaderboard/, DIR/report/     the leaderboard and the ablation's own report
 
 A directory without ``task.json`` is the partial output of an interrupted or killed attempt: it is deleted and the
@@ -43,6 +44,8 @@ DONE_FILE = "task.json"
 RESULT_FILE = "result.json"
 #: The run directory's copies of the results, for ``r2s2r leaderboard`` (rebuilt from the store by every run).
 RESULTS_DIR = "results"
+#: The run directory's copies of the interventions' results, per condition (rebuilt like ``results/``).
+INTERVENTIONS_DIR = "interventions"
 
 
 #: What a record keeps of a run directory (:func:`export_record`): every small file an analysis or a resumed run
@@ -262,9 +265,9 @@ def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
     a task still to run needs it.
 
     Evaluation results are kept gzip-compressed (``result.json.gz``, deterministic: the same result makes the same
-    file; every reader takes both forms, :mod:`r2s2r_envs.evaluation.result_files`). ``results/`` holds copies of
-    the store's results, which every run (and ``--report-only``) rebuilds from the store: a copy is left out, and a
-    result there that the store does not hold is kept, compressed.
+    file; every reader takes both forms, :mod:`r2s2r_envs.evaluation.result_files`). ``results/`` (and
+    ``interventions/``) holds copies of the store's results, which every run (and ``--report-only``) rebuilds from
+    the store: a copy is left out, and a result there that the store does not hold is kept, compressed.
 
     Raises:
         StoreError: ``root`` is not an ablation run directory, or ``dest`` exists and is not empty.
@@ -291,8 +294,8 @@ def export_record(root: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
     for entry in sorted(source.iterdir()):
         if entry.name == "store":
             continue
-        if entry.name == RESULTS_DIR and entry.is_dir():
-            _export_results(entry, target / RESULTS_DIR, kept)
+        if entry.name in (RESULTS_DIR, INTERVENTIONS_DIR) and entry.is_dir():
+            _export_results(entry, target / entry.name, kept)
         elif entry.is_dir():
             shutil.copytree(entry, target / entry.name, ignore=ignore)
         elif not any(entry.match(p) for p in RECORD_SKIPPED):

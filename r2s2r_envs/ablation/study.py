@@ -13,6 +13,7 @@ from typing import Any
 from r2s2r_envs.ablation.arm_data import CALIBRATION_ROUNDS, calibration_episodes, sensing_world
 from r2s2r_envs.ablation.arms import MATCHED_CELLS, arm_cells, arm_reads, arm_stages
 from r2s2r_envs.ablation.chain import ChainSpec, LabRef
+from r2s2r_envs.ablation.interventions import intervention_episodes
 from r2s2r_envs.ablation.mixture import ATTRIBUTION_VERSION
 from r2s2r_envs.ablation.specs import (
     AXIS_INPUTS,
@@ -82,6 +83,11 @@ class AblationDesign:
         track: ``"state"`` (policies read the state observations) or ``"image"`` (every dataset also holds both
             cameras' images, policies train with an image recipe and are evaluated with cameras:
             :func:`~r2s2r_envs.ablation.presets.image_track`). A run directory is made for one track.
+        interventions: diagnostic conditions (:mod:`~r2s2r_envs.ablation.interventions`: ``"no-latency"``,
+            ``"nominal-belt"``, ``"nominal-timing"``) under which the table's policies (:meth:`intervention_policies`)
+            are evaluated again in the lab; the report sets each axis's effect under them beside its effect under
+            ``nominal``. Their tasks come after all others; a design without them has the tasks and keys it had
+            before they existed.
     """
 
     name: str
@@ -111,6 +117,7 @@ class AblationDesign:
     chain: ChainSpec | None = None
     arms: tuple[str, ...] = ()
     track: str = "state"
+    interventions: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ derived
     def sim_spec(self, variant: str) -> DataSpec:
@@ -185,6 +192,8 @@ class AblationDesign:
             del d["arms"]
         if self.track == "state":  # and those of the state track
             del d["track"]
+        if not self.interventions:  # and those without interventions
+            del d["interventions"]
         return d
 
     @classmethod
@@ -194,7 +203,8 @@ class AblationDesign:
         kw = dict(data)
         kw["real"] = DataSpec(**data["real"])
         kw["sim"] = tuple((v, DataSpec(**s)) for v, s in data["sim"])
-        for name in ("variants", "methods", "seeds", "sweep_fractions", "sweep_methods", "mixture_methods", "arms"):
+        lists = ("variants", "methods", "seeds", "sweep_fractions", "sweep_methods", "mixture_methods", "arms")
+        for name in (*lists, "interventions"):
             if name in kw:
                 kw[name] = tuple(kw[name])
         if kw.get("sweep_seeds") is not None:
@@ -273,6 +283,8 @@ class AblationDesign:
             tasks.append(Task.of("mixture", config, deps, label=f"mixture {policy_label(policy)}"))
         if self.arms:
             tasks += self._arm_tasks(data_keys, stage_keys)
+        if self.interventions:
+            tasks += self._intervention_tasks(policy_keys)
         return tasks
 
     def mixture_policies(self) -> list[tuple[PolicySpec, str]]:
@@ -295,6 +307,43 @@ class AblationDesign:
                         if ref is not None:
                             out.append((ref, variant))
         return list(dict.fromkeys(out))
+
+    # ------------------------------------------------------------------ the interventions' tasks
+    def intervention_policies(self) -> list[PolicySpec]:
+        """The policies each intervention evaluates again in the lab: the four-variant table's (real-only and every
+        co-trained variant at the rule's real_fraction, each method and seed), then, when the sweep has real_fraction
+        0, its sim-only policies (the sweep's seeds)."""
+        out = []
+        for seed in self.seeds:
+            for method in self.methods:
+                out.append(PolicySpec(method=SINGLE_DOMAIN_METHOD, variant=None, real_fraction=1.0, seed=seed))
+                for variant in self.variants:
+                    rf = self.rule_fraction(variant)
+                    out.append(PolicySpec(method=method, variant=variant, real_fraction=rf, seed=seed))
+        if 0.0 in self.sweep_values():
+            for seed in self.sweep_seed_list():
+                spec = self.sweep_policy(SINGLE_DOMAIN_METHOD, 0.0, seed)
+                if spec is not None:
+                    out.append(spec)
+        return list(dict.fromkeys(out))
+
+    def intervention_config(self, policy: PolicySpec, condition: str) -> dict[str, Any]:
+        """The config of ``policy``'s lab evaluation under the intervention ``condition``: its nominal lab
+        evaluation's (:meth:`eval_config`) with the condition, at :func:`.interventions.intervention_episodes`."""
+        episodes = intervention_episodes(self.lab_episodes, self.eval_split)
+        return {**self.eval_config(policy, LAB_ENV_ID, episodes), "condition": condition}
+
+    def _intervention_tasks(self, policy_keys: Mapping[PolicySpec, str]) -> list[Task]:
+        """Per intervention, per policy of :meth:`intervention_policies`, its lab evaluation under that condition,
+        depending on the policy's training task alone (the policy the table's evaluations use)."""
+        tasks = []
+        for condition in self.interventions:
+            for policy in self.intervention_policies():
+                config = self.intervention_config(policy, condition)
+                label = f"eval {policy_label(policy)} in {LAB_ENV_ID} under {condition}"
+                batch = min(self.eval_batch, config["episodes"])
+                tasks.append(Task.of("eval", config, (policy_keys[policy],), label=label, batch=batch))
+        return tasks
 
     # ------------------------------------------------------------------ the control arms' tasks
     def arm_data_spec(self, cell: str) -> DataSpec:

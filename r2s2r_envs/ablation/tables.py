@@ -1,7 +1,7 @@
 """The report's numbers (:func:`analyze`): the four-variant table, the data cards of the cells' data, the effects
 and findings, the comparison with the study, the real_fraction sweep, where policies fail, the mixture summaries,
-the chain's stages and the tasks' status, read from a design's finished tasks in the store; the statistics
-themselves are in :mod:`.stats`."""
+the chain's stages, the tasks' status, the control arms and the interventions, read from a design's finished tasks
+in the store; the statistics themselves are in :mod:`.stats`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r_envs.ablation.arms_report import arms_analysis
+from r2s2r_envs.ablation.interventions_report import interventions_analysis
 from r2s2r_envs.ablation.runs import EvalRun, cell_matrix, load_runs
 from r2s2r_envs.ablation.specs import REAL_ONLY, SINGLE_DOMAIN_METHOD, VARIANTS, Task
 from r2s2r_envs.ablation.stats import (
@@ -304,6 +305,8 @@ def analyze(design: AblationDesign, tasks: Sequence[Task], store: Store) -> dict
         report["chain"] = chain_summary(tasks, store, status)
     if design.arms:
         report["arms"] = arms_analysis(design, tasks, store, runs)
+    if design.interventions:
+        report["interventions"] = interventions_analysis(design, tasks, store, runs)
     return report
 
 

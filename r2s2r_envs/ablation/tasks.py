@@ -430,7 +430,11 @@ def _run_train(task: dict[str, Any], store: Store, out: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------- eval
 def _episodes_of(config: dict[str, Any]) -> dict[str, Any]:
     """``evaluate``'s episode arguments of an eval task: nominal legacy episodes, or the standard mix of conditions
-    on the task's split scaled to its episodes (``AblationDesign.eval_split``)."""
+    on the task's split scaled to its episodes (``AblationDesign.eval_split``); an intervention's
+    (``config["condition"]``, docs/ablation.md#interventions): its episodes under that condition alone, on the task's
+    split or else the legacy seeds (the nominal evaluation's episodes)."""
+    if config.get("condition") is not None:
+        return {"split": config.get("split") or "legacy", "conditions": {config["condition"]: config["episodes"]}}
     if config.get("split") is None:
         return {"episodes": config["episodes"]}
 

@@ -4,11 +4,17 @@ A condition is a documented change of the world, applied the same way to the lab
 (``PickSortEnv(condition=...)``; the lab's hidden world is changed inside the env, nothing of it is revealed), so a
 simulator's ranking of policies can be compared with the lab's per condition (docs/protocol.md#conditions).  Each
 is a frozen dataclass with its own ``apply_world`` (the change of a ``WorldParams``), ``object_shape`` (per
-category and geom axis, applied by the builder through ``MjSpec``: no new assets) and ``apply_appearance`` (the
-change of how the cell looks, ``world.appearance``: images only); the episode randomization is the same under every
-condition.  ``CONDITIONS`` is the registry; ``CONDITIONS_VERSION`` changes whenever a definition does, and results
-made under another version do not compare.  A new condition outside the standard mix changes no definition and no
-standard result, so it leaves the version as it is.
+category and geom axis, applied by the builder through ``MjSpec``: no new assets), ``apply_appearance`` (the
+change of how the cell looks, ``world.appearance``: images only) and ``apply_effects`` (the change of what a lab's
+control loop adds to the world's timing, ``LoopEffects``: the lab only); the episode randomization is the same under
+every condition.  ``CONDITIONS`` is the registry; ``CONDITIONS_VERSION`` changes whenever a definition does, and
+results made under another version do not compare.  A new condition outside the standard mix changes no definition
+and no standard result, so it leaves the version as it is.
+
+The **diagnostic** conditions (``Condition.diagnostic``: ``no-latency``, ``nominal-belt``, ``nominal-timing``) are
+not shifts a policy should withstand but interventions that test why a policy fails: they take part of the lab's
+gap away (its loop delays, its belt).  They are outside the standard mix and never a benchmark score: a track and
+a leaderboard refuse them (the grounding ablation's interventions run them, docs/ablation.md#interventions).
 
 Example::
 
@@ -21,13 +27,14 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import ClassVar
 
 from r2s2r_envs.mappings import check_choice
 from r2s2r_envs.world.appearance import Appearance
 from r2s2r_envs.world.builder import ObjectShape
 from r2s2r_envs.world.constants import CATEGORIES
-from r2s2r_envs.world.params import WorldParams
+from r2s2r_envs.world.params import WorldParams, nominal
 
 #: Version of the condition definitions below: bumped when any of them changes (a result records it; the
 #: leaderboard refuses to rank results of two versions together).
@@ -36,6 +43,23 @@ CONDITIONS_VERSION = 1
 #: The objects' own shape: a geom size multiplier of 1 per category (order ``CATEGORIES``) and axis (box
 #: half-extents x, y, z; a sphere uses the first entry, its radius).
 IDENTITY_SHAPE: ObjectShape = ((1.0, 1.0, 1.0),) * len(CATEGORIES)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LoopEffects:
+    """What a lab's control loop adds to the world's timing, beyond what a ``WorldParams`` field expresses (all zero
+    in a simulator): the part of a lab's hidden config that a condition may change (``Condition.apply_effects``).
+    The lab makes one from its config inside the env and never hands it out.
+
+    Attributes:
+        late_command_probability: Chance that a command reaches the robot one control period late, per control
+            period (the lab's ``effects.late_command_probability``).
+        delay_jitter: Standard deviation of the object estimate's per-frame delay variation, s (the lab's
+            ``perception.delay_jitter``).
+    """
+
+    late_command_probability: float = 0.0
+    delay_jitter: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,6 +72,9 @@ class Condition:
         standard: Whether it is part of the standard mix (``STANDARD_MIX``).
         images_only: Whether it changes only what the cameras see (an env without images refuses it: there it
             would be ``nominal`` under another name).
+        diagnostic: Whether it is an intervention that takes part of the lab's gap away, to test why a policy
+            fails, rather than a shift (outside the standard mix, not shifted; a track or a leaderboard refuses it:
+            not a benchmark score).
         episodes: Its episodes in the standard mix (docs/protocol.md#conditions), or when named alone.
     """
 
@@ -56,6 +83,7 @@ class Condition:
     shifted: ClassVar[bool] = True
     standard: ClassVar[bool] = True
     images_only: ClassVar[bool] = False
+    diagnostic: ClassVar[bool] = False
     episodes: int
 
     @property
@@ -70,6 +98,11 @@ class Condition:
     def apply_appearance(self, appearance: Appearance) -> Appearance:
         """How the cell looks under this condition (``appearance`` itself when nothing of it changes)."""
         return appearance
+
+    def apply_effects(self, effects: LoopEffects) -> LoopEffects:
+        """What a lab's control loop adds to the world's timing under this condition (``effects`` itself when
+        nothing of it changes).  A simulator has none; the lab applies it to its hidden config inside the env."""
+        return effects
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -167,10 +200,100 @@ class RedLight(Condition):
         return dataclasses.replace(appearance, lighting=dataclasses.replace(light, colour=(r, g, b)))
 
 
-#: Every condition by name, the standard mix's first, in its order.
-CONDITIONS: dict[str, Condition] = {c.name: c for c in (Nominal(), FastBelt(), NovelObjects(), RedLight())}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NoLatency(Condition):
+    """Diagnostic: the control loop without its delays.  The world's ``control_latency`` (command to execution) and
+    ``perception_delay`` (the object estimates' age) are 0; in a lab its late commands and the estimate's delay
+    jitter are off too (``LoopEffects``), so that no delay is left.  Everything else (physics, belt, sensor noise,
+    calibration) is the world's own.
+
+    Ref: the grounding ablation's timing hypothesis (docs/ablation.md#interventions): demos at a human pace grasp
+    late, and under the lab's loop latency a late grasp closes behind a moving object.  Without the delays a
+    policy's grasps land when it commands them: what remains of a variant's lab deficit is not the latency's.
+
+    Attributes:
+        control_latency: The world's ``control_latency`` under this condition, s.
+        perception_delay: The world's ``perception_delay`` under this condition, s.
+        late_command_probability: A lab's ``late_command_probability`` under this condition.
+        delay_jitter: A lab's estimate delay jitter under this condition, s.
+    """
+
+    name: ClassVar[str] = "no-latency"
+    description: ClassVar[str] = "diagnostic: no loop delays (latency, perception delay and jitter, late commands)"
+    shifted: ClassVar[bool] = False
+    standard: ClassVar[bool] = False
+    diagnostic: ClassVar[bool] = True
+    episodes: int = 50
+    control_latency: float = 0.0
+    perception_delay: float = 0.0
+    late_command_probability: float = 0.0
+    delay_jitter: float = 0.0
+
+    def apply_world(self, world: WorldParams) -> WorldParams:
+        return dataclasses.replace(world, control_latency=self.control_latency, perception_delay=self.perception_delay)
+
+    def apply_effects(self, effects: LoopEffects) -> LoopEffects:
+        return LoopEffects(late_command_probability=self.late_command_probability, delay_jitter=self.delay_jitter)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NominalBelt(Condition):
+    """Diagnostic: the belt of the nominal simulator (``world.params.nominal()``): its speed, no fluctuation, and its
+    fluctuation time; everything else is the world's own.
+
+    Ref: the grounding ablation's timing hypothesis (docs/ablation.md#interventions): the lab's belt runs faster
+    than the nominal one and wanders (the default lab: 0.092 m/s, 6 % fluctuation), so a grasp that comes late
+    misses by more there.  On the nominal belt what remains of a variant's lab deficit is not the belt's.
+
+    Attributes:
+        belt_speed: The world's ``belt_speed`` under this condition, m/s (nominal: 0.08).
+        belt_speed_fluctuation: The world's ``belt_speed_fluctuation``, dimensionless (nominal: 0, a steady belt).
+        belt_fluctuation_time: The world's ``belt_fluctuation_time``, s (nominal: 1.0; moot without fluctuation).
+    """
+
+    name: ClassVar[str] = "nominal-belt"
+    description: ClassVar[str] = "diagnostic: the nominal simulator's belt (speed, no fluctuation)"
+    shifted: ClassVar[bool] = False
+    standard: ClassVar[bool] = False
+    diagnostic: ClassVar[bool] = True
+    episodes: int = 50
+    belt_speed: float = dataclasses.field(default_factory=lambda: nominal().belt_speed)
+    belt_speed_fluctuation: float = dataclasses.field(default_factory=lambda: nominal().belt_speed_fluctuation)
+    belt_fluctuation_time: float = dataclasses.field(default_factory=lambda: nominal().belt_fluctuation_time)
+
+    def apply_world(self, world: WorldParams) -> WorldParams:
+        return dataclasses.replace(
+            world,
+            belt_speed=self.belt_speed,
+            belt_speed_fluctuation=self.belt_speed_fluctuation,
+            belt_fluctuation_time=self.belt_fluctuation_time,
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NominalTiming(NoLatency, NominalBelt):
+    """Diagnostic: ``no-latency`` and ``nominal-belt`` at once, the timing of the nominal simulator: no loop delays
+    and its belt.
+
+    Ref: the grounding ablation's test of the timing hypothesis (docs/ablation.md#interventions): where an axis's lab
+    effect under this condition differs from its effect under ``nominal``, timing explains that part of it.
+    """
+
+    name: ClassVar[str] = "nominal-timing"
+    description: ClassVar[str] = "diagnostic: no-latency and nominal-belt at once (the nominal simulator's timing)"
+
+    def apply_world(self, world: WorldParams) -> WorldParams:
+        return NominalBelt.apply_world(self, NoLatency.apply_world(self, world))
+
+
+#: Every condition by name, the standard mix's first, in its order; the diagnostic ones last.
+CONDITIONS: dict[str, Condition] = {
+    c.name: c for c in (Nominal(), FastBelt(), NovelObjects(), RedLight(), NoLatency(), NominalBelt(), NominalTiming())
+}
 #: The conditions a default evaluation runs, with their episode counts: about half nominal, half shifted.
 STANDARD_MIX: dict[str, int] = {name: c.episodes for name, c in CONDITIONS.items() if c.standard}
+#: The diagnostic conditions (``Condition.diagnostic``), in registry order: never a benchmark score.
+DIAGNOSTIC_CONDITIONS: tuple[str, ...] = tuple(name for name, c in CONDITIONS.items() if c.diagnostic)
 
 
 def check_images(condition: Condition, obs_mode: str) -> None:
@@ -183,6 +306,21 @@ def check_images(condition: Condition, obs_mode: str) -> None:
         raise ValueError(
             f"condition {condition.name!r} changes only what the cameras see, and obs_mode='state' has no images (it "
             "would be 'nominal' under another name): choose obs_mode 'rgb' or 'state+rgb', or another condition"
+        )
+
+
+def check_not_diagnostic(names: Iterable[str], what: str) -> None:
+    """Refuses diagnostic conditions where a benchmark score is made (a track, a leaderboard).
+
+    Raises:
+        ValueError: the message names the diagnostic conditions among ``names``, ``what`` refused them, and why.
+    """
+    found = [name for name in names if name in CONDITIONS and CONDITIONS[name].diagnostic]
+    if found:
+        raise ValueError(
+            f"{what}: condition(s) {found} are diagnostic (interventions that take part of the lab's gap away, "
+            "docs/ablation.md#interventions), not a benchmark score; evaluate under the benchmark's conditions "
+            f"{[n for n, c in CONDITIONS.items() if not c.diagnostic]}"
         )
 
 
@@ -221,14 +359,20 @@ def condition_record(name: str) -> dict[str, object]:
 __all__ = [
     "CONDITIONS",
     "CONDITIONS_VERSION",
+    "DIAGNOSTIC_CONDITIONS",
     "IDENTITY_SHAPE",
     "STANDARD_MIX",
     "Condition",
     "FastBelt",
+    "LoopEffects",
+    "NoLatency",
     "Nominal",
+    "NominalBelt",
+    "NominalTiming",
     "NovelObjects",
     "RedLight",
     "apply_condition",
+    "check_not_diagnostic",
     "condition_record",
     "get_condition",
 ]

@@ -2,8 +2,9 @@
 
 :func:`load_results` reads every result under a folder, checked against the result schema, and tells a damaged
 result (:func:`damaged_result_reason`) from the other JSON files it skips; :func:`check_one_protocol` refuses
-results of two splits, condition mixes or versions of the conditions, :func:`check_one_panel` results of two lab
-panels and :func:`check_one_track` results of two tracks (each claim checked again by :func:`track_checks`).
+results under a diagnostic condition, and of two splits, condition mixes or versions of the conditions;
+:func:`check_one_panel` results of two lab panels and :func:`check_one_track` results of two tracks (each claim
+checked again by :func:`track_checks`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from r2s2r_envs.envs.conditions import check_not_diagnostic
 from r2s2r_envs.evaluation.leaderboard_data import LeaderboardError
 from r2s2r_envs.evaluation.protocol import EvaluationResult, ResultSchemaError
 from r2s2r_envs.evaluation.result_files import read_result_data, read_result_head, result_files
@@ -137,12 +139,20 @@ def _describe_mix(mix: tuple[tuple[str, float], ...]) -> str:
 
 
 def check_one_protocol(results: Sequence[tuple[str, EvaluationResult]]) -> None:
-    """Refuse results that one ranking cannot hold: another split, another mix of conditions, or conditions made by
-    another version of their definitions than the first result's (docs/protocol.md#dev-and-test-splits).
+    """Refuse results that one ranking cannot hold: a result under a diagnostic condition (an intervention, not a
+    benchmark score: ``envs.conditions.DIAGNOSTIC_CONDITIONS``), another split, another mix of conditions, or
+    conditions made by another version of their definitions than the first result's
+    (docs/protocol.md#dev-and-test-splits).
 
     Raises:
-        LeaderboardError: names both files and both splits, mixes or versions.
+        LeaderboardError: names the file and its diagnostic conditions, or both files and both splits, mixes or
+            versions.
     """
+    for path, result in results:
+        try:
+            check_not_diagnostic([c.condition for c in result.conditions], f"{path} cannot be ranked")
+        except ValueError as exc:
+            raise LeaderboardError(str(exc)) from None
     first_path, first = results[0]
     check_one_panel(results)
     for path, result in results[1:]:

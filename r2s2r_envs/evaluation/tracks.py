@@ -17,7 +17,9 @@ every reason.  The leaderboard checks the claim again from what the result carri
 the rows of one track and lists the others apart.
 
 A track's definition is versioned: a change of its datasets, hashes, evaluation or budget makes a new version, and
-the leaderboard never ranks two versions together.
+the leaderboard never ranks two versions together.  A track never evaluates under a diagnostic condition
+(``envs.conditions.DIAGNOSTIC_CONDITIONS``: an intervention, not a benchmark score): its definition, an evaluation
+for it and a result's claim to it refuse one.
 
 Example::
 
@@ -33,7 +35,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from r2s2r_envs.envs.conditions import CONDITIONS_VERSION, STANDARD_MIX
+from r2s2r_envs.envs.conditions import CONDITIONS, CONDITIONS_VERSION, STANDARD_MIX, check_not_diagnostic
 from r2s2r_envs.evaluation.splits import STANDARD, plan_conditions
 from r2s2r_envs.mappings import check_choice
 
@@ -94,6 +96,9 @@ class Track:
     split: str
     panel: str | None
     budget_recipe: str
+
+    def __post_init__(self) -> None:
+        check_not_diagnostic(self.conditions, f"track {self.name!r}")
 
     @property
     def budget_samples(self) -> int:
@@ -303,8 +308,8 @@ def evaluation_arguments(
     """The ``conditions`` and ``split`` of an evaluation on ``track``; what the caller gave must agree.
 
     Raises:
-        ValueError: ``episodes`` or ``base_seed`` given, or another split or mix of conditions than the track's
-            (the message names both).
+        ValueError: ``episodes`` or ``base_seed`` given, a diagnostic condition, or another split or mix of
+            conditions than the track's (the message names both).
     """
     if episodes is not None or base_seed is not None:
         given = "episodes" if episodes is not None else "base_seed"
@@ -319,6 +324,7 @@ def evaluation_arguments(
         )
     if conditions is not None and conditions != STANDARD:
         asked = {run.condition: run.episodes for run in plan_conditions(conditions, track.split)}
+        check_not_diagnostic(asked, f"track {track.name!r} evaluates under {_describe(track.conditions)}")
         if list(asked.items()) != list(track.conditions.items()):
             raise ValueError(
                 f"track {track.name!r} evaluates under {_describe(track.conditions)}; conditions {_describe(asked)} "
@@ -388,6 +394,12 @@ def check_track(
         )
     if split != track.split:
         reasons.append(f"evaluated on the {split!r} split; the track's is {track.split!r}")
+    diagnostic = [name for name, _ in conditions if name in CONDITIONS and CONDITIONS[name].diagnostic]
+    if diagnostic:
+        reasons.append(
+            f"evaluated under diagnostic condition(s) {diagnostic}: interventions that take part of the lab's gap "
+            "away (docs/ablation.md#interventions), not a benchmark score"
+        )
     if list(conditions) != list(track.conditions.items()):
         reasons.append(
             f"evaluated under {_describe(dict(conditions))}; the track's conditions are {_describe(track.conditions)}"

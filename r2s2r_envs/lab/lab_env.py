@@ -26,6 +26,7 @@ from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
+from r2s2r_envs.envs.conditions import LoopEffects, get_condition
 from r2s2r_envs.envs.file_arguments import FileArgument
 from r2s2r_envs.envs.perception import PerceptionCamera
 from r2s2r_envs.envs.pick_sort import PickSortEnv
@@ -68,7 +69,16 @@ class LabEnv(PickSortEnv):
             )
         self._lab = load_lab(lab)
         self._arm_command_gain = np.asarray(self._lab.effects.arm_command_gain, dtype=float)
-        self._late_probability = self._lab.effects.late_command_probability
+        # The condition's change of the loop's own effects (PickSortEnv applies its change of the world); resolved
+        # here because the estimator, built with the world, needs the jitter.  A bad name: the env's ValueError.
+        loop = get_condition(kwargs.get("condition", "nominal")).apply_effects(
+            LoopEffects(
+                late_command_probability=self._lab.effects.late_command_probability,
+                delay_jitter=self._lab.perception.delay_jitter,
+            )
+        )
+        self._late_probability = loop.late_command_probability
+        self._delay_jitter = loop.delay_jitter
         self._backlash = self._lab.effects.finger_backlash
         self._late: np.ndarray | None = None  # a command that came late, executed with the next one
         self._held: np.ndarray | None = None  # the last command the robot executed
@@ -157,7 +167,7 @@ class LabEnv(PickSortEnv):
         )
 
     def _perception_jitter(self) -> float:
-        return self._lab.perception.delay_jitter
+        return self._delay_jitter
 
     def _appearance(self) -> Appearance:
         return self._lab.appearance
