@@ -1,4 +1,4 @@
-"""How long a design takes on N cores, projected from the CPU time its tasks measured (docs/ablation.md#time).
+"""How long a design takes on N cores, projected from the CPU time its tasks measured (docs/ablation.md#tasks-and-re-runs).
 
 Every finished task records ``cpu_time_s``: its process's and finished children's CPU time, which the machine's
 load hardly changes (unlike its wall time on a shared machine). :func:`project` takes a design's tasks and the
@@ -201,12 +201,13 @@ def project(
     parts = _rates(m for m in measured.values() if not m.complete)
     for task in tasks:
         own = measured.get(task.key)
+        full, part = _rate(task, rates), _rate(task, parts)
         if own is not None and own.complete:
             costs[task.key] = own.cpu_s
-        elif _rate(task, rates) is not None:
-            costs[task.key] = _rate(task, rates) * size(task.kind, task.config)
-        elif own is not None or _rate(task, parts) is not None:  # last attempts only: all there is, an undercount
-            costs[task.key] = own.cpu_s if own is not None else _rate(task, parts) * size(task.kind, task.config)
+        elif full is not None:
+            costs[task.key] = full * size(task.kind, task.config)
+        elif own is not None or part is not None:  # last attempts only: all there is, an undercount
+            costs[task.key] = own.cpu_s if own is not None else (part or 0.0) * size(task.kind, task.config)
             partial.add(task.key)
         else:
             known = sorted({m.kind for m in measured.values()})
@@ -216,15 +217,15 @@ def project(
             )
     if finished:
         tasks = [t for t in tasks if t.key not in finished]
-    own = {t.key for t in tasks if t.key in measured and measured[t.key].complete}
+    whole = {t.key for t in tasks if t.key in measured and measured[t.key].complete}
     partial &= {t.key for t in tasks}
     by_kind: dict[str, float] = {}
     for task in tasks:
         by_kind[task.kind] = by_kind.get(task.kind, 0.0) + costs[task.key]
     return Projection(
         tasks=len(tasks),
-        measured=len(own),
-        estimated=len(tasks) - len(own) - len(partial),
+        measured=len(whole),
+        estimated=len(tasks) - len(whole) - len(partial),
         partial=len(partial),
         cpu_s=sum(costs[t.key] for t in tasks),
         cpu_s_by_kind=by_kind,
