@@ -1,6 +1,6 @@
 """The ablation's image track (``r2s2r ablation --lab LAB --track image``, docs/ablation.md#image-track): every
 dataset records both cameras beside the state, every policy trains with the image recipe and is evaluated with
-cameras, the chain's identification is shared with the state track, and what the track cannot do is refused before any
+cameras, the chain's identification also fits the cameras and look, and what the track cannot do is refused before any
 work (no lab chain, control arms, a run directory of the other track)."""
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def test_the_image_track_records_cameras_trains_the_image_recipe_and_evaluates_w
     state_tasks = {t.label: t for t in state.tasks()}
     image_tasks = image.tasks()
     for task in image_tasks:
-        same = state_tasks[task.label].key == task.key
-        assert same == (task.kind == "sysid"), task.label  # only sysid (from lab logs, not demos) is shared
+        assert state_tasks[task.label].key != task.key, task.label  # every task records or fits the cameras
+        if task.kind == "sysid":  # the same identification plus the visual protocols
+            state_config = state_tasks[task.label].config
+            assert task.config == {**state_config, "visual": True} and "visual" not in state_config
         if task.kind == "train":
             assert task.config["recipe"] == IMAGE_RECIPE and task.config["features"] == "proprio"
         if task.kind in ("eval", "mixture"):
@@ -99,3 +101,41 @@ def test_a_canonical_recipe_of_any_lab_id_is_real_data():
     assert canonical_recipe("lab-50", 5, "a").domain == "real"
     assert canonical_recipe("lab-v3-50-rgb64", 5, "b").domain == "real"  # PickSort-Real-v1
     assert canonical_recipe("ungrounded-v1-1000-rgb64", 5, "c").domain == "sim"
+
+
+def test_the_image_tracks_sysid_fits_the_cameras_and_reports_the_visual_gap(lab_file, tmp_path, monkeypatch):  # noqa: F811
+    import types
+
+    from r2s2r_envs.ablation import chain
+    from r2s2r_envs.ablation import tasks as tasks_module
+    from r2s2r_envs.ablation.report import chain_markdown
+    from r2s2r_envs.world.params import nominal
+
+    gap = {"cameras": {"scene": {"nominal": 0.25, "grounded": 0.02, "reduction_percent": 92.0}}, "reprojection_px": {}}
+    seen: dict = {}
+
+    def fake_run_sysid(out, **kwargs):
+        seen.update(kwargs)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("{}")
+        grounding = types.SimpleNamespace(
+            not_identifiable={},
+            world=nominal(),
+            identified=("belt_speed",),
+            validation={"nrmse": {}, **({"visual_gap": gap} if kwargs.get("visual") else {})},
+            demonstrator=None,
+            provenance={},
+        )
+        logs = types.SimpleNamespace(runs=[], fit=[], heldout=[])
+        return types.SimpleNamespace(grounding=grounding, logs=logs, wall_time_s={})
+
+    monkeypatch.setattr(chain, "sysid_entry", lambda: fake_run_sysid)
+    state = tiny_lab_design(resolve_lab(lab_file))
+    for design, visual in ((state, False), (image_track(state), True)):
+        task = next(t for t in design.tasks() if t.kind == "sysid").to_dict()
+        record = tasks_module.execute_task(task, str(tmp_path / design.track))
+        assert seen["visual"] is visual and record["visual_gap"] == (gap if visual else None)
+        entry = {"stage": "sysid", "label": task["label"], "status": "done", "why": None, "sha256": record["sha256"]}
+        entry.update({k: record[k] for k in ("identified", "not_identifiable", "reduction_percent", "demonstrator")})
+        table = chain_markdown([{**entry, "visual_gap": record["visual_gap"]}])
+        assert ("visual gap, spec sheet -> identified: scene 0.25 -> 0.02" in table) is visual

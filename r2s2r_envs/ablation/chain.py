@@ -177,6 +177,9 @@ class ChainSpec:
         fit_min_grasps: fewest usable grasps per category the behavior fit needs (``--min-grasps``).
         fit_max_sources: most grasps the model keeps (``None``: the fit's default).
         fit_seed: seed of the choice of sources.
+        sysid_visual: the sysid stage also logs the lab's visual protocols (camera calibration set-ups, appearance
+            frames) and fits the cameras and look into the grounding's ``appearance`` section, which the grounded
+            variants render (``r2s2r sysid --lab LAB --visual``); the image track's chains set it.
     """
 
     sysid_quick: bool = False
@@ -189,6 +192,7 @@ class ChainSpec:
     fit_min_grasps: int = 3
     fit_max_sources: int | None = None
     fit_seed: int = 0
+    sysid_visual: bool = False
 
     def required_fields(self) -> list[str]:
         """The resolved ``require_identified`` (sorted)."""
@@ -217,6 +221,8 @@ class ChainSpec:
         }
         if self.sysid_protocols is not None:  # absent otherwise: the keys of chains logging every protocol stay
             config["protocols"] = sorted(self.sysid_protocols)
+        if self.sysid_visual:  # likewise: a chain without cameras keeps its key
+            config["visual"] = True
         return config
 
     def behavior_config(self, lab: LabRef) -> dict[str, Any]:
@@ -234,6 +240,8 @@ class ChainSpec:
         d["tune_grid"] = None if self.tune_grid is None else {k: list(v) for k, v in self.tune_grid.items()}
         d["require_identified"] = None if self.require_identified is None else list(self.require_identified)
         d["sysid_protocols"] = None if self.sysid_protocols is None else list(self.sysid_protocols)
+        if not self.sysid_visual:  # as before the field existed
+            del d["sysid_visual"]
         return d
 
     @classmethod
@@ -327,6 +335,7 @@ def run_sysid_task(task: Mapping[str, Any], root: Path, out: Path) -> dict[str, 
             workers=int(task.get("num_cpus") or 1),
             tune_episodes=config["tune_episodes"],
             tune_grid=grid,
+            visual=bool(config.get("visual")),
         )
     except LogError as exc:
         raise StageError(f"sysid of lab {_named(config['lab'])}: the logs cannot be fitted: {exc}") from None
@@ -352,6 +361,8 @@ def run_sysid_task(task: Mapping[str, Any], root: Path, out: Path) -> dict[str, 
         "reduction_percent": {g: v.get("reduction_percent") for g, v in nrmse.items() if isinstance(v, Mapping)},
         "demonstrator": dict(demonstrator.get("settings") or {}),
         "logs": {"runs": len(result.logs.runs), "fit": len(result.logs.fit), "heldout": len(result.logs.heldout)},
+        # With the visual protocols: the visual gap per camera on held-out set-ups, spec sheet and as identified.
+        "visual_gap": grounding.validation.get("visual_gap"),
         "stage_time_s": {k: round(float(v), 3) for k, v in result.wall_time_s.items()},
     }
 

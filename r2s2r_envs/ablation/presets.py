@@ -238,9 +238,11 @@ def image_track(design: AblationDesign, *, image_size: int = IMAGE_SIZE) -> Abla
     """``design`` in the image track: every dataset also records both cameras (``scene_image``, ``wrist_image``) at
     ``image_size`` px beside the state keys, every policy trains with the image recipe (:data:`IMAGE_RECIPE`: the
     robot's own state and the cameras, no object state) at the design's steps, and every evaluation renders the
-    cameras. Its data (the lab demos too, so the behavior fit), training and evaluation tasks get their own keys;
-    the identification (from lab logs) is shared with the state track's. For a design with its own lab chain
-    (:func:`lab_design`); ``check_design`` refuses one on canonical data or with control arms.
+    cameras. Every task gets its own key: the identification also logs the lab's visual protocols and fits its
+    cameras and look (``ChainSpec.sysid_visual``), which the world-grounded variants then render, and reports the
+    visual gap; the data (the lab demos too, so the behavior fit), training and evaluation record the cameras. For a
+    design with its own lab chain (:func:`lab_design`); ``check_design`` refuses one on canonical data or with
+    control arms.
     """
     cameras = {"image_size": image_size}
 
@@ -259,6 +261,7 @@ def image_track(design: AblationDesign, *, image_size: int = IMAGE_SIZE) -> Abla
         train={**design.train, "recipe": IMAGE_RECIPE},
         eval_env_kwargs={**design.eval_env_kwargs, **cameras, "obs_mode": "state+rgb"},
         track="image",
+        chain=None if design.chain is None else dataclasses.replace(design.chain, sysid_visual=True),
     )
 
 

@@ -1,4 +1,5 @@
-"""How long a design takes on N cores, projected from the CPU time its tasks measured (docs/ablation.md#tasks-and-re-runs).
+"""How long a design takes on N cores, projected from the CPU time its tasks measured
+(docs/ablation.md#tasks-and-re-runs).
 
 Every finished task records ``cpu_time_s``: its process's and finished children's CPU time, which the machine's
 load hardly changes (unlike its wall time on a shared machine). :func:`project` takes a design's tasks and the

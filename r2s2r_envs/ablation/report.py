@@ -317,6 +317,11 @@ def chain_markdown(chain: Sequence[Mapping[str, Any]]) -> str:
                 f"demonstrator tuned there: {entry['demonstrator'] or 'defaults'}; grounding sha256 "
                 f"{entry['sha256'][:12]}"
             )
+            gap = (entry.get("visual_gap") or {}).get("cameras")
+            if gap:  # the image track's: cameras and look identified too
+                result += "; visual gap, spec sheet -> identified: " + ", ".join(
+                    f"{camera} {row['nominal']:.3g} -> {row['grounded']:.3g}" for camera, row in gap.items()
+                )
         elif entry["stage"] == "behavior":
             demos = entry["demos"]
             result = (

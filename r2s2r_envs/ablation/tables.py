@@ -356,6 +356,7 @@ def chain_summary(
                     reduction_percent=record["reduction_percent"],
                     demonstrator=record["demonstrator"],
                     sha256=record["sha256"],
+                    visual_gap=record.get("visual_gap"),
                 )
             elif task.kind == "behavior":
                 entry.update(sources=record["sources"], demos=record["demos"], sha256=record["sha256"])
