@@ -146,6 +146,7 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         *(REPO_ROOT / "r2s2r_envs" / "grounding" / "groundings").glob("*.json"),
         *(REPO_ROOT / "r2s2r_envs" / "behavior" / "models").glob("*.json.gz"),
         *(REPO_ROOT / "r2s2r_envs" / "policies" / "zoo").rglob("*.json"),
+        *(REPO_ROOT / "r2s2r_envs" / "policies" / "encoders").glob("*.pt"),  # the frozen camera encoders
         REPO_ROOT / "r2s2r_envs" / "py.typed",
     ]
     shipped = {p.relative_to(REPO_ROOT).as_posix() for p in package_data}
@@ -157,7 +158,9 @@ def test_wheel_contains_assets_and_lab_configs(wheel):
         assert rel in names, f"{rel} is not in the wheel (package-data in pyproject.toml)"
     stray = ("tests/", "benchmarks/", "experiments/", "assets/", "zoo/", "r2s2r_envs_zoo/")
     assert not any(n.startswith(stray) for n in names), "stray top-level files"
-    assert not [n for n in names if n.endswith(".pt")], "checkpoints belong to the zoo's data package (zoo/)"
+    assert "r2s2r_envs/policies/encoders/sim-pose.pt" in shipped  # the cpu-image-cached recipe's frozen encoder
+    checkpoints = [n for n in names if n.endswith(".pt") and not n.startswith("r2s2r_envs/policies/encoders/")]
+    assert not checkpoints, "checkpoints belong to the zoo's data package (zoo/)"
     assert wheel.stat().st_size <= CORE_WHEEL_LIMIT_BYTES, f"the core wheel is {wheel.stat().st_size:,} bytes"
 
 

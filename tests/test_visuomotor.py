@@ -168,7 +168,9 @@ def test_the_resnet_is_resnet18_sized_and_groupnormed() -> None:
 def test_the_encoder_choice_is_validated(images: dict[str, Path], tmp_path: Path) -> None:
     assert config_module.IMAGE_ENCODERS == vision.IMAGE_ENCODERS
     base = dict(method="flow", sim=("s",), real_fraction=0.0, out="o", recipe="cpu-image")
-    with pytest.raises(ConfigError, match=r"image_encoder must be one of \['conv4', 'conv-gn', 'resnet18-gn'\]"):
+    with pytest.raises(
+        ConfigError, match=r"image_encoder must be one of \['conv4', 'conv-gn', 'resnet18-gn', 'sim-pose'\]"
+    ):
         check_config(TrainConfig(**base, image_encoder="vit"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"unknown image encoder 'vit'; choose one of \['conv4'"):
         vision.image_encoder("vit")

@@ -80,8 +80,15 @@ class ResidentBatches:
     def sample(self, batch_size: int) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
         """One batch: ``(inputs, normalized targets, loss weights, domain labels)``, as :func:`batch_tensors` and
         the batch's ``domain`` give for ``mixture.sample(batch_size)``."""
+        return self.gather(self.draw(batch_size))
+
+    def draw(self, batch_size: int) -> torch.Tensor:
+        """The samples of one batch, drawn by the mixture: ``(batch_size,)`` indices into the resident tensors."""
         which, local = self.mixture.draw(batch_size)
-        index = torch.from_numpy(self.offsets[which] + local).to(self.device)
+        return torch.from_numpy(self.offsets[which] + local).to(self.device)
+
+    def gather(self, index: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The batch of the samples ``index`` (:meth:`draw`): ``(inputs, targets, loss weights, domain labels)``."""
         mask = self.mask.index_select(0, index).to(torch.float32)
         weight = mask.repeat_interleave(self.action_dim, dim=1)
         return (

@@ -5,6 +5,7 @@ on held-out demos (:func:`validation_loss`) at the run's validation points, the 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -18,24 +19,30 @@ from r2s2r_envs.policies.models import PolicyModel
 from r2s2r_envs.policies.pipeline import Pipeline
 from r2s2r_envs.policies.trainee import Trainee
 
+#: How a loader batch becomes network inputs, targets and loss weights (``batch_tensors``'s signature).
+Encode = Callable[[Pipeline, dict[str, Any], torch.device], tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]]
+
 
 class EMA:
     """Exponential moving average of a model's parameters and buffers (the weights that are saved).
 
     The decay at update ``n`` is ``min(decay, (1 + n) / (10 + n))``, so the average follows the fast early changes.
+    A frozen parameter (one that requires no gradient: a shipped encoder's) is copied, not averaged, so it stays
+    bit for bit what was loaded (``d x + (1 - d) x`` can round to a neighbour of ``x``).
     """
 
     def __init__(self, model: torch.nn.Module, decay: float) -> None:
         self.decay = float(decay)
         self.updates = 0
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
 
     @torch.no_grad()
     def update(self, model: torch.nn.Module) -> None:
         self.updates += 1
         d = min(self.decay, (1 + self.updates) / (10 + self.updates))
         for k, v in model.state_dict().items():
-            if v.dtype.is_floating_point:
+            if v.dtype.is_floating_point and k not in self.frozen:
                 self.state[k].mul_(d).add_(v.detach(), alpha=1 - d)
             else:
                 self.state[k].copy_(v)
@@ -49,14 +56,16 @@ def validation_loss(
     device: torch.device,
     seed: int,
     trainee: Trainee | None = None,
+    encode: Encode = batch_tensors,
 ) -> float:
     """Mean action loss of ``model`` on fixed validation batches, with fixed random draws (flow noise and times:
-    comparable between checkpoints); ``trainee`` gives the losses (default: a :class:`PolicyModel`'s)."""
+    comparable between checkpoints); ``trainee`` gives the losses (default: a :class:`PolicyModel`'s), ``encode``
+    the inputs (default: the pipeline's; cached camera features: ``r2s2r_envs.policies.cached``)."""
     model.eval()
     generator = torch.Generator(device=device).manual_seed(seed)
     total, weight = 0.0, 0.0
     for batch in batches:
-        inputs, target, w = batch_tensors(pipeline, batch, device)
+        inputs, target, w = encode(pipeline, batch, device)
         domain = torch.from_numpy(batch["domain"]).to(device)
         if trainee is None:
             losses = cast(PolicyModel, model).losses(inputs, target, w, domain, generator)
@@ -101,8 +110,10 @@ class CheckpointChoice:
         pipeline: Pipeline,
         device: torch.device,
         trainee: Trainee,
+        encode: Encode = batch_tensors,
     ) -> None:
         self.config, self.pipeline, self.device, self.trainee = config, pipeline, device, trainee
+        self.encode = encode
         self.ema = EMA(model, config.ema_decay) if config.ema_decay > 0 else None
         self.batches = validation_batches(config, held_out)
         points = range(1, config.val_points + 1)
@@ -130,7 +141,9 @@ class CheckpointChoice:
         if self.evaluated is not None:
             self.evaluated.load_state_dict(state)
             target_model = self.evaluated
-        loss = validation_loss(target_model, self.pipeline, self.batches, self.device, self.config.seed, self.trainee)
+        loss = validation_loss(
+            target_model, self.pipeline, self.batches, self.device, self.config.seed, self.trainee, self.encode
+        )
         self.validation.append({"step": step + 1, "loss": loss})
         if self.best is None or loss < self.best[0]:
             self.best = (loss, step + 1, {k: v.detach().clone() for k, v in state.items()})

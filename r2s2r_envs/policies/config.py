@@ -29,12 +29,61 @@ Composition = Literal["bernoulli", "stratified"]
 VerifyMode = Literal["full", "quick", "none"]
 Device = Literal["cpu", "cuda", "auto"]
 Features = Literal["raw", "task", "proprio"]
-ImageEncoder = Literal["conv4", "conv-gn", "resnet18-gn"]
+ImageEncoder = Literal["conv4", "conv-gn", "resnet18-gn", "sim-pose"]
 #: The camera encoders (``r2s2r_envs.policies.vision``): the first image policies' (conv4), the ``cpu-image``
-#: recipe's small GroupNorm CNN (conv-gn) and the ``gpu-image`` recipe's ResNet-18 with GroupNorm (resnet18-gn).
+#: recipe's small GroupNorm CNN (conv-gn), the ``gpu-image`` recipe's ResNet-18 with GroupNorm (resnet18-gn) and
+#: the ``cpu-image-cached`` recipe's frozen encoder, shipped trained on simulator renders (sim-pose).
 IMAGE_ENCODERS: tuple[str, ...] = typing.get_args(ImageEncoder)
 #: The cameras of a PickSort env (``obs_mode`` ``"rgb"`` or ``"state+rgb"``), which the image recipes read.
 CAMERA_KEYS: tuple[str, ...] = ("scene_image", "wrist_image")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FrozenEncoder:
+    """A camera encoder the suite ships trained, whose weights a policy never changes (``r2s2r_envs.policies.vision``
+    builds it; no torch here, so a configuration is checked against it before torch is imported).
+
+    Its features are computed once per frame of the training data and cached (``r2s2r_envs.policies.cached``):
+    nothing moves the pixels in training, so ``image_shift`` must be 0. A retrained encoder gets a new name, so a
+    name always means one set of weights (a checkpoint also holds its own copy of them).
+
+    Attributes:
+        name: the ``image_encoder`` value.
+        file: the packed weights, relative to the ``r2s2r_envs.policies`` package.
+        sha256: SHA-256 of that file (checked when it is read).
+        cameras: the cameras it has a head for (``image_keys`` must be among them).
+        image_size: the side of the frames it was trained on, pixels (the data's cameras must have it).
+        out_dim: features per frame and camera.
+        keypoints: spatial-softmax keypoints of each camera's head.
+        trained_on: what its weights were fitted to (simulator renders only, never a lab image).
+        record: the JSON of its training run (validation errors, time, parameters), relative to the repository.
+    """
+
+    name: str
+    file: str
+    sha256: str
+    cameras: tuple[str, ...]
+    image_size: int
+    out_dim: int
+    keypoints: int
+    trained_on: str
+    record: str
+
+
+#: The frozen encoders, by ``image_encoder`` name (baselines/train_image_encoder.py trains them).
+FROZEN_ENCODERS: dict[str, FrozenEncoder] = {
+    "sim-pose": FrozenEncoder(
+        name="sim-pose",
+        file="encoders/sim-pose.pt",
+        sha256="d92ebf2bf9e4b0db73408506649c7aa8fedbe719f4d38eae05695d7cfac749e3",
+        cameras=CAMERA_KEYS,
+        image_size=64,
+        out_dim=64,
+        keypoints=32,
+        trained_on="the 64 px simulator renders of ungrounded-v1-1000-rgb64 (200 demos; no lab image)",
+        record="experiments/image-encoder/sim-pose.json",
+    )
+}
 Architecture = Literal["mlp", "resmlp"]
 Labels = Literal["executed", "clean"]
 NormalizationWeights = Literal["samples", "mixture"]
@@ -42,9 +91,9 @@ NormalizationWeights = Literal["samples", "mixture"]
 #: Named recipes: the value of every recipe field (docs/baselines.md, "Recipes"). A field left unset (``None``)
 #: takes its recipe's value; a field given explicitly wins. ``cpu`` is the default of ``r2s2r train``; ``gpu`` the
 #: same methods at a larger budget and model for one GPU; ``v1`` the first policies' settings (5,000 steps,
-#: raw inputs, plain MLPs, no EMA), with which the earlier records were made. ``cpu-image`` and ``gpu-image`` are
-#: the visuomotor recipes: both cameras and the proprioception, no object state (docs/baselines.md, "Image
-#: recipes"); the state recipes leave the camera fields to :data:`STATE_INPUTS`.
+#: raw inputs, plain MLPs, no EMA), with which the earlier records were made. ``cpu-image``, ``cpu-image-cached`` and
+#: ``gpu-image`` are the visuomotor recipes: both cameras and the proprioception, no object state (docs/baselines.md,
+#: "Image recipes"); the state recipes leave the camera fields to :data:`STATE_INPUTS`.
 RECIPES: dict[str, dict[str, Any]] = {
     "v1": {
         "steps": 5000,
@@ -125,6 +174,9 @@ RECIPES["cpu-image"] = {
     "image_encoder": "conv-gn",
     "image_shift": 4,
 }
+# The cpu-image recipe with the frozen sim-pose encoder: its features are computed once per frame and cached, so a
+# step costs what a state step of the same batch does (benchmarks/image_cached_speed.py); nothing shifts the pixels.
+RECIPES["cpu-image-cached"] = {**RECIPES["cpu-image"], "image_encoder": "sim-pose", "image_shift": 0}
 RECIPES["gpu-image"] = {
     **RECIPES["gpu"],
     "batch_size": 256,
@@ -156,8 +208,8 @@ class TrainConfig:
         real_fraction: expected share of real samples in each batch, in [0, 1] (1.0: real only, 0.0: sim only).
         seed: training seed (weights, batches, noise); the same seed on one machine gives identical weights.
         out: output directory (created; an existing checkpoint there is refused unless ``overwrite``).
-        recipe: the named recipe (:data:`RECIPES`: cpu, gpu, v1, cpu-image, gpu-image) whose values fill every
-            field below left unset.
+        recipe: the named recipe (:data:`RECIPES`: cpu, gpu, v1, cpu-image, cpu-image-cached, gpu-image) whose
+            values fill every field below left unset.
         steps: gradient steps.
         batch_size: samples per batch.
         lr: AdamW learning rate (linear warm-up over ``warmup_steps``, then cosine decay to 10% at ``steps``).
@@ -196,9 +248,12 @@ class TrainConfig:
             plus an MLP over the concatenated features).
         image_keys: the cameras a ``"cnn"`` encoder reads (``scene_image``, ``wrist_image``).
         image_encoder: each camera's CNN: ``"conv-gn"`` (small, GroupNorm, spatial softmax; for 64 px on CPUs),
-            ``"resnet18-gn"`` (ResNet-18 with GroupNorm; for a GPU) or ``"conv4"`` (the first image policies').
+            ``"resnet18-gn"`` (ResNet-18 with GroupNorm; for a GPU), ``"conv4"`` (the first image policies') or
+            ``"sim-pose"`` (frozen, shipped trained on simulator renders: :data:`FROZEN_ENCODERS`; its features are
+            computed once per frame and cached, and only the MLP over them and the proprioception trains).
         image_shift: random-shift augmentation in training: each sample's frames of a camera move by up to this
-            many pixels per axis, the border repeated (0: off). Never applied at inference.
+            many pixels per axis, the border repeated (0: off). Never applied at inference, nor to a frozen
+            encoder's cached features (it must be 0 there).
         flow_steps: Euler integration steps of the flow at inference.
         cfg_dropout: probability that a sample's domain label is replaced by the "no label" token in training.
         cfg_scale: guidance scale ``w`` at inference: ``v = v_none + w * (v_real - v_none)`` (1 = conditional on
@@ -398,6 +453,9 @@ def check_config(config: TrainConfig) -> None:
     shift = config.image_shift
     if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
         raise ConfigError(f"image_shift must be an integer >= 0 (pixels; 0: off), got {shift!r}")
+    frozen = FROZEN_ENCODERS.get(config.image_encoder)
+    if frozen is not None and config.encoder == "cnn":
+        check_frozen_encoder(config, frozen)
     if config.encoder != "cnn" and (config.image_keys or shift):
         raise ConfigError(
             f"image_keys {list(config.image_keys)} and image_shift {shift} are for camera frames: train with "
@@ -430,4 +488,36 @@ def check_config(config: TrainConfig) -> None:
         raise ConfigError(
             f"{config.method} guides toward the real domain label: it needs both domains in the batches "
             f"(0 < real_fraction < 1), got real_fraction={rf}"
+        )
+
+
+def check_frozen_encoder(config: TrainConfig, frozen: FrozenEncoder) -> None:
+    """What a frozen encoder (``image_encoder`` in :data:`FROZEN_ENCODERS`) asks of a configuration: no random
+    shift (its features are cached per frame), cameras in ``image_keys`` that it has a head for, and a reference
+    method.
+
+    Raises:
+        ConfigError: naming the field, its value and what is accepted.
+    """
+    if config.image_shift:
+        raise ConfigError(
+            f"image_shift {config.image_shift}: the frozen {frozen.name} encoder's features are computed once per "
+            "frame and cached, so no random shift can move the pixels; set image_shift=0 (the cpu-image-cached "
+            "recipe does) or train a CNN with image_encoder='conv-gn'"
+        )
+    if not config.image_keys:
+        raise ConfigError(
+            f"the frozen {frozen.name} encoder reads the cameras of image_keys, which is empty; name them (its "
+            f"cameras: {list(frozen.cameras)}), as the cpu-image-cached recipe does"
+        )
+    unknown = [k for k in config.image_keys if k not in frozen.cameras]
+    if unknown:
+        raise ConfigError(
+            f"image_keys {unknown}: the frozen {frozen.name} encoder has heads for the cameras "
+            f"{list(frozen.cameras)} only ({frozen.image_size} px)"
+        )
+    if config.method_class is not None:
+        raise ConfigError(
+            f"--method {config.method}: the frozen {frozen.name} encoder's cached features are for the reference "
+            f"methods {list(METHODS)}; a method class of yours reads the camera frames (image_encoder='conv-gn')"
         )

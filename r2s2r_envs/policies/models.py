@@ -3,7 +3,9 @@
 * :class:`Encoder`: flattened, normalized state frames (and optionally camera frames, each camera through a CNN of
   :mod:`r2s2r_envs.policies.vision`) to a feature vector. Everything domain-related acts on these features, which
   with cameras are an MLP over the proprioception and every camera's CNN features: they depend on the images, and
-  the ADDA discriminator's reversed gradient reaches the CNNs.
+  the ADDA discriminator's reversed gradient reaches the CNNs. A frozen CNN (``sim-pose``) trains nothing: its
+  features come cached in training (``inputs["feature/<camera>"]``, ``r2s2r_envs.policies.cached``) and the MLP over
+  them is the trainable projection that ADDA aligns.
 * BC (:class:`PolicyModel` with ``generative=False``): an MLP regressing the normalized action chunk (unimodal).
 * Flow matching (``generative=True``) on the straight path ``x_t = (1 - t) x_0 + t x_1`` from noise ``x_0`` to the
   action chunk ``x_1``. The network predicts the chunk, ``x1_hat(x_t, t | features[, domain])``, trained by mean
@@ -172,7 +174,7 @@ class Encoder(nn.Module):
     ) -> None:
         super().__init__()
         self.image_keys = list(image_keys)
-        cameras = {k.replace("/", "_"): vision.image_encoder(image_encoder) for k in self.image_keys}
+        cameras = {k.replace("/", "_"): vision.image_encoder(image_encoder, camera=k) for k in self.image_keys}
         self.cameras = nn.ModuleDict(cameras)
         in_dim = state_dim + frame_stack * sum(camera.out_dim for camera in cameras.values())
         self.architecture = architecture
@@ -182,9 +184,13 @@ class Encoder(nn.Module):
             self.mlp = network(architecture, in_dim, hidden_dim, max(layers - 1, 1), feature_dim)
 
     def forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Features ``(B, feature_dim)`` of ``inputs``: ``"state"`` and, per camera, its frames ``"image/<key>"``
+        or a frozen encoder's features of them ``"feature/<key>"`` ``(B, F * out_dim)``, computed beforehand (a
+        training run's cache)."""
         parts = [inputs["state"]]
         for key in self.image_keys:
-            parts.append(self.cameras[key.replace("/", "_")](inputs[f"image/{key}"]))
+            cached = inputs.get(f"feature/{key}")
+            parts.append(self.cameras[key.replace("/", "_")](inputs[f"image/{key}"]) if cached is None else cached)
         x = torch.cat(parts, dim=-1)
         return self.mlp(x) if self.architecture == "mlp" else self.mlp(x, None)
 

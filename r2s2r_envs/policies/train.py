@@ -17,7 +17,9 @@ The run's parts have modules of their own: what it trains on (``policies.train_d
 and what it writes (``policies.train_output``); their names are importable from here too.
 
 Camera frames stay uint8 in memory (the loaders hold them as recorded) and are scaled to [0, 1] batch by batch;
-the random-shift augmentation (``image_shift``) moves them in training only.
+the random-shift augmentation (``image_shift``) moves them in training only. With a frozen encoder (``image_encoder``
+``sim-pose``, the ``cpu-image-cached`` recipe) no frame is held: its features of every frame are computed once
+before the first step and gathered per batch (``policies.cached``).
 
 Determinism: batches come from a numpy generator and every torch random draw (the augmentation's included) from a
 ``torch.Generator``, both seeded with ``seed``; on one machine with the same ``threads`` two runs give identical
@@ -44,8 +46,10 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from r2s2r_envs.datasets.loaders import TrajectoryDataset
 from r2s2r_envs.datasets.mixture import CoTrainingMixture
 from r2s2r_envs.policies.batches import RESIDENT_LIMIT_BYTES, ResidentBatches, batch_tensors
+from r2s2r_envs.policies.cached import CachedBatches, build_cache, cached_batch_tensors, check_cameras, frozen_encoder
 from r2s2r_envs.policies.checkpoint_choice import EMA, CheckpointChoice, validation_loss
 from r2s2r_envs.policies.config import ConfigError, TrainConfig
 from r2s2r_envs.policies.method import Batch
@@ -139,14 +143,23 @@ def train(config: TrainConfig) -> TrainResult:
     t0 = time.perf_counter()
     device = resolve_device(config.device)  # before any data is loaded
     refs, out = prepare(config)
+    frozen = frozen_encoder(config)  # its features are cached: the frames stay in the files
+    if frozen is not None:
+        check_cameras(frozen, refs, config.image_keys)
     splits = split_demos(config, refs)
-    datasets = load_datasets(config, refs, [train_ids for train_ids, _ in splits])
+    datasets = load_datasets(config, refs, [train_ids for train_ids, _ in splits], frames=frozen is None)
     with_val = [(ref, val_ids) for ref, (_, val_ids) in zip(refs, splits) if val_ids]
     # The same files were verified when their training demos were loaded.
     held_out = (
-        load_datasets(config, [r for r, _ in with_val], [v for _, v in with_val], verify="none") if with_val else []
+        load_datasets(config, [r for r, _ in with_val], [v for _, v in with_val], verify="none", frames=frozen is None)
+        if with_val
+        else []
     )
     pipeline = build_pipeline(config, datasets)
+    cache = None
+    if frozen is not None:
+        cache = build_cache(config, frozen, refs, datasets, list(zip([r for r, _ in with_val], held_out)), pipeline)
+        pipeline = cache.pipeline  # the cameras' keys and shapes: what the model and the checkpoint need
     mixture = CoTrainingMixture(
         datasets,
         config.real_fraction,
@@ -157,13 +170,21 @@ def train(config: TrainConfig) -> TrainResult:
     # Low-dimensional data encoded once and kept on the device (the same batches, without per-step encoding).
     fits = ResidentBatches.nbytes(datasets, pipeline) <= RESIDENT_LIMIT_BYTES
     resident = ResidentBatches(mixture, pipeline, device) if not pipeline.image_keys and fits else None
+    if cache is not None:  # features of a few hundred bytes a frame: always resident
+        resident = CachedBatches(mixture, cache.state_pipeline, cache.features, device)
     torch.manual_seed(config.seed)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     trainee = Trainee.for_config(config, pipeline)
     model = trainee.module.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(config, s))
-    choice = CheckpointChoice(config, model, held_out, pipeline, device, trainee)  # EMA, validation points
+    if cache is None:
+        choice = CheckpointChoice(config, model, held_out, pipeline, device, trainee)  # EMA, validation points
+    else:
+        validation = cast(list[TrajectoryDataset], cache.held_out)  # get_batch and len, as validation needs
+        choice = CheckpointChoice(
+            config, model, validation, cache.state_pipeline, device, trainee, encode=cached_batch_tensors
+        )
     load_time = time.perf_counter() - t0
 
     history: dict[str, list[float]] = {k: [] for k in trainee.log_keys or ()}
@@ -243,6 +264,8 @@ def train(config: TrainConfig) -> TrainResult:
         "checkpoint_step": chosen_step,
         "ema_decay": config.ema_decay,
     }
+    if cache is not None:
+        log["frozen_encoder"] = cache.log()
     write_checkpoint(out, config, pipeline, model, metadata, log, trainee.model_section)
     return TrainResult(
         out=out,

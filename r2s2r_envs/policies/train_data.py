@@ -141,6 +141,8 @@ def load_datasets(
     refs: list[DatasetRef],
     demo_ids: list[list[int]] | None = None,
     verify: VerifyMode | None = None,
+    *,
+    frames: bool = True,
 ) -> list[TrajectoryDataset]:
     """Loads the datasets (raw values, frame stacks and action chunks of the config).
 
@@ -149,12 +151,16 @@ def load_datasets(
         refs: the datasets.
         demo_ids: the demos to load of each dataset (default: all the run trains on).
         verify: the hash check, instead of the config's (``"none"`` for a file already verified).
+        frames: load the camera frames; ``False`` checks the camera keys but leaves their frames in the file (a
+            frozen encoder's features are extracted from it: ``r2s2r_envs.policies.cached``).
 
     Raises:
         ConfigError: unknown observation keys, or camera keys without ``encoder="cnn"`` (or the reverse).
     """
     common = {k: v for k, v in refs[0].obs_spec.items() if all(k in r.obs_spec for r in refs)}
     keys = observation_keys(config, common)
+    if not frames:
+        keys = [k for k in keys if len(common[k]) != 3]
     if config.features == "task" and VISIBILITY_KEY not in keys and any(VISIBILITY_KEY in r.obs_spec for r in refs):
         lacking = [r.path.name for r in refs if VISIBILITY_KEY not in r.obs_spec]
         warnings.warn(

@@ -17,6 +17,14 @@ chosen by ``TrainConfig.image_encoder``):
   in place of BatchNorm, whose batch statistics would differ between training batches, real and simulated
   shares and single observations at inference. Global average pool to 512 features. 11.2 M parameters,
   randomly initialized (nothing is downloaded).
+* ``"sim-pose"`` (:class:`FrozenCamera`): the ``cpu-image-cached`` recipe's, frozen: ``conv-gn``'s architecture
+  with weights the suite ships (``policies/encoders/sim-pose.pt``, int8, pinned by SHA-256 in
+  :data:`~r2s2r_envs.policies.config.FROZEN_ENCODERS`), trained by baselines/train_image_encoder.py on simulator
+  renders only to tell where the objects are (their positions, categories and status, next object first, as the
+  ``task`` features order them). The two cameras share the convolutions; each has its own keypoints and output
+  layer. Its features are standardized with their mean and deviation over its training frames. A policy never
+  trains it: training computes its features once per frame (``r2s2r_envs.policies.cached``), inference on the
+  live frames.
 
 :func:`random_shift` is the training-time augmentation (``TrainConfig.image_shift``): each sample's frames of one
 camera moved together by a random whole-pixel offset, the border repeated (the pad-and-crop of DrQ, Kostrikov et
@@ -25,12 +33,18 @@ al., 2021). It runs in training only; inference sees the frames as they are, whi
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from pathlib import Path
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from r2s2r_envs.policies.config import FROZEN_ENCODERS, FrozenEncoder
+
 #: The camera encoders, by ``TrainConfig.image_encoder`` name (docs/baselines.md, "Image recipes").
-IMAGE_ENCODERS: tuple[str, ...] = ("conv4", "conv-gn", "resnet18-gn")
+IMAGE_ENCODERS: tuple[str, ...] = ("conv4", "conv-gn", "resnet18-gn", "sim-pose")
 #: The encoder of a checkpoint whose model section names none (the first image policies').
 LEGACY_IMAGE_ENCODER = "conv4"
 _CONV4_FEATURES = 64
@@ -188,11 +202,97 @@ class ResNet18GN(FrameEncoder):
         return self.stages(self.stem(x)).mean(dim=(2, 3))
 
 
-def image_encoder(name: str) -> FrameEncoder:
-    """A new camera encoder ``name`` (one of :data:`IMAGE_ENCODERS`).
+class FrozenCamera(FrameEncoder):
+    """One camera's head of a frozen encoder (module docstring): ``conv-gn``'s network with the shipped weights,
+    its features standardized; no parameter requires a gradient, and it stays in eval mode.
+
+    Args:
+        spec: the frozen encoder (:data:`~r2s2r_envs.policies.config.FROZEN_ENCODERS`).
+        camera: the camera whose head it is, one of ``spec.cameras``.
+        state: its weights as :func:`frozen_state` gives them (default: read from the shipped file).
 
     Raises:
-        ValueError: another name (the message lists :data:`IMAGE_ENCODERS`).
+        ValueError: a camera the encoder has no head for (the message lists those it has).
+        FileNotFoundError: the shipped file is missing.
+        RuntimeError: the shipped file is not the one pinned (another SHA-256).
+    """
+
+    def __init__(self, spec: FrozenEncoder, camera: str, state: dict[str, torch.Tensor] | None = None) -> None:
+        super().__init__()
+        if camera not in spec.cameras:
+            raise ValueError(
+                f"the frozen {spec.name} encoder has heads for the cameras {list(spec.cameras)} "
+                f"({spec.image_size} px simulator renders), not {camera!r}"
+            )
+        self.name, self.camera, self.out_dim = spec.name, camera, spec.out_dim
+        self.net = ConvGN(keypoints=spec.keypoints, out_dim=spec.out_dim)
+        self.mean = nn.Parameter(torch.zeros(spec.out_dim))
+        self.std = nn.Parameter(torch.ones(spec.out_dim))
+        self.load_state_dict(frozen_state(spec, camera) if state is None else state)
+        self.requires_grad_(False)
+        self.eval()
+
+    def train(self, mode: bool = True) -> FrozenCamera:
+        """Stays in eval mode: a frozen encoder computes the same features in training and at inference."""
+        return super().train(False)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.net.encode(x) - self.mean) / self.std
+
+
+def frozen_file(spec: FrozenEncoder) -> Path:
+    """Where the package holds a frozen encoder's packed weights."""
+    return Path(__file__).resolve().parent / spec.file
+
+
+@functools.cache
+def _shipped(name: str) -> dict[str, torch.Tensor]:
+    from r2s2r_envs.policies.weights import load_state_dict_file
+
+    spec = FROZEN_ENCODERS[name]
+    path = frozen_file(spec)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the frozen {name} encoder's weights are missing ({path}); reinstall r2s2r_envs, or train them with "
+            "baselines/train_image_encoder.py"
+        )
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != spec.sha256:
+        raise RuntimeError(
+            f"{path} has SHA-256 {digest}, not the {spec.sha256} pinned for the {name} encoder "
+            "(r2s2r_envs.policies.config.FROZEN_ENCODERS): the file was changed or damaged; reinstall r2s2r_envs"
+        )
+    return load_state_dict_file(path)
+
+
+def frozen_state(spec: FrozenEncoder, camera: str) -> dict[str, torch.Tensor]:
+    """The :class:`FrozenCamera` ``state_dict`` of ``camera`` from the shipped file (float32): the shared
+    convolutions (``trunk.*``) and the camera's own keypoints, output layer and feature statistics
+    (``<camera>.*``). The file is read and its SHA-256 checked once per process."""
+    return split_frozen_state(_shipped(spec.name), camera)
+
+
+def split_frozen_state(shipped: dict[str, torch.Tensor], camera: str) -> dict[str, torch.Tensor]:
+    """One camera's :class:`FrozenCamera` ``state_dict`` from a frozen encoder's file layout (``trunk.*`` shared,
+    ``<camera>.pool.*``, ``<camera>.out.*``, ``<camera>.mean``, ``<camera>.std``)."""
+    state = {f"net.net.{k.removeprefix('trunk.')}": v.clone() for k, v in shipped.items() if k.startswith("trunk.")}
+    own = {k.removeprefix(f"{camera}."): v.clone() for k, v in shipped.items() if k.startswith(f"{camera}.")}
+    for key, value in own.items():
+        state[key if key in ("mean", "std") else f"net.{key}"] = value
+    return state
+
+
+def image_encoder(name: str, camera: str | None = None) -> FrameEncoder:
+    """A new camera encoder ``name`` (one of :data:`IMAGE_ENCODERS`).
+
+    Args:
+        name: the encoder.
+        camera: the camera it reads; a frozen encoder has one head per camera (default: its first camera's),
+            the others one network for any camera.
+
+    Raises:
+        ValueError: another name (the message lists :data:`IMAGE_ENCODERS`), or a camera a frozen encoder has no
+            head for.
     """
     if name == "conv4":
         return CameraEncoder()
@@ -200,6 +300,9 @@ def image_encoder(name: str) -> FrameEncoder:
         return ConvGN()
     if name == "resnet18-gn":
         return ResNet18GN()
+    if name in FROZEN_ENCODERS:
+        spec = FROZEN_ENCODERS[name]
+        return FrozenCamera(spec, spec.cameras[0] if camera is None else camera)
     raise ValueError(f"unknown image encoder {name!r}; choose one of {list(IMAGE_ENCODERS)}")
 
 
