@@ -120,3 +120,11 @@ def test_the_command_projects_a_run_and_plans_a_new_one(tmp_path: Path, capsys: 
     assert "nothing measured a" in capsys.readouterr().err
     assert main(["ablation", "--out", str(new), "--measured-from", str(done.root)]) == 2
     assert "--measured-from goes with --project" in capsys.readouterr().err
+    assert main(["ablation", "--out", str(new), "--project-json"]) == 2
+    assert "--project-json goes with --project" in capsys.readouterr().err
+    # The record form: the same projection as JSON.
+    assert main(["ablation", "--out", str(done.root), "--project", "1,4", "--project-json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["design"] == design.name and record["measured_in"] == [str(done.root)]
+    assert record["whole"]["tasks"] == len(tasks) and record["whole"]["measured"] == len(first)
+    assert set(record["whole"]["wall_s"]) == {"1", "4"} and record["still_to_run"]["remaining"] is True

@@ -220,6 +220,11 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--measured-from; runs nothing",
     )
     p.add_argument(
+        "--project-json",
+        action="store_true",
+        help="with --project: print the projection as JSON (its record) instead of text",
+    )
+    p.add_argument(
         "--measured-from",
         action="append",
         default=[],
@@ -261,6 +266,13 @@ def _project(args: argparse.Namespace) -> int:
         rest = project(design.tasks(), measured, cores=args.project, finished=finished)
     except (StoreError, DesignError, ProjectionError, LabError) as e:
         return report_error("ablation", e, EXIT_USAGE)
+    if args.project_json:  # a record of the projection, e.g. for a README that quotes it
+        measured_in = [str(s.root) for s in stores]
+        record = {"design": design.name, "measured_in": measured_in, "whole": whole.to_dict()}
+        if finished:
+            record["still_to_run"] = rest.to_dict()
+        print(json.dumps(record, indent=2))
+        return EXIT_OK
     print(f"design {design.name!r}, costs measured in {', '.join(str(s.root) for s in stores)}")
     print(whole.to_text())
     if finished:
@@ -381,8 +393,9 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
         return _seeds_for(args.out, args.seeds_for)
     if args.project is not None:
         return _project(args)
-    if args.measured_from:
-        return report_error("ablation", "--measured-from goes with --project (the costs it projects from)", EXIT_USAGE)
+    if args.measured_from or args.project_json:
+        given = "--measured-from" if args.measured_from else "--project-json"
+        return report_error("ablation", f"{given} goes with --project (the projection it is about)", EXIT_USAGE)
     if args.export_record is not None:
         try:
             dest = export_record(args.out, args.export_record)
