@@ -260,9 +260,9 @@ def _project(args: argparse.Namespace) -> int:
         if missing:
             raise StoreError(f"--measured-from {', '.join(missing)}: not an ablation run directory (no ablation.json)")
         design = AblationDesign.from_dict(manifests[0]["design"]) if manifests[0] else design_from_args(args)
-        measured = measured_records(stores)
+        finished = measured_records(stores[:1])  # --out's own finished tasks, which count over the references'
+        measured = {**measured_records(stores[1:]), **finished}
         whole = project(design.tasks(), measured, cores=args.project)
-        finished = set(measured_records(stores[:1]))
         rest = project(design.tasks(), measured, cores=args.project, finished=finished)
     except (StoreError, DesignError, ProjectionError, LabError) as e:
         return report_error("ablation", e, EXIT_USAGE)

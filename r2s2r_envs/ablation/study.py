@@ -151,13 +151,7 @@ class AblationDesign:
     def policies(self) -> list[PolicySpec]:
         """Every policy of the design (duplicates removed; real-only policies are shared by all methods): the
         four-variant table's for every seed first, then the sweep's, so the headline table is finished first."""
-        out: list[PolicySpec] = []
-        for seed in self.seeds:
-            for method in self.methods:
-                out.append(PolicySpec(method=SINGLE_DOMAIN_METHOD, variant=None, real_fraction=1.0, seed=seed))
-                for variant in self.variants:
-                    rf = self.rule_fraction(variant)
-                    out.append(PolicySpec(method=method, variant=variant, real_fraction=rf, seed=seed))
+        out = self.table_policies()
         for seed in self.sweep_seed_list():
             for method in self.sweep_methods:
                 for rf in self.sweep_values():
@@ -165,6 +159,18 @@ class AblationDesign:
                     if spec is not None:
                         out.append(spec)
         return list(dict.fromkeys(out))
+
+    def table_policies(self) -> list[PolicySpec]:
+        """The four-variant table's policies, seed by seed: real-only, then each method co-trained on each variant at
+        the rule's real_fraction (real-only repeats per method; callers remove duplicates)."""
+        out: list[PolicySpec] = []
+        for seed in self.seeds:
+            for method in self.methods:
+                out.append(PolicySpec(method=SINGLE_DOMAIN_METHOD, variant=None, real_fraction=1.0, seed=seed))
+                for variant in self.variants:
+                    rf = self.rule_fraction(variant)
+                    out.append(PolicySpec(method=method, variant=variant, real_fraction=rf, seed=seed))
+        return out
 
     def sweep_seed_list(self) -> tuple[int, ...]:
         """The seeds of the sweep and the mixture analysis (``sweep_seeds``, else ``seeds``)."""
@@ -313,13 +319,7 @@ class AblationDesign:
         """The policies each intervention evaluates again in the lab: the four-variant table's (real-only and every
         co-trained variant at the rule's real_fraction, each method and seed), then, when the sweep has real_fraction
         0, its sim-only policies (the sweep's seeds)."""
-        out = []
-        for seed in self.seeds:
-            for method in self.methods:
-                out.append(PolicySpec(method=SINGLE_DOMAIN_METHOD, variant=None, real_fraction=1.0, seed=seed))
-                for variant in self.variants:
-                    rf = self.rule_fraction(variant)
-                    out.append(PolicySpec(method=method, variant=variant, real_fraction=rf, seed=seed))
+        out = self.table_policies()
         if 0.0 in self.sweep_values():
             for seed in self.sweep_seed_list():
                 spec = self.sweep_policy(SINGLE_DOMAIN_METHOD, 0.0, seed)

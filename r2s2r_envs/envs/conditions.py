@@ -201,7 +201,18 @@ class RedLight(Condition):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NoLatency(Condition):
+class Diagnostic(Condition):
+    """A diagnostic condition: an intervention on the world that tests an explanation, never a benchmark score
+    (outside the standard mix, not shifted; tracks and leaderboards refuse it), 50 episodes as ``nominal``."""
+
+    shifted: ClassVar[bool] = False
+    standard: ClassVar[bool] = False
+    diagnostic: ClassVar[bool] = True
+    episodes: int = 50
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NoLatency(Diagnostic):
     """Diagnostic: the control loop without its delays.  The world's ``control_latency`` (command to execution) and
     ``perception_delay`` (the object estimates' age) are 0; in a lab its late commands and the estimate's delay
     jitter are off too (``LoopEffects``), so that no delay is left.  Everything else (physics, belt, sensor noise,
@@ -220,10 +231,6 @@ class NoLatency(Condition):
 
     name: ClassVar[str] = "no-latency"
     description: ClassVar[str] = "diagnostic: no loop delays (latency, perception delay and jitter, late commands)"
-    shifted: ClassVar[bool] = False
-    standard: ClassVar[bool] = False
-    diagnostic: ClassVar[bool] = True
-    episodes: int = 50
     control_latency: float = 0.0
     perception_delay: float = 0.0
     late_command_probability: float = 0.0
@@ -237,7 +244,7 @@ class NoLatency(Condition):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NominalBelt(Condition):
+class NominalBelt(Diagnostic):
     """Diagnostic: the belt of the nominal simulator (``world.params.nominal()``): its speed, no fluctuation, and its
     fluctuation time; everything else is the world's own.
 
@@ -253,10 +260,6 @@ class NominalBelt(Condition):
 
     name: ClassVar[str] = "nominal-belt"
     description: ClassVar[str] = "diagnostic: the nominal simulator's belt (speed, no fluctuation)"
-    shifted: ClassVar[bool] = False
-    standard: ClassVar[bool] = False
-    diagnostic: ClassVar[bool] = True
-    episodes: int = 50
     belt_speed: float = dataclasses.field(default_factory=lambda: nominal().belt_speed)
     belt_speed_fluctuation: float = dataclasses.field(default_factory=lambda: nominal().belt_speed_fluctuation)
     belt_fluctuation_time: float = dataclasses.field(default_factory=lambda: nominal().belt_fluctuation_time)
